@@ -1,0 +1,146 @@
+"""Tiny dataset archives in the official formats, built on the fly for tests.
+
+Each builder returns the archive path and its checksum, so a test can describe the
+archive with its own `ArchiveSpec`. The expected contents are exposed too, so a loader's
+output can be compared pixel for pixel (official format) or colour for colour (JPEG)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+import tarfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+CIFAR10_CLASSES = (
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)
+
+
+def digest(path: str | Path, algorithm: str) -> str:
+    return hashlib.new(algorithm, Path(path).read_bytes()).hexdigest()
+
+
+def write_tar_gz(path: str | Path, members: Iterable[tuple[str, bytes]]) -> Path:
+    """Write (name, content) pairs, in the given order, into a gzipped tar at `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def cifar10_official_contents(
+    per_class_train: int, per_class_test: int, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Random images (N, 3, 32, 32) and interleaved labels that the official builder stores."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for split, per_class in (("train", per_class_train), ("test", per_class_test)):
+        labels = rng.permutation(np.repeat(np.arange(10), per_class))
+        out[f"{split}_x"] = rng.integers(0, 256, (len(labels), 3, 32, 32), dtype=np.uint8)
+        out[f"{split}_y"] = labels.astype(np.int64)
+    return out
+
+
+def _batch_pickle(x: np.ndarray, y: np.ndarray, label: bytes) -> bytes:
+    # Bytes keys and protocol 2, as in the Python 2 pickles of the official archive.
+    batch = {
+        b"batch_label": label,
+        b"labels": [int(v) for v in y],
+        b"data": x.reshape(len(x), -1),
+        b"filenames": [f"img_{i}.png".encode() for i in range(len(x))],
+    }
+    return pickle.dumps(batch, protocol=2)
+
+
+def make_cifar10_official_archive(
+    path: str | Path,
+    per_class_train: int,
+    per_class_test: int,
+    seed: int = 0,
+    omit: Iterable[str] = (),
+    label_names: Iterable[str] = CIFAR10_CLASSES,
+) -> tuple[Path, str]:
+    """`cifar-10-python.tar.gz` layout with the training set split over data_batch_1..5.
+
+    `omit` leaves members out (e.g. "test_batch"); returns (path, md5)."""
+    data = cifar10_official_contents(per_class_train, per_class_test, seed)
+    omit = set(omit)
+    members: list[tuple[str, bytes]] = [("cifar-10-batches-py/readme.html", b"<html></html>")]
+    meta = {
+        b"num_cases_per_batch": 10000,
+        b"label_names": [n.encode() for n in label_names],
+        b"num_vis": 3072,
+    }
+    members.append(("cifar-10-batches-py/batches.meta", pickle.dumps(meta, protocol=2)))
+    chunks = np.array_split(np.arange(len(data["train_y"])), 5)
+    for i, idx in enumerate(chunks, start=1):
+        blob = _batch_pickle(data["train_x"][idx], data["train_y"][idx], b"training batch")
+        members.append((f"cifar-10-batches-py/data_batch_{i}", blob))
+    blob = _batch_pickle(data["test_x"], data["test_y"], b"testing batch 1 of 1")
+    members.append(("cifar-10-batches-py/test_batch", blob))
+    members = [(name, blob) for name, blob in members if name.rsplit("/", 1)[-1] not in omit]
+    write_tar_gz(path, members)
+    return Path(path), digest(path, "md5")
+
+
+def jpeg_colour(split: str, label: int, index: int) -> tuple[int, int, int]:
+    """The flat colour of image `index` of class `label` in the JPEG test archive; flat
+    colours survive JPEG almost exactly, so they identify each image after decoding."""
+    return (20 * label + 10, (12 * index + 6) % 250, 60 if split == "train" else 180)
+
+
+def _jpeg_bytes(colour: tuple[int, int, int], size: tuple[int, int], mode: str) -> bytes:
+    img = Image.new("RGB", size, colour)
+    if mode != "RGB":
+        img = img.convert(mode)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=95)
+    return buf.getvalue()
+
+
+def make_cifar10_jpeg_archive(
+    path: str | Path,
+    per_class_train: int,
+    per_class_test: int,
+    top_folder: str | None = "cifar10-jpeg",
+    classes: Iterable[str] = CIFAR10_CLASSES,
+    image_size: tuple[int, int] = (32, 32),
+    mode: str = "RGB",
+    extra_members: Mapping[str, bytes] | None = None,
+    seed: int = 0,
+) -> tuple[Path, str]:
+    """Image-folder archive `[top/]train|test/<class>/NNNN.jpg`, members in shuffled order
+    so that a loader must sort them. Image i of class k has colour `jpeg_colour(...)`,
+    with k the index of the class in CIFAR10_CLASSES. Returns (path, sha256)."""
+    prefix = f"{top_folder}/" if top_folder else ""
+    members: list[tuple[str, bytes]] = []
+    for split, per_class in (("train", per_class_train), ("test", per_class_test)):
+        for cls in classes:
+            label = CIFAR10_CLASSES.index(cls) if cls in CIFAR10_CLASSES else 0
+            for i in range(per_class):
+                colour = jpeg_colour(split, label, i)
+                name = f"{prefix}{split}/{cls}/{i:04d}.jpg"
+                members.append((name, _jpeg_bytes(colour, image_size, mode)))
+    order = np.random.default_rng(seed).permutation(len(members))
+    members = [members[i] for i in order]
+    members.extend((extra_members or {}).items())
+    write_tar_gz(path, members)
+    return Path(path), digest(path, "sha256")
