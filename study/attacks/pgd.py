@@ -1,0 +1,259 @@
+"""Projected gradient descent (Madry et al. 2018) in pixel space, L-inf and L2 balls.
+
+The attack only needs input gradients, so it takes them with ``torch.autograd.grad`` on the
+perturbation while the model's parameters are frozen: no parameter gradient is ever
+computed or accumulated, and an attack inside a training step cannot leak into the
+optimizer's ``.grad`` buffers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+NORMS: tuple[str, ...] = ("linf", "l2")
+LOSS_NAMES: tuple[str, ...] = ("ce",)
+
+#: ``loss(logits, labels) -> per-sample losses (B,)``; ``labels`` are ``y`` (untargeted) or
+#: ``target`` (targeted). A KL/TRADES loss can close over the clean logits.
+LossFn = Callable[[Tensor, Tensor], Tensor]
+
+
+def _cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    return F.cross_entropy(logits, labels, reduction="none")
+
+
+_LOSSES: dict[str, LossFn] = {"ce": _cross_entropy}
+
+
+@contextlib.contextmanager
+def frozen_params(model: nn.Module) -> Iterator[nn.Module]:
+    """Set ``requires_grad=False`` on all parameters; restore each flag on exit, even on error."""
+    params = list(model.parameters())
+    flags = [p.requires_grad for p in params]
+    try:
+        for p in params:
+            p.requires_grad_(False)
+        yield model
+    finally:
+        for p, flag in zip(params, flags, strict=True):
+            p.requires_grad_(flag)
+
+
+def _per_sample(value: float | Tensor, name: str, x: Tensor) -> Tensor:
+    """``value`` as an fp32 tensor of shape (B, 1, ..., 1) that broadcasts against ``x``."""
+    t = torch.as_tensor(value, dtype=torch.float32, device=x.device)
+    if t.dim() == 0:
+        t = t.expand(x.shape[0])
+    if t.shape != (x.shape[0],):
+        raise ValueError(
+            f"{name} must be a float or a tensor of shape ({x.shape[0]},), got shape "
+            f"{tuple(t.shape)}"
+        )
+    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
+        raise ValueError(f"{name} must be finite and >= 0, got {t.tolist()}")
+    return t.view(-1, *([1] * (x.dim() - 1)))
+
+
+def _flat_norm(t: Tensor) -> Tensor:
+    return torch.linalg.vector_norm(t.flatten(1), dim=1).view(-1, *([1] * (t.dim() - 1)))
+
+
+def _project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
+    """Project onto the eps-ball, then into the [0, 1] image box.
+
+    Clipping to the box only shrinks each coordinate of ``delta`` towards 0 (``x`` is in
+    the box), so the result stays inside the ball for both norms.
+    """
+    if norm == "linf":
+        delta = torch.maximum(torch.minimum(delta, eps), -eps)
+    else:
+        # The clamp avoids 0/0 when delta is 0; eps == 0 then gives a scale of exactly 0.
+        delta = delta * torch.clamp(eps / _flat_norm(delta).clamp_min(1e-12), max=1.0)
+    return (x + delta).clamp(0.0, 1.0) - x
+
+
+def _random_start(x: Tensor, eps: Tensor, norm: str, generator: torch.Generator | None) -> Tensor:
+    if norm == "linf":
+        u = torch.rand(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+        return (2 * u - 1) * eps
+    # Uniform in the L2 ball: Gaussian direction, radius eps * U^(1/d).
+    direction = torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+    direction = direction / _flat_norm(direction).clamp_min(1e-12)
+    u = torch.rand(x.shape[0], generator=generator, device=x.device, dtype=torch.float32)
+    radius = u.pow(1.0 / x[0].numel()).view_as(eps)
+    return direction * radius * eps
+
+
+def _step_direction(grad: Tensor, norm: str) -> Tensor:
+    if norm == "linf":
+        return grad.sign()
+    return grad / _flat_norm(grad).clamp_min(1e-12)
+
+
+def _losses(
+    model: nn.Module, x_in: Tensor, labels: Tensor, loss_fn: LossFn
+) -> tuple[Tensor, Tensor]:
+    """Per-sample fp32 losses and the logits' predictions for ``x_in``."""
+    logits = model(x_in).float()
+    losses = loss_fn(logits, labels)
+    if losses.shape != labels.shape:
+        raise ValueError(
+            f"loss must return one value per sample, shape {tuple(labels.shape)}; "
+            f"got shape {tuple(losses.shape)}"
+        )
+    return losses.float(), logits.argmax(dim=1)
+
+
+def _pgd_run(
+    model: nn.Module,
+    x: Tensor,
+    labels: Tensor,
+    delta: Tensor,
+    eps: Tensor,
+    alpha: Tensor,
+    steps: int,
+    norm: str,
+    sign: float,
+    loss_fn: LossFn,
+) -> Tensor:
+    """One PGD run from ``delta``; ``sign`` is +1 to ascend the loss, -1 to descend it."""
+    autocast_off = torch.autocast(device_type=x.device.type, enabled=False)
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        losses, _ = _losses(model, (x + delta).to(x.dtype), labels, loss_fn)
+        # Summing keeps each sample's gradient its own (a mean would scale it by 1/B).
+        (grad,) = torch.autograd.grad(losses.sum(), delta)
+        with torch.no_grad(), autocast_off:
+            delta = delta.detach() + sign * alpha * _step_direction(grad.float(), norm)
+            delta = _project(delta, x.float(), eps, norm)
+    return delta.detach()
+
+
+def pgd_attack(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    *,
+    eps: float | Tensor,
+    alpha: float | Tensor,
+    steps: int,
+    restarts: int = 1,
+    norm: str = "linf",
+    targeted: bool = False,
+    target: Tensor | None = None,
+    random_start: bool = True,
+    generator: torch.Generator | None = None,
+    loss: str | LossFn = "ce",
+) -> Tensor:
+    """Adversarial examples for pixel inputs ``x`` in [0, 1] with labels ``y``.
+
+    ``eps`` and ``alpha`` (step size) are floats or per-sample tensors of shape (B,).
+    ``norm`` is ``"linf"`` (signed-gradient steps) or ``"l2"`` (normalized-gradient steps).
+    Untargeted attacks ascend ``loss`` on ``y``; targeted ones (``targeted=True`` with
+    ``target``) descend it towards ``target``. ``loss`` is ``"ce"`` or a callable
+    ``(logits, labels) -> per-sample losses`` (labels are ``target`` when targeted).
+
+    Each of ``restarts`` runs starts from a uniform random point in the ball drawn from
+    ``generator`` (which must live on ``x``'s device), or from ``x`` when ``random_start``
+    is False. Per sample, the first run that succeeds (misclassified / classified as
+    ``target``) is kept, else the run with the highest (untargeted) / lowest (targeted)
+    final loss. Later runs only attack samples still unsolved, but every run draws its
+    random start for the whole batch so that, for a model in eval mode, ``restarts=k`` gives
+    exactly the per-sample selection over ``k`` consecutive single-run calls sharing
+    ``generator``.
+
+    The model's train/eval mode is not changed: the caller decides (in train mode,
+    BatchNorm layers use batch statistics and update their running averages during the
+    attack). Parameters are frozen while attacking and no ``.grad`` is written. The
+    perturbation is kept and updated in fp32, so the call may run under ``torch.autocast``.
+
+    Returns a detached tensor like ``x`` (dtype, device) with every sample inside its
+    eps-ball around ``x`` and in [0, 1].
+    """
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; valid norms: {', '.join(NORMS)}")
+    if isinstance(loss, str):
+        if loss not in _LOSSES:
+            raise ValueError(
+                f"unknown loss {loss!r}; valid losses: {', '.join(LOSS_NAMES)} or a callable"
+            )
+        loss_fn = _LOSSES[loss]
+    elif callable(loss):
+        loss_fn = loss
+    else:
+        raise ValueError(f"loss must be one of {', '.join(LOSS_NAMES)} or a callable, got {loss!r}")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    if restarts < 1:
+        raise ValueError(f"restarts must be >= 1, got {restarts}")
+    if x.dim() < 2 or y.shape != (x.shape[0],):
+        raise ValueError(
+            f"need x of shape (B, ...) and y of shape (B,), got {tuple(x.shape)} and "
+            f"{tuple(y.shape)}"
+        )
+    if targeted:
+        if target is None:
+            raise ValueError("targeted=True needs target (a tensor of shape (B,))")
+        if target.shape != y.shape:
+            raise ValueError(f"target must have shape {tuple(y.shape)}, got {tuple(target.shape)}")
+        labels = target.to(x.device)
+    else:
+        if target is not None:
+            raise ValueError("target was given but targeted=False; pass targeted=True to use it")
+        labels = y.to(x.device)
+    x = x.detach()
+    eps_t = _per_sample(eps, "eps", x)
+    alpha_t = _per_sample(alpha, "alpha", x)
+    sign = -1.0 if targeted else 1.0
+    x32 = x.float()
+
+    best = x32.clone()
+    best_loss = torch.full((x.shape[0],), float("nan"), device=x.device)
+    solved = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+    with frozen_params(model):
+        for _ in range(restarts):
+            if random_start:
+                delta0 = _random_start(x32, eps_t, norm, generator)
+                delta0 = _project(delta0, x32, eps_t, norm)
+            else:
+                delta0 = torch.zeros_like(x32)
+            if restarts == 1:
+                # Nothing to choose between, so skip the extra scoring forward pass.
+                delta = _pgd_run(
+                    model, x, labels, delta0, eps_t, alpha_t, steps, norm, sign, loss_fn
+                )
+                best = x32 + delta
+                break
+            idx = (~solved).nonzero().squeeze(1)
+            if idx.numel() == 0:
+                break
+            xs = x[idx]
+            delta = _pgd_run(
+                model,
+                xs,
+                labels[idx],
+                delta0[idx],
+                eps_t[idx],
+                alpha_t[idx],
+                steps,
+                norm,
+                sign,
+                loss_fn,
+            )
+            x_adv = x32[idx] + delta
+            with torch.no_grad():
+                losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
+            success = pred == labels[idx] if targeted else pred != labels[idx]
+            # NaN best_loss marks "no run yet", so the first run always fills it.
+            better = sign * losses > sign * best_loss[idx]
+            take = success | better | torch.isnan(best_loss[idx])
+            best[idx[take]] = x_adv[take]
+            best_loss[idx[take]] = losses[take]
+            solved[idx[success]] = True
+    # x + 0 is exact in fp32, so zero-eps samples come back bit-identical to x.
+    return best.clamp(0.0, 1.0).to(x.dtype).detach()

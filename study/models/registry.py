@@ -1,0 +1,125 @@
+"""Architecture table, the ``build_model`` factory, and a FLOP counter for benchmarks.
+
+Every registered model follows one contract, which later code relies on:
+
+* input: float pixels in [0, 1], shape (B, C, H, W); the first layer, ``model.normalize``
+  (a :class:`Normalize`), applies the dataset mean/std, so attacks work in pixel space;
+* ``model.features(x)`` -> penultimate representation, shape (B, ``model.feature_dim``);
+* ``model.fc`` -> the final ``nn.Linear``; ``model(x) == model.fc(model.features(x))``.
+
+Adding an architecture means writing a module that follows the contract and adding one
+``ModelSpec`` row to ``_REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from study.models.normalize import Normalize
+from study.models.preact_resnet import preact_resnet18
+from study.models.resnet import resnet18
+from study.models.small_cnn import SmallCNN
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``build(num_classes, in_channels, normalize)`` creates the model.
+
+    ``min_image_size`` is the smallest side the architecture accepts; all models end in
+    global pooling, so every size from there up works.
+    """
+
+    build: Callable[[int, int, Normalize], nn.Module]
+    min_image_size: int
+
+
+_REGISTRY: dict[str, ModelSpec] = {
+    # Three 2x2 max-pools / three stride-2 stages each shrink the input by 8 overall.
+    "small_cnn": ModelSpec(SmallCNN, min_image_size=8),
+    "resnet18": ModelSpec(resnet18, min_image_size=8),
+    "preact_resnet18": ModelSpec(preact_resnet18, min_image_size=8),
+}
+
+MODEL_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def build_model(
+    name: str,
+    num_classes: int,
+    in_channels: int = 3,
+    image_size: int = 32,
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
+) -> nn.Module:
+    """Build registered architecture ``name`` for ``image_size`` x ``image_size`` inputs.
+
+    ``mean``/``std`` are the per-channel dataset statistics applied by the model's first
+    layer; ``None`` means mean 0 / std 1 (no normalization).
+    """
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODEL_NAMES)}")
+    spec = _REGISTRY[name]
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    if in_channels < 1:
+        raise ValueError(f"in_channels must be >= 1, got {in_channels}")
+    if image_size < spec.min_image_size:
+        raise ValueError(
+            f"model {name!r} needs image_size >= {spec.min_image_size}, got {image_size}"
+        )
+    mean = [0.0] * in_channels if mean is None else list(mean)
+    std = [1.0] * in_channels if std is None else list(std)
+    if len(mean) != in_channels or len(std) != in_channels:
+        raise ValueError(
+            f"mean and std need in_channels={in_channels} values each, "
+            f"got mean={mean} and std={std}"
+        )
+    return spec.build(num_classes, in_channels, Normalize(mean, std))
+
+
+def count_flops(model: nn.Module, input_shape: Sequence[int]) -> int:
+    """FLOPs of one forward pass on a single image of shape ``input_shape`` = (C, H, W).
+
+    Counts 2 x multiply-accumulates of every convolution and linear layer (bias additions,
+    normalization, activations and pooling are ignored, the usual convention). The model's
+    train/eval mode and BatchNorm running statistics are left as they were.
+    """
+    if len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (C, H, W), got {tuple(input_shape)}")
+    macs = 0
+
+    def conv_hook(module: nn.modules.conv._ConvNd, inputs: tuple[Tensor, ...], out: Tensor):
+        nonlocal macs
+        kernel = 1
+        for k in module.kernel_size:
+            kernel *= k
+        macs += out.numel() * (module.in_channels // module.groups) * kernel
+
+    def linear_hook(module: nn.Linear, inputs: tuple[Tensor, ...], out: Tensor):
+        nonlocal macs
+        macs += out.numel() * module.in_features
+
+    handles = []
+    for module in model.modules():
+        if isinstance(module, nn.modules.conv._ConvNd):
+            handles.append(module.register_forward_hook(conv_hook))
+        elif isinstance(module, nn.Linear):
+            handles.append(module.register_forward_hook(linear_hook))
+    param = next(model.parameters(), None)
+    device = param.device if param is not None else torch.device("cpu")
+    dtype = param.dtype if param is not None else torch.float32
+    was_training = model.training
+    try:
+        # Eval mode so a batch of one passes BatchNorm without touching running statistics.
+        model.eval()
+        with torch.no_grad():
+            model(torch.zeros(1, *input_shape, device=device, dtype=dtype))
+    finally:
+        model.train(was_training)
+        for handle in handles:
+            handle.remove()
+    return 2 * macs
