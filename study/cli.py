@@ -1,0 +1,185 @@
+"""The `study` command: every step of the pipeline, runnable by hand with the same
+arguments that the Snakemake rules pass."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _json_arg(text: str) -> dict:
+    """Inline JSON, or @path to a JSON file."""
+    try:
+        if text.startswith("@"):
+            return json.loads(Path(text[1:]).read_text())
+        return json.loads(text)
+    except (OSError, json.JSONDecodeError) as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON (or @file): {text[:80]!r}: {err}") from err
+
+
+def _add_params_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="the study's params.yaml")
+    p.add_argument("--preset", default=None, help="preset overlay (workflow/presets/NAME.yaml)")
+    p.add_argument("--presets-dir", default="workflow/presets")
+    p.add_argument("--schema", default="workflow/schemas/params.schema.yaml")
+
+
+def _load(args) -> dict:
+    from study.config import load_params
+
+    overrides = {"preset": args.preset} if args.preset else {}
+    return load_params(args.params, overrides, presets_dir=args.presets_dir, schema_path=args.schema)
+
+
+def cmd_plan(args) -> int:
+    from study.config import plan_runs
+
+    params = _load(args)
+    runs = plan_runs(params)
+    if args.json:
+        print(json.dumps([{"run_id": r.run_id, "groups": r.groups, "evaluations": r.evaluations,
+                           "config": r.config} for r in runs], indent=2))
+    else:
+        print(f"preset {params['preset']}: {len(runs)} runs")
+        for r in runs:
+            print(f"  {r.run_id}  groups={','.join(r.groups)}  evals={','.join(r.evaluations)}")
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    from study.data.prepared import prepare_dataset
+
+    splits = prepare_dataset(args.dataset, args.variant, Path(args.raw_dir), args.mirror, Path(args.out),
+                             synthetic=args.synthetic)
+    print(f"prepared {args.dataset} ({args.variant}): {splits.train_x.shape[0]} train, "
+          f"{splits.test_x.shape[0]} test images -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_train(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.train.engine import train_run
+
+    set_threads(args.threads)
+    splits = load_prepared(args.data)
+    result = train_run(args.run_config, splits, args.run_dir, device=args.device,
+                       stop_after=args.stop_after, progress=not args.no_progress)
+    return 0 if result.finished or args.stop_after is not None else 1
+
+
+def cmd_evaluate(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.evaluate.run import evaluate_run
+
+    set_threads(args.threads)
+    splits = load_prepared(args.data)
+    evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=args.device,
+                 progress=not args.no_progress)
+    return 0
+
+
+def cmd_tables(args) -> int:
+    from study.tables import build_tables
+
+    paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics)
+    for name, path in paths.items():
+        print(f"{name}: {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_figure(args) -> int:
+    from study.figures.make import make_figure
+
+    written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
+                          method=args.method, evaluations=args.evaluations)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_manifest(args) -> int:
+    from study.figures.manifest import write_manifest
+
+    write_manifest(args.out, args.files)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="study", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plan", help="list the runs of the configured study")
+    _add_params_args(p)
+    p.add_argument("--json", action="store_true", help="print every run's resolved config as JSON")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("prepare", help="fetch (mirror or download), verify and prepare a dataset")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--raw-dir", default="data/raw")
+    p.add_argument("--mirror", default=None, help="local mirror folder (default: $STUDY_DATA_MIRROR)")
+    p.add_argument("--synthetic", type=_json_arg, default=None, help="synthetic-data parameters (JSON)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_prepare)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data", required=True, help="prepared dataset file (study prepare)")
+    common.add_argument("--run-dir", required=True)
+    common.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    common.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    common.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
+
+    p = sub.add_parser("train", parents=[common], help="train (or resume) one run")
+    p.add_argument("--run-config", type=_json_arg, required=True, help="resolved run config (JSON or @file)")
+    p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
+    p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
+    p.add_argument("--out", required=True, help="parquet file of per-sample records")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("tables", help="aggregate run records into results/tables")
+    p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
+    p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
+    p.add_argument("--out-dir", default="results/tables")
+    p.add_argument("--metrics", default=None, help="also write headline metrics JSON here")
+    p.set_defaults(func=cmd_tables)
+
+    p = sub.add_parser("figure", help="draw one figure from the tables")
+    p.add_argument("kind", choices=["classwise", "epochs"])
+    p.add_argument("--table", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--method", required=True)
+    p.add_argument("--evaluations", nargs="*", default=None)
+    p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
+    p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("manifest", help="write the manifest of all figures")
+    p.add_argument("--out", required=True)
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=cmd_manifest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError, RuntimeError) as err:
+        # Known failure modes (bad config, missing file, diverged run) get one clear line.
+        if os.environ.get("STUDY_TRACEBACK"):
+            raise
+        print(f"study {args.command}: error: {err}", file=sys.stderr)
+        print("(set STUDY_TRACEBACK=1 for the full traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The study's configuration: `params.yaml`, preset overlays, validation, and the plan of
+runs and evaluations derived from it.
+
+Both front ends (Snakemake and the `study` command) resolve the configuration through
+`load_params`, so a preset means the same thing whichever tool selects it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+DEFAULT_PARAMS = Path("params.yaml")
+DEFAULT_PRESETS = Path("workflow/presets")
+DEFAULT_SCHEMA = Path("workflow/schemas/params.schema.yaml")
+
+_FRACTION = re.compile(r"^\s*(-?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or malformed."""
+
+
+def parse_fraction(value: float | int | str) -> float:
+    """Accept 0.031, 8 or the string '8/255' (how attack budgets are written in papers)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"expected a number or 'a/b', got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        m = _FRACTION.match(value)
+        if m:
+            return float(m.group(1)) / float(m.group(2))
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"expected a number or a fraction like '8/255', got {value!r}")
+
+
+def deep_merge(base: Mapping, over: Mapping) -> dict:
+    """Recursively merge `over` onto `base`; lists and scalars in `over` replace."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def available_presets(presets_dir: Path = DEFAULT_PRESETS) -> list[str]:
+    return sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {path}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def validate_params(params: Mapping, schema_path: Path = DEFAULT_SCHEMA) -> None:
+    schema = _read_yaml(Path(schema_path))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors[:10]:
+            where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            lines.append(f"  {where}: {err.message}")
+        raise ConfigError("invalid configuration:\n" + "\n".join(lines))
+
+
+def load_params(
+    params_path: Path | str = DEFAULT_PARAMS,
+    overrides: Mapping | None = None,
+    presets_dir: Path | str = DEFAULT_PRESETS,
+    schema_path: Path | str = DEFAULT_SCHEMA,
+    base: Mapping | None = None,
+) -> dict:
+    """params.yaml, then the preset named by its `preset` key (or by the overrides), then
+    the overrides (command-line values win over the preset they select)."""
+    overrides = dict(overrides or {})
+    params = dict(base) if base is not None else _read_yaml(Path(params_path))
+    preset = overrides.get("preset", params.get("preset"))
+    if preset is not None:
+        preset_file = Path(presets_dir) / f"{preset}.yaml"
+        if not preset_file.exists():
+            raise ConfigError(
+                f"unknown preset {preset!r}; valid presets: {', '.join(available_presets(Path(presets_dir)))}"
+            )
+        params = deep_merge(params, _read_yaml(preset_file))
+    params = deep_merge(params, overrides)
+    params["preset"] = preset
+    validate_params(params, Path(schema_path))
+    _check_references(params)
+    return params
+
+
+def _check_references(params: Mapping) -> None:
+    """Names used by experiment groups must be defined, so a typo fails before any job runs."""
+    from study.data.registry import DATASETS, check_variant
+    from study.models.registry import MODEL_NAMES
+
+    methods = params["methods"]
+    evaluations = params["evaluations"]
+    for dataset, variant in (params["data"].get("variants") or {}).items():
+        if dataset not in DATASETS:
+            raise ConfigError(f"data.variants: unknown dataset {dataset!r}; valid: {', '.join(sorted(DATASETS))}")
+        check_variant(dataset, variant)
+    for group in params["experiments"]:
+        gname = group["group"]
+        if group["dataset"] not in DATASETS:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown dataset {group['dataset']!r}; "
+                f"valid: {', '.join(sorted(DATASETS))}"
+            )
+        check_variant(group["dataset"], dataset_variant(params, group["dataset"]))
+        for model in group["models"]:
+            if model not in MODEL_NAMES:
+                raise ConfigError(
+                    f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
+                )
+        for method in group["methods"]:
+            if method not in methods:
+                raise ConfigError(
+                    f"experiment group {gname!r}: unknown method {method!r}; "
+                    f"defined in params 'methods': {', '.join(sorted(methods))}"
+                )
+        for ev in group.get("evaluations", params["evaluate"]["default"]):
+            if ev not in evaluations:
+                raise ConfigError(
+                    f"experiment group {gname!r}: unknown evaluation {ev!r}; "
+                    f"defined in params 'evaluations': {', '.join(sorted(evaluations))}"
+                )
+
+
+def dataset_variant(params: Mapping, dataset: str) -> str:
+    from study.data.registry import get_dataset_info
+
+    variants = params.get("data", {}).get("variants", {}) or {}
+    return variants.get(dataset, get_dataset_info(dataset).variants[0])
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _slug_number(x: float) -> str:
+    return f"{x:g}".replace("-", "m").replace("+", "")
+
+
+def run_key(cfg: Mapping) -> str:
+    """Short hash of everything that determines a run's result."""
+    blob = json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def run_id(cfg: Mapping) -> str:
+    opt, sched = cfg["optimizer"], cfg["schedule"]
+    slug = "-".join(
+        [
+            cfg["dataset"] + ("" if cfg["data_variant"] in ("official", "default") else f"_{cfg['data_variant']}"),
+            cfg["model"],
+            cfg["method"],
+            f"{opt['name']}{_slug_number(opt['lr'])}",
+            sched["name"],
+            f"wd{_slug_number(opt['weight_decay'])}",
+            f"e{cfg['epochs']}",
+            f"s{cfg['seed']}",
+        ]
+    )
+    return f"{slug}-{run_key(cfg)}"
+
+
+@dataclass
+class RunSpec:
+    run_id: str
+    config: dict
+    groups: list[str] = field(default_factory=list)
+    evaluations: list[str] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> str:
+        return self.config["dataset"]
+
+    @property
+    def variant(self) -> str:
+        return self.config["data_variant"]
+
+
+def resolve_method(params: Mapping, name: str) -> dict:
+    method = copy.deepcopy(dict(params["methods"][name]))
+    adv = method.get("adversary")
+    if adv:
+        for key in ("eps", "alpha"):
+            adv[key] = parse_fraction(adv[key])
+    return method
+
+
+def resolve_evaluation(params: Mapping, name: str) -> dict:
+    ev = copy.deepcopy(dict(params["evaluations"][name]))
+    for key in ("eps", "alpha"):
+        if key in ev:
+            ev[key] = parse_fraction(ev[key])
+    ev["name"] = name
+    ev.setdefault("test_per_class", params["evaluate"].get("test_per_class"))
+    ev.setdefault("batch_size", params["evaluate"].get("batch_size", 256))
+    ev.setdefault("seed", params["evaluate"].get("seed", 0))
+    return ev
+
+
+def run_config(params: Mapping, group: Mapping, model: str, method: str, seed: int) -> dict:
+    """The resolved, self-contained configuration of one training run."""
+    train = deep_merge(params["train"], group.get("train", {}))
+    dataset = group["dataset"]
+    epoch_eval = copy.deepcopy(train["epoch_eval"])
+    if epoch_eval.get("attack"):
+        epoch_eval["attack"] = resolve_evaluation(params, epoch_eval["attack"])
+        for key in ("test_per_class", "batch_size", "name"):
+            epoch_eval["attack"].pop(key, None)
+    cfg = {
+        "dataset": dataset,
+        "data_variant": dataset_variant(params, dataset),
+        "train_per_class": train.get("train_per_class"),
+        "model": model,
+        "method": method,
+        "method_config": resolve_method(params, method),
+        "optimizer": {**train["optimizer"], "lr": float(train["optimizer"]["lr"]),
+                      "weight_decay": float(train["optimizer"]["weight_decay"])},
+        "schedule": train["schedule"],
+        "epochs": int(train["epochs"]),
+        "batch_size": int(train["batch_size"]),
+        "augment": train["augment"],
+        "epoch_eval": epoch_eval,
+        "seed": int(seed),
+    }
+    if dataset == "synthetic":
+        cfg["synthetic"] = params["data"]["synthetic"]
+    return cfg
+
+
+def plan_runs(params: Mapping) -> list[RunSpec]:
+    """Expand the experiment groups into runs; a run shared by two groups appears once."""
+    runs: dict[str, RunSpec] = {}
+    for group in params["experiments"]:
+        evaluations = list(group.get("evaluations", params["evaluate"]["default"]))
+        for model in group["models"]:
+            for method in group["methods"]:
+                for seed in group["seeds"]:
+                    cfg = run_config(params, group, model, method, seed)
+                    rid = run_id(cfg)
+                    spec = runs.setdefault(rid, RunSpec(rid, cfg))
+                    if group["group"] not in spec.groups:
+                        spec.groups.append(group["group"])
+                    for ev in evaluations:
+                        if ev not in spec.evaluations:
+                            spec.evaluations.append(ev)
+    return list(runs.values())
+
+
+def prepared_name(dataset: str, variant: str) -> str:
+    return f"{dataset}-{variant}"

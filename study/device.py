@@ -1,0 +1,39 @@
+"""Where a job runs and in which precision: the same code path serves CPU and GPU."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+
+VALID_DEVICES = ("auto", "cpu", "cuda")
+
+
+def select_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {name!r}; valid: {', '.join(VALID_DEVICES)} (or cuda:N)")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {name!r} was asked for but no CUDA GPU is visible")
+    return torch.device(name)
+
+
+def set_threads(threads: int | None) -> None:
+    """Use the cores the scheduler granted (Snakemake passes {threads}); default: all."""
+    n = threads or os.cpu_count() or 1
+    torch.set_num_threads(max(1, n))
+
+
+def train_autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast for training on a GPU; plain fp32 on the CPU (where bf16 is slow)."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def describe(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads)"

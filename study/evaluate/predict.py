@@ -1,0 +1,94 @@
+"""Per-sample predictions of a model on clean or attacked inputs.
+
+The one place where a model is run for evaluation: the training engine's per-epoch
+records and the final test-set evaluations both come from `predict`, so they can't drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from study.attacks.pgd import pgd_attack
+from study.data.augment import to_float
+
+ATTACK_TYPES = ("clean", "pgd")
+
+
+@dataclass
+class Predictions:
+    pred: np.ndarray  # (N,) predicted class
+    logits: np.ndarray | None  # (N, C) float32, when asked for
+
+
+def attack_batch(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping | None, generator: torch.Generator
+) -> torch.Tensor:
+    """Inputs to classify: `x` itself for a clean evaluation, else the attacked batch."""
+    kind = (attack or {}).get("type", "clean")
+    if kind == "clean":
+        return x
+    if kind == "pgd":
+        return pgd_attack(
+            model,
+            x,
+            y,
+            eps=attack["eps"],
+            alpha=attack["alpha"],
+            steps=attack["steps"],
+            restarts=attack.get("restarts", 1),
+            norm=attack.get("norm", "linf"),
+            random_start=attack.get("random_start", True),
+            generator=generator,
+        )
+    raise ValueError(f"unknown attack type {kind!r}; valid: {', '.join(ATTACK_TYPES)}")
+
+
+def predict(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    attack: Mapping | None = None,
+    batch_size: int = 256,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    keep_logits: bool = False,
+    progress: bool = False,
+    desc: str = "evaluate",
+) -> Predictions:
+    """Classify uint8 `images` (N,C,H,W), optionally under `attack`, in eval mode and fp32."""
+    device = torch.device(device)
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    preds, logits_all = [], []
+    n = images.shape[0]
+    try:
+        for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
+            x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
+            y = labels[start : start + batch_size].to(device, non_blocking=True)
+            x_eval = attack_batch(model, x, y, attack, generator)
+            with torch.no_grad():
+                logits = model(x_eval).float()
+            preds.append(logits.argmax(1).cpu())
+            if keep_logits:
+                logits_all.append(logits.cpu())
+    finally:
+        model.train(was_training)
+    pred = torch.cat(preds).numpy() if preds else np.zeros(0, dtype=np.int64)
+    logits_np = torch.cat(logits_all).numpy() if keep_logits and logits_all else None
+    return Predictions(pred=pred, logits=logits_np)
+
+
+def class_counts(pred: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(samples per class, correct per class)."""
+    n = np.bincount(labels, minlength=num_classes)
+    correct = np.bincount(labels[pred == labels], minlength=num_classes)
+    return n, correct

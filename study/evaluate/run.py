@@ -1,0 +1,63 @@
+"""Evaluate a trained run on the test set and write its per-sample record."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from study.data.prepared import Splits, stratified_subset
+from study.device import describe, select_device
+from study.evaluate.predict import predict
+from study.evaluate.records import records_frame, write_records
+from study.train.engine import load_trained_model
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    splits: Splits,
+    evaluation: Mapping,
+    out: str | Path,
+    *,
+    device: str = "auto",
+    progress: bool = True,
+) -> Path:
+    """Classify the test set (or its first `test_per_class` per class) clean or under attack."""
+    run_dir, out = Path(run_dir), Path(out)
+    cfg = json.loads((run_dir / "config.json").read_text())
+    if (splits.meta.get("dataset"), splits.meta.get("variant")) != (cfg["dataset"], cfg["data_variant"]):
+        raise ValueError(
+            f"{run_dir.name} was trained on {cfg['dataset']} ({cfg['data_variant']}) but the data given is "
+            f"{splits.meta.get('dataset')} ({splits.meta.get('variant')})"
+        )
+    dev = select_device(device)
+    model, arch = load_trained_model(run_dir, dev)
+    idx = stratified_subset(splits.test_y, evaluation.get("test_per_class"))
+    images, labels = splits.test_x[idx], splits.test_y[idx]
+    t0 = time.perf_counter()
+    preds = predict(
+        model, images, labels,
+        attack=evaluation, batch_size=int(evaluation.get("batch_size", 256)), device=dev,
+        seed=int(evaluation.get("seed", 0)), keep_logits=True, progress=progress,
+        desc=f"{evaluation['name']} {run_dir.name}",
+    )
+    seconds = time.perf_counter() - t0
+    frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits)
+    meta = {
+        "run_id": run_dir.name,
+        "run_config": cfg,
+        "evaluation": dict(evaluation),
+        "dataset": cfg["dataset"],
+        "data_variant": cfg["data_variant"],
+        "class_names": list(splits.class_names),
+        "n": int(len(frame)),
+        "seconds": seconds,
+        "device": describe(dev),
+    }
+    write_records(frame, out, meta)
+    acc = float((frame["pred"] == frame["label"]).mean()) if len(frame) else float("nan")
+    print(f"{evaluation['name']} on {run_dir.name}: {100 * acc:.2f}% of {len(frame)} samples "
+          f"[{seconds:.1f}s]", file=sys.stderr)
+    return out

@@ -1,0 +1,68 @@
+"""Draw one figure of the study from the aggregated tables (what `study figure` runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from study.figures.classwise import plot_classwise
+from study.figures.epochs import plot_epochs
+from study.figures.style import run_title, save_figure
+
+FIGURE_KINDS = ("classwise", "epochs")
+# Columns that tell two training settings of one (dataset, model, method) apart.
+_SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class"]
+
+
+def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> pd.DataFrame:
+    rows = table[(table["dataset"] == dataset) & (table["model"] == model) & (table["method"] == method)]
+    if rows.empty:
+        have = table[["dataset", "model", "method"]].drop_duplicates().to_records(index=False).tolist()
+        raise ValueError(f"no rows for dataset={dataset} model={model} method={method}; the table has {have}")
+    settings = rows[[c for c in _SETTING if c in rows]].drop_duplicates()
+    if len(settings) > 1:
+        raise ValueError(
+            f"{len(settings)} training settings of {dataset}/{model}/{method} in the table; "
+            "a class-wise figure shows one (filter the table first)"
+        )
+    return rows
+
+
+def _title(rows: pd.DataFrame, dataset: str, model: str, method: str) -> str:
+    title = run_title(dataset=dataset, model=model, method=method)
+    variant = str(rows["data_variant"].iloc[0])
+    if variant not in ("official", "default"):
+        title += f" ({variant} variant of the data)"
+    seeds = rows["seed"].nunique()
+    return title + f"  ·  {seeds} seed{'s' if seeds > 1 else ''}"
+
+
+def make_figure(
+    kind: str,
+    table_path: str | Path,
+    out_stem: str | Path,
+    *,
+    dataset: str,
+    model: str,
+    method: str,
+    evaluations: Sequence[str] | None = None,
+) -> list[Path]:
+    if kind not in FIGURE_KINDS:
+        raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
+    table_path = Path(table_path)
+    if not table_path.exists():
+        raise FileNotFoundError(f"table {table_path} does not exist; `study tables` makes it")
+    rows = select_rows(pd.read_csv(table_path), dataset, model, method)
+    title = _title(rows, dataset, model, method)
+    if kind == "classwise":
+        if evaluations:
+            unknown = sorted(set(evaluations) - set(rows["eval"]))
+            if unknown:
+                raise ValueError(f"evaluation(s) {unknown} not in the table; it has {sorted(rows['eval'].unique())}")
+            rows = rows[rows["eval"].isin(evaluations)]
+        fig = plot_classwise(rows, title=title)
+    else:
+        fig = plot_epochs(rows, title=title)
+    return save_figure(fig, out_stem)

@@ -1,0 +1,93 @@
+"""Aggregate the records of many runs into the study's tables (results/tables/).
+
+Every number comes from the per-sample evaluation records and the per-epoch records;
+nothing is recomputed from models here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from study.evaluate.records import read_records
+from study.io import atomic_path, atomic_write_json
+from study.metrics import classwise_table, seed_aggregate, summary_table
+
+SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class"]
+
+
+def identity(run_id: str, cfg: dict) -> dict:
+    """The columns that say which run a row comes from (and its training setting)."""
+    return {
+        "run_id": run_id,
+        "dataset": cfg["dataset"],
+        "data_variant": cfg["data_variant"],
+        "model": cfg["model"],
+        "method": cfg["method"],
+        "seed": cfg["seed"],
+        "optimizer": cfg["optimizer"]["name"],
+        "lr": cfg["optimizer"]["lr"],
+        "schedule": cfg["schedule"]["name"],
+        "weight_decay": cfg["optimizer"]["weight_decay"],
+        "epochs": cfg["epochs"],
+        "train_per_class": cfg.get("train_per_class"),
+    }
+
+
+def build_tables(
+    records: Iterable[str | Path],
+    epochs: Iterable[str | Path],
+    out_dir: str | Path,
+    metrics_path: str | Path | None = None,
+) -> dict[str, Path]:
+    """From per-sample records (parquet, self-describing) and epochs.csv files (beside their
+    run's config.json), write classwise.csv, summary.csv, classwise_seeds.csv, epochs.csv."""
+    out_dir = Path(out_dir)
+    blocks = []
+    for path in map(Path, records):
+        frame, meta = read_records(path)
+        ident = {**identity(meta["run_id"], meta["run_config"]), "eval": meta["evaluation"]["name"]}
+        blocks.append(classwise_table([(ident, frame)], meta["class_names"]))
+    if not blocks:
+        raise FileNotFoundError("no evaluation records given (results/evaluations/<run>/<evaluation>.parquet)")
+    classwise = pd.concat(blocks, ignore_index=True)
+    summary = summary_table(classwise)
+    seeds = seed_aggregate(classwise, by=["dataset", "data_variant", "model", "method", *SETTING, "eval"])
+
+    epoch_frames = []
+    for path in map(Path, epochs):
+        config_path = path.parent / "config.json"
+        if not config_path.exists():
+            raise FileNotFoundError(f"{path} has no config.json beside it; is it a run directory?")
+        ident = identity(path.parent.name, json.loads(config_path.read_text()))
+        frame = pd.read_csv(path)
+        epoch_frames.append(frame.assign(**ident)[[*ident, *frame.columns]])
+    epochs_df = pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()
+
+    paths = {name: out_dir / f"{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
+    for name, frame in zip(paths, (classwise, summary, seeds, epochs_df), strict=True):
+        with atomic_path(paths[name]) as tmp:
+            frame.to_csv(tmp, index=False)
+    if metrics_path is not None:
+        atomic_write_json(metrics_path, headline_metrics(summary))
+        paths["metrics"] = Path(metrics_path)
+    return paths
+
+
+def headline_metrics(summary: pd.DataFrame) -> dict:
+    """Seed-averaged mean, worst-class and gap per (dataset, model, method, evaluation), for DVC."""
+    out: dict = {}
+    keys = ["dataset", "model", "method", "eval"]
+    for key, group in summary.groupby(keys, sort=True):
+        name = "/".join(str(k) for k in key)
+        out[name] = {
+            "mean": round(float(np.mean(group["mean"])), 4),
+            "worst": round(float(np.mean(group["worst"])), 4),
+            "gap": round(float(np.mean(group["gap"])), 4),
+            "seeds": int(group["seed"].nunique()),
+        }
+    return out

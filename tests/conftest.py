@@ -1,0 +1,65 @@
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Keep test runs quiet and on two threads like the CI machine.
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def ci_params():
+    from study.config import load_params
+
+    return load_params(
+        ROOT / "params.yaml",
+        {"preset": "ci"},
+        presets_dir=ROOT / "workflow/presets",
+        schema_path=ROOT / "workflow/schemas/params.schema.yaml",
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_file(tmp_path_factory, ci_params) -> Path:
+    from study.data.prepared import prepare_dataset
+
+    out = tmp_path_factory.mktemp("data") / "synthetic-default.pt"
+    prepare_dataset("synthetic", "default", out.parent / "raw", None, out, synthetic=ci_params["data"]["synthetic"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def synthetic_splits(synthetic_file):
+    from study.data.prepared import load_prepared
+
+    return load_prepared(synthetic_file)
+
+
+@pytest.fixture()
+def tiny_run_config(ci_params):
+    """A 3-epoch PGD-AT run of the small CNN on the CI preset's synthetic data."""
+    from study.config import plan_runs
+
+    runs = {r.config["method"]: r for r in plan_runs(ci_params)}
+    cfg = copy.deepcopy(runs["pgd_at"].config)
+    cfg["epochs"] = 3
+    return cfg
+
+
+def run_study(*args: str, cwd: Path | None = None, check: bool = True, env: dict | None = None):
+    """Run the installed `study` command as a user would."""
+    exe = shutil.which("study") or str(Path(sys.executable).parent / "study")
+    proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"study {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc

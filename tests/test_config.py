@@ -1,0 +1,118 @@
+import pytest
+
+from study.config import (
+    ConfigError,
+    deep_merge,
+    load_params,
+    parse_fraction,
+    plan_runs,
+    resolve_evaluation,
+    run_id,
+)
+
+
+def _load(repo_root, overrides=None, base=None):
+    return load_params(
+        repo_root / "params.yaml",
+        overrides or {},
+        presets_dir=repo_root / "workflow/presets",
+        schema_path=repo_root / "workflow/schemas/params.schema.yaml",
+        base=base,
+    )
+
+
+def test_parse_fraction_accepts_paper_notation():
+    assert parse_fraction("8/255") == pytest.approx(8 / 255)
+    assert parse_fraction(" 2 / 255 ") == pytest.approx(2 / 255)
+    assert parse_fraction(0.5) == 0.5
+    assert parse_fraction("0.25") == 0.25
+    with pytest.raises(ConfigError, match="8/x"):
+        parse_fraction("8/x")
+    with pytest.raises(ConfigError):
+        parse_fraction(True)
+
+
+def test_deep_merge_overlays_nested_keys_and_replaces_lists():
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+    merged = deep_merge(base, {"a": {"c": [3]}, "e": 2})
+    assert merged == {"a": {"b": 1, "c": [3]}, "d": 1, "e": 2}
+    assert base["a"]["c"] == [1, 2], "the base must not be modified"
+
+
+def test_paper_is_the_default_with_published_settings(repo_root):
+    params = _load(repo_root)
+    assert params["preset"] == "paper"
+    runs = plan_runs(params)
+    # 2 models x 2 methods x 3 seeds
+    assert len(runs) == 12
+    cfg = runs[0].config
+    assert cfg["epochs"] == 200 and cfg["batch_size"] == 128
+    assert cfg["optimizer"] == {"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": False}
+    pgd = next(r for r in runs if r.config["method"] == "pgd_at").config["method_config"]["adversary"]
+    assert pgd["eps"] == pytest.approx(8 / 255) and pgd["alpha"] == pytest.approx(2 / 255) and pgd["steps"] == 10
+    assert {r.config["seed"] for r in runs} == {0, 1, 2}
+
+
+def test_preset_overlay_and_command_line_order(repo_root):
+    demo = _load(repo_root, {"preset": "demo"})
+    assert demo["preset"] == "demo"
+    assert demo["data"]["variants"]["cifar10"] == "jpeg"
+    # a command-line value wins over the preset that it selects
+    over = _load(repo_root, {"preset": "demo", "train": {"epochs": 1}})
+    assert over["train"]["epochs"] == 1
+    assert over["data"]["variants"]["cifar10"] == "jpeg"
+
+
+def test_unknown_preset_lists_valid_ones(repo_root):
+    with pytest.raises(ConfigError, match=r"unknown preset 'nope'.*ci.*demo.*paper"):
+        _load(repo_root, {"preset": "nope"})
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"train": {"epochs": 0}}, "epochs"),
+        ({"train": {"optimizer": {"name": "rmsprop"}}}, "rmsprop"),
+        ({"experiments": [{"group": "g", "dataset": "imagenet42", "models": ["small_cnn"],
+                           "methods": ["standard"], "seeds": [0]}]}, "unknown dataset 'imagenet42'"),
+        ({"experiments": [{"group": "g", "dataset": "synthetic", "models": ["resnet9000"],
+                           "methods": ["standard"], "seeds": [0]}]}, "unknown model 'resnet9000'"),
+        ({"experiments": [{"group": "g", "dataset": "synthetic", "models": ["small_cnn"],
+                           "methods": ["fgsm_magic"], "seeds": [0]}]}, "unknown method 'fgsm_magic'"),
+        ({"data": {"variants": {"cifar10": "png"}}}, "png"),
+        ({"bogus_section": 1}, "bogus_section"),
+    ],
+)
+def test_bad_values_are_named(repo_root, override, message):
+    with pytest.raises((ConfigError, ValueError), match=message):
+        _load(repo_root, {"preset": "ci", **override})
+
+
+def test_run_ids_are_keyed_by_the_resolved_config(repo_root):
+    ci = _load(repo_root, {"preset": "ci"})
+    runs = plan_runs(ci)
+    ids = [r.run_id for r in runs]
+    assert len(set(ids)) == len(ids)
+    assert all(i.startswith("synthetic-small_cnn-") for i in ids)
+    # a changed hyperparameter is a new run; an unchanged config the same id
+    same = plan_runs(_load(repo_root, {"preset": "ci"}))
+    assert [r.run_id for r in same] == ids
+    changed = plan_runs(_load(repo_root, {"preset": "ci", "train": {"optimizer": {"weight_decay": 0.001}}}))
+    assert not set(r.run_id for r in changed) & set(ids)
+    # presets never share run directories
+    demo_ids = {r.run_id for r in plan_runs(_load(repo_root, {"preset": "demo"}))}
+    assert not demo_ids & set(ids)
+
+
+def test_run_id_slug_is_readable(ci_params):
+    cfg = plan_runs(ci_params)[0].config
+    rid = run_id(cfg)
+    assert rid.split("-")[:4] == ["synthetic", "small_cnn", cfg["method"], "sgd0.05"]
+    assert rid.endswith(f"-s{cfg['seed']}-" + rid.rsplit("-", 1)[1])
+
+
+def test_resolve_evaluation_fills_defaults(ci_params):
+    ev = resolve_evaluation(ci_params, "pgd3")
+    assert ev["name"] == "pgd3" and ev["steps"] == 3
+    assert ev["eps"] == pytest.approx(8 / 255)
+    assert ev["test_per_class"] == ci_params["evaluate"].get("test_per_class")
