@@ -14,39 +14,14 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from study.attacks.pgd import pgd_attack
+from study.attacks.configured import run_attack
 from study.data.augment import to_float
-
-ATTACK_TYPES = ("clean", "pgd")
 
 
 @dataclass
 class Predictions:
     pred: np.ndarray  # (N,) predicted class
     logits: np.ndarray | None  # (N, C) float32, when asked for
-
-
-def attack_batch(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping | None, generator: torch.Generator
-) -> torch.Tensor:
-    """Inputs to classify: `x` itself for a clean evaluation, else the attacked batch."""
-    kind = (attack or {}).get("type", "clean")
-    if kind == "clean":
-        return x
-    if kind == "pgd":
-        return pgd_attack(
-            model,
-            x,
-            y,
-            eps=attack["eps"],
-            alpha=attack["alpha"],
-            steps=attack["steps"],
-            restarts=attack.get("restarts", 1),
-            norm=attack.get("norm", "linf"),
-            random_start=attack.get("random_start", True),
-            generator=generator,
-        )
-    raise ValueError(f"unknown attack type {kind!r}; valid: {', '.join(ATTACK_TYPES)}")
 
 
 def predict(
@@ -74,7 +49,7 @@ def predict(
         for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
             x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
             y = labels[start : start + batch_size].to(device, non_blocking=True)
-            x_eval = attack_batch(model, x, y, attack, generator)
+            x_eval = run_attack(model, x, y, attack, generator)
             with torch.no_grad():
                 logits = model(x_eval).float()
             preds.append(logits.argmax(1).cpu())

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from study.attacks.pgd import pgd_attack
+from study.attacks.configured import run_attack
 
 ADVERSARY_TYPES = ("pgd",)
 BN_MODES = ("train", "eval")
@@ -39,21 +39,9 @@ class Adversary:
     def perturb(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         if self.cfg is None:
             return x
-        cfg = self.cfg
-        if cfg.get("bn_mode", "train") == "eval":
+        if self.cfg.get("bn_mode", "train") == "eval":
             model.eval()
         try:
-            return pgd_attack(
-                model,
-                x,
-                y,
-                eps=cfg["eps"],
-                alpha=cfg["alpha"],
-                steps=cfg["steps"],
-                restarts=cfg.get("restarts", 1),
-                norm=cfg.get("norm", "linf"),
-                random_start=cfg.get("random_start", True),
-                generator=generator,
-            )
+            return run_attack(model, x, y, {"type": "pgd", **self.cfg}, generator)
         finally:
             model.train()

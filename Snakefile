@@ -1,0 +1,24 @@
+# Class-wise robustness study: table of contents of the workflow.
+#   snakemake --cores 8 results/figures/all                      (paper preset, the default)
+#   snakemake --cores 2 --config preset=demo results/figures/all (CPU demo)
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "params.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        "results/figures/all",

@@ -1,0 +1,82 @@
+"""The `study` command as a user runs it: clear one-line errors, nothing lost."""
+
+import json
+
+from conftest import run_study
+
+
+def test_plan_lists_the_runs_of_a_preset(repo_root):
+    out = run_study("plan", "--preset", "ci", cwd=repo_root).stdout
+    assert out.startswith("preset ci: 2 runs")
+    plan = json.loads(run_study("plan", "--preset", "ci", "--json", cwd=repo_root).stdout)
+    assert {r["config"]["method"] for r in plan} == {"standard", "pgd_at"}
+    assert all(r["evaluations"] == ["clean", "pgd3"] for r in plan)
+
+
+def test_unknown_dataset_names_the_valid_ones(tmp_path):
+    proc = run_study("prepare", "--dataset", "imagenet42", "--variant", "official", "--out",
+                     str(tmp_path / "x.pt"), check=False)
+    assert proc.returncode == 2
+    assert "imagenet42" in proc.stderr and "cifar10" in proc.stderr and "synthetic" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_offline_without_mirror_says_which_file_goes_where(tmp_path):
+    empty = tmp_path / "mirror"
+    empty.mkdir()
+    proc = run_study("prepare", "--dataset", "cifar10", "--variant", "jpeg", "--raw-dir", str(tmp_path / "raw"),
+                     "--mirror", str(empty), "--out", str(tmp_path / "c.pt"), check=False)
+    assert proc.returncode == 2
+    assert "cifar10-jpeg.tar.gz" in proc.stderr
+    assert str(tmp_path / "raw") in proc.stderr
+    assert "STUDY_DATA_MIRROR" in proc.stderr
+    assert not (tmp_path / "c.pt").exists()
+
+
+def test_corrupt_archive_in_mirror_is_refused_and_not_copied(tmp_path):
+    mirror = tmp_path / "mirror" / "cifar10-jpeg"
+    mirror.mkdir(parents=True)
+    (mirror / "cifar10-jpeg.tar.gz").write_bytes(b"not an archive")
+    proc = run_study("prepare", "--dataset", "cifar10", "--variant", "jpeg", "--raw-dir", str(tmp_path / "raw"),
+                     "--mirror", str(tmp_path / "mirror"), "--out", str(tmp_path / "c.pt"), check=False)
+    assert proc.returncode == 2
+    assert "checksum" in proc.stderr.lower()
+    assert not (tmp_path / "raw" / "cifar10-jpeg.tar.gz").exists()
+    assert (mirror / "cifar10-jpeg.tar.gz").read_bytes() == b"not an archive", "the mirror copy is left alone"
+
+
+def test_missing_prepared_data_points_to_study_prepare(tmp_path):
+    proc = run_study("train", "--data", str(tmp_path / "nope.pt"), "--run-dir", str(tmp_path / "run"),
+                     "--run-config", "{}", check=False)
+    assert proc.returncode == 2
+    assert "nope.pt" in proc.stderr and "study prepare" in proc.stderr
+
+
+def test_bad_json_argument_is_named(tmp_path):
+    proc = run_study("evaluate", "--data", "x.pt", "--run-dir", "r", "--evaluation", "{broken", "--out", "o",
+                     check=False)
+    assert proc.returncode == 2
+    assert "not valid JSON" in proc.stderr
+
+
+def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
+    """The steps a rule runs, typed by a person: prepare, train, evaluate, tables, figure."""
+    from study.config import plan_runs, resolve_evaluation
+
+    data = tmp_path / "synthetic-default.pt"
+    run_study("prepare", "--dataset", "synthetic", "--variant", "default", "--out", str(data),
+              "--synthetic", json.dumps(ci_params["data"]["synthetic"]))
+    cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
+    run = tmp_path / "runs" / "r1"
+    run_study("train", "--data", str(data), "--run-dir", str(run), "--run-config", json.dumps(cfg), "--device", "cpu")
+    record = tmp_path / "evaluations" / "r1" / "clean.parquet"
+    run_study("evaluate", "--data", str(data), "--run-dir", str(run), "--out", str(record),
+              "--evaluation", json.dumps(resolve_evaluation(ci_params, "clean")))
+    run_study("tables", "--records", str(record), "--epochs", str(run / "epochs.csv"),
+              "--out-dir", str(tmp_path / "tables"))
+    run_study("figure", "classwise", "--table", str(tmp_path / "tables" / "classwise.csv"), "--dataset", "synthetic",
+              "--model", "small_cnn", "--method", "standard", "--out-stem", str(tmp_path / "fig"))
+    assert (tmp_path / "fig.png").stat().st_size > 1000 and (tmp_path / "fig.pdf").exists()
+    proc = run_study("figure", "epochs", "--table", str(tmp_path / "tables" / "epochs.csv"), "--dataset", "synthetic",
+                     "--model", "small_cnn", "--method", "pgd_at", "--out-stem", str(tmp_path / "f2"), check=False)
+    assert proc.returncode == 2 and "no rows for dataset=synthetic model=small_cnn method=pgd_at" in proc.stderr

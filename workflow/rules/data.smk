@@ -1,0 +1,24 @@
+# Phase 1: datasets. Archives are taken from the local mirror or downloaded, verified by
+# checksum into data/raw, and prepared once as uint8 tensors in data/prepared.
+
+
+rule prepare:
+    output:
+        prepared=f"{DATA}/prepared/{{dataset}}-{{variant}}.pt",
+    log:
+        f"{RESULTS}/logs/prepare/{{dataset}}-{{variant}}.log",
+    params:
+        mirror=mirror_arg,
+        synthetic=synthetic_arg,
+        raw=f"{DATA}/raw",
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    shell:
+        "study prepare --dataset {wildcards.dataset} --variant {wildcards.variant}"
+        " --raw-dir {params.raw} {params.mirror} {params.synthetic} --out {output.prepared} 2> {log}"
+
+
+rule data_all:
+    input:
+        all_prepared(),
