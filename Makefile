@@ -1,0 +1,35 @@
+# The two commands of the README:
+#   make demo   set up .venv and run the study's demo preset (CIFAR-10 subset, CPU)
+#   make test   set up .venv and run the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Local mirror of dataset archives (this project's machines have no internet).
+export STUDY_DATA_MIRROR ?= $(abspath ../shared/datasets)
+CORES ?= 2
+
+.PHONY: setup demo test lint paper clean-results
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# Pinned so that pip takes the CPU build of torch and pulls no CUDA packages.
+	$(BIN)/pip install --quiet torch==2.13.0 torchvision==0.28.0
+	$(BIN)/pip install --quiet -e '.[workflow,dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/local --cores $(CORES) \
+		--config preset=demo -- results/figures/all
+	@echo "figures: results/figures/ (manifest: results/figures/all)"
+
+test: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+lint: setup
+	$(BIN)/ruff check study tests
+
+paper: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/local results/figures/all
