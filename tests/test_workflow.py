@@ -13,7 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow"]
+WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore"]
 
 
 def _env():
