@@ -17,8 +17,10 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/pretrained.smk"
 
 
 rule all:
     input:
         "results/figures/all",
+        PRETRAINED_TARGETS,

@@ -154,3 +154,45 @@ def figure_evaluations(wildcards):
         if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
             evs += [e for e in r.evaluations if e not in evs]
     return " ".join(evs)
+
+
+# ---------------------------------------------------------------- pretrained ImageNet models
+# Evaluated, never trained (workflow/rules/pretrained.smk); off unless pretrained.enabled.
+PRETRAINED = config["pretrained"]
+PRETRAINED_DATA = f"{DATA}/prepared/imagenet-val.pt"
+
+
+def _check_pretrained_evaluations():
+    unknown = [e for e in PRETRAINED["evaluations"] if e not in config["evaluations"]]
+    if unknown:
+        raise WorkflowError(
+            f"pretrained.evaluations names {unknown}, not in evaluations: {sorted(config['evaluations'])}"
+        )
+
+
+_check_pretrained_evaluations()
+
+
+def pretrained_eval_file(model, evaluation):
+    return f"{RESULTS}/pretrained/evaluations/{model}/{evaluation}.parquet"
+
+
+def all_pretrained_evaluations():
+    return [pretrained_eval_file(m, e) for m in PRETRAINED["models"] for e in PRETRAINED["evaluations"]]
+
+
+PRETRAINED_TABLES = {
+    "classwise": f"{RESULTS}/pretrained/tables/classwise.csv",
+    "summary": f"{RESULTS}/pretrained/tables/summary.csv",
+}
+PRETRAINED_TARGETS = list(PRETRAINED_TABLES.values()) if PRETRAINED["enabled"] else []
+
+
+def imagenet_options_arg(wildcards):
+    options = {"per_class": PRETRAINED.get("per_class"), "image_size": PRETRAINED.get("image_size", 224)}
+    return shlex.quote(json.dumps(options, sort_keys=True))
+
+
+def weights_dir_arg(wildcards):
+    weights = PRETRAINED.get("weights_dir")
+    return f"--weights-dir {shlex.quote(str(weights))}" if weights else ""
