@@ -37,7 +37,9 @@ def weights(tmp_path_factory):
         if isinstance(m, torch.nn.BatchNorm2d):
             m.running_var.fill_(4.0)
     state = {k: v for k, v in model.state_dict().items() if not k.startswith("normalize.")}
-    torch.save(state, folder / PRETRAINED["resnet50_torchvision"].file)
+    # Saved as torchvision's older files are: without BatchNorm's num_batches_tracked.
+    plain = {k: v for k, v in state.items() if not k.endswith("num_batches_tracked")}
+    torch.save(plain, folder / PRETRAINED["resnet50_torchvision"].file)
     robust = folder / PRETRAINED["Salman2020Do_R50"].file
     robust.parent.mkdir(parents=True)
     # RobustBench: nested, DataParallel and wrapper prefixes, normalization in the file.

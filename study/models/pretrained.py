@@ -150,6 +150,10 @@ def load_pretrained(
     with torch.device("meta"):
         model = ImageNetResNet50(1000)
     expected = model.network_state_keys()
+    for key in expected - state.keys():
+        # Older torchvision files predate BatchNorm's batch counter, which eval never uses.
+        if key.endswith(".num_batches_tracked"):
+            state[key] = torch.tensor(0, dtype=torch.long)
     missing, unexpected = sorted(expected - state.keys()), sorted(state.keys() - expected)
     if missing or unexpected:
         raise ValueError(
