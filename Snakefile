@@ -18,6 +18,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/pretrained.smk"
+include: "workflow/rules/features.smk"
 
 
 rule all:

@@ -114,6 +114,50 @@ def cmd_figure(args) -> int:
     return 0
 
 
+def cmd_construct(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import select_device, set_threads
+    from study.features.build import build_constructed
+    from study.train.engine import load_trained_model
+
+    set_threads(args.threads)
+    device = select_device(args.device)
+    model, _ = load_trained_model(args.source_run, device)
+    provenance = {"key": args.key, "source_run": Path(args.source_run).name}
+    built = build_constructed(args.kind, model, load_prepared(args.data), args.out, args.work_dir, args.settings,
+                              provenance, device=device, progress=not args.no_progress)
+    print(f"{args.kind}: {built.meta['constructed']['summary']} -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_features_figure(args) -> int:
+    import pandas as pd
+
+    from study.data.prepared import load_prepared
+    from study.figures.features import (
+        example_sets,
+        feature_rows,
+        features_title,
+        plot_feature_classwise,
+        plot_feature_examples,
+        rows_class_names,
+    )
+    from study.figures.style import save_figure
+
+    sources = dict(item.split("=", 1) for item in args.sources)
+    rows = feature_rows(pd.read_csv(args.table), args.dataset, args.model, sources)
+    variant = str(rows["data_variant"].iloc[0])
+    title = features_title(args.dataset, args.model, variant)
+    written = save_figure(plot_feature_classwise(rows, title), args.out_stem)
+
+    examples = example_sets(load_prepared(args.data), [load_prepared(p) for p in args.constructed])
+    written += save_figure(plot_feature_examples(examples, rows_class_names(rows), title.split(" | ")[0]),
+                           args.examples_stem)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def cmd_manifest(args) -> int:
     from study.figures.manifest import write_manifest
 
@@ -185,6 +229,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evaluations", nargs="*", default=None)
     p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
     p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("construct", help="build a robust / non-robust feature dataset (Ilyas et al.)")
+    p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")
+    p.add_argument("--data", required=True, help="prepared source dataset")
+    p.add_argument("--source-run", required=True, help="run directory of the model to construct with")
+    p.add_argument("--settings", type=_json_arg, required=True, help="construction settings (JSON or @file)")
+    p.add_argument("--key", required=True, help="name of this construction (recorded as provenance)")
+    p.add_argument("--work-dir", required=True, help="folder of finished chunks (resume)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_construct)
+
+    p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
+    p.add_argument("--table", required=True, help="results/tables/classwise.csv")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, help="model trained on the constructed datasets")
+    p.add_argument("--sources", nargs="+", required=True,
+                   help="role=run_id of the source runs, e.g. standard=<run> robust=<run>")
+    p.add_argument("--constructed", nargs="+", required=True, help="constructed prepared datasets")
+    p.add_argument("--data", required=True, help="the original prepared dataset")
+    p.add_argument("--out-stem", required=True)
+    p.add_argument("--examples-stem", required=True)
+    p.set_defaults(func=cmd_features_figure)
 
     p = sub.add_parser("manifest", help="write the manifest of all figures")
     p.add_argument("--out", required=True)

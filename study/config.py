@@ -109,6 +109,7 @@ def load_params(
     params["preset"] = preset
     validate_params(params, Path(schema_path))
     _check_references(params)
+    _check_features(params)
     return params
 
 
@@ -150,6 +151,23 @@ def _check_references(params: Mapping) -> None:
                 )
 
 
+def _check_features(params: Mapping) -> None:
+    feats = params.get("features")
+    if not feats:
+        return
+    methods, evaluations = params["methods"], params["evaluations"]
+    for role in ("standard", "robust"):
+        if feats["sources"][role]["method"] not in methods:
+            raise ConfigError(f"features.sources.{role}: unknown method {feats['sources'][role]['method']!r}; "
+                              f"defined in params 'methods': {', '.join(sorted(methods))}")
+    if feats["train"]["method"] not in methods:
+        raise ConfigError(f"features.train.method: unknown method {feats['train']['method']!r}")
+    for ev in feats["train"]["evaluations"]:
+        if ev not in evaluations:
+            raise ConfigError(f"features.train.evaluations: unknown evaluation {ev!r}; "
+                              f"defined in params 'evaluations': {', '.join(sorted(evaluations))}")
+
+
 def dataset_variant(params: Mapping, dataset: str) -> str:
     from study.data.registry import get_dataset_info
 
@@ -174,7 +192,9 @@ def run_id(cfg: Mapping) -> str:
     opt, sched = cfg["optimizer"], cfg["schedule"]
     slug = "-".join(
         [
-            cfg["dataset"] + ("" if cfg["data_variant"] in ("official", "default") else f"_{cfg['data_variant']}"),
+            cfg["dataset"]
+            + ("" if cfg["data_variant"] in ("official", "default") else f"_{cfg['data_variant']}")
+            + (f"_{cfg['constructed']['kind']}" if cfg.get("constructed") else ""),
             cfg["model"],
             cfg["method"],
             f"{opt['name']}{_slug_number(opt['lr'])}",
@@ -270,7 +290,79 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
                     for ev in evaluations:
                         if ev not in spec.evaluations:
                             spec.evaluations.append(ev)
+    if params.get("features"):
+        base = list(runs.values())
+        # The source models are compared with the models trained on their datasets, so they
+        # get the same evaluations.
+        extra = params["features"]["train"]["evaluations"]
+        for con in constructions(params, base):
+            con.source_run.evaluations += [e for e in extra if e not in con.source_run.evaluations]
+        for spec in feature_runs(params, base):
+            runs.setdefault(spec.run_id, spec)
     return list(runs.values())
+
+
+# ------------------------------------------------------------- constructed datasets
+
+
+@dataclass
+class Construction:
+    """One constructed training set (D_R, D_NR, D_rand or D_det) and where it comes from."""
+
+    kind: str
+    key: str
+    source_run: RunSpec
+    settings: dict
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.key}"
+
+
+def _feature_source(params: Mapping, runs: list[RunSpec], role: str) -> RunSpec:
+    src = params["features"]["sources"][role]
+    for run in runs:
+        c = run.config
+        if (src["group"] in run.groups and c["model"] == src["model"] and c["method"] == src["method"]
+                and c["seed"] == src["seed"] and not c.get("constructed")):
+            return run
+    raise ConfigError(
+        f"features.sources.{role}: no run of group {src['group']!r} with model {src['model']!r}, "
+        f"method {src['method']!r} and seed {src['seed']}; add it to that experiment group"
+    )
+
+
+def constructions(params: Mapping, runs: list[RunSpec]) -> list[Construction]:
+    """The constructed datasets of the study: D_R from the robust source model, the others
+    from the standard one (Ilyas et al. 2019)."""
+    from study.features.build import settings_key
+    from study.features.construct import KINDS
+
+    feats = params["features"]
+    out = []
+    for kind in feats["datasets"]:
+        if kind not in KINDS:
+            raise ConfigError(f"features.datasets: unknown {kind!r}; valid: {', '.join(KINDS)}")
+        role = "robust" if kind == "d_r" else "standard"
+        source = _feature_source(params, runs, role)
+        settings = copy.deepcopy(dict(feats["construct"]))
+        out.append(Construction(kind, settings_key(kind, {role: source.run_id}, settings), source, settings))
+    return out
+
+
+def feature_runs(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
+    """Standard training on each constructed dataset, evaluated on the real test set."""
+    feats = params["features"]
+    train = feats["train"]
+    specs = []
+    for con in constructions(params, runs):
+        group = {"dataset": con.source_run.dataset, "train": train.get("train", {})}
+        for seed in train["seeds"]:
+            cfg = run_config(params, group, train["model"], train["method"], seed)
+            cfg["train_per_class"] = None  # the constructed set is already the chosen subset
+            cfg["constructed"] = {"kind": con.kind, "key": con.key, "source_run": con.source_run.run_id}
+            specs.append(RunSpec(run_id(cfg), cfg, ["features"], list(train["evaluations"])))
+    return specs
 
 
 def prepared_name(dataset: str, variant: str) -> str:

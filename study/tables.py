@@ -17,7 +17,7 @@ from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
 
-SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class"]
+SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
 
 def identity(run_id: str, cfg: dict) -> dict:
@@ -35,6 +35,8 @@ def identity(run_id: str, cfg: dict) -> dict:
         "weight_decay": cfg["optimizer"]["weight_decay"],
         "epochs": cfg["epochs"],
         "train_per_class": cfg.get("train_per_class"),
+        # "original", or the constructed dataset (d_r, d_nr, d_rand, d_det) the run trained on
+        "train_data": (cfg.get("constructed") or {}).get("kind", "original"),
     }
 
 
@@ -81,9 +83,10 @@ def build_tables(
 def headline_metrics(summary: pd.DataFrame) -> dict:
     """Seed-averaged mean, worst-class and gap per (dataset, model, method, evaluation), for DVC."""
     out: dict = {}
-    keys = ["dataset", "model", "method", "eval"]
+    keys = ["dataset", "model", "method", "train_data", "eval"]
     for key, group in summary.groupby(keys, sort=True):
-        name = "/".join(str(k) for k in key)
+        # runs on the original data keep the short name dataset/model/method/eval
+        name = "/".join(str(k) for k in key if k != "original")
         out[name] = {
             "mean": round(float(np.mean(group["mean"])), 4),
             "worst": round(float(np.mean(group["worst"])), 4),

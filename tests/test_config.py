@@ -42,7 +42,7 @@ def test_deep_merge_overlays_nested_keys_and_replaces_lists():
 def test_paper_is_the_default_with_published_settings(repo_root):
     params = _load(repo_root)
     assert params["preset"] == "paper"
-    runs = plan_runs(params)
+    runs = [r for r in plan_runs(params) if "baseline" in r.groups]
     # 2 models x 2 methods x 3 seeds
     assert len(runs) == 12
     cfg = runs[0].config
@@ -93,7 +93,7 @@ def test_run_ids_are_keyed_by_the_resolved_config(repo_root):
     runs = plan_runs(ci)
     ids = [r.run_id for r in runs]
     assert len(set(ids)) == len(ids)
-    assert all(i.startswith("synthetic-small_cnn-") for i in ids)
+    assert all(i.startswith(("synthetic-small_cnn-", "synthetic_d_")) for i in ids)
     # a changed hyperparameter is a new run; an unchanged config the same id
     same = plan_runs(_load(repo_root, {"preset": "ci"}))
     assert [r.run_id for r in same] == ids
@@ -116,3 +116,32 @@ def test_resolve_evaluation_fills_defaults(ci_params):
     assert ev["name"] == "pgd3" and ev["steps"] == 3
     assert ev["eps"] == pytest.approx(8 / 255)
     assert ev["test_per_class"] == ci_params["evaluate"].get("test_per_class")
+
+
+def test_feature_runs_train_on_each_constructed_set(repo_root):
+    from study.config import constructions
+
+    params = _load(repo_root)
+    runs = plan_runs(params)
+    cons = constructions(params, runs)
+    assert [c.kind for c in cons] == ["d_r", "d_nr", "d_rand", "d_det"]
+    by_id = {r.run_id: r for r in runs}
+    robust = next(c for c in cons if c.kind == "d_r").source_run
+    assert robust.config["method"] == "pgd_at_l2"
+    assert robust.config["method_config"]["adversary"]["norm"] == "l2"
+    assert robust.config["method_config"]["adversary"]["eps"] == 0.5
+    standard = next(c for c in cons if c.kind == "d_nr").source_run
+    assert standard.config["method"] == "standard" and "baseline" in standard.groups
+    # the sources are evaluated like the models trained on their datasets
+    assert {"pgd_l2_025", "pgd_l2_05"} <= set(by_id[standard.run_id].evaluations)
+    trained = [r for r in runs if r.config.get("constructed")]
+    assert sorted(r.config["constructed"]["kind"] for r in trained) == ["d_det", "d_nr", "d_r", "d_rand"]
+    assert all(r.config["constructed"]["source_run"] in by_id for r in trained)
+    assert all(r.run_id.startswith("cifar10_" + r.config["constructed"]["kind"] + "-") for r in trained)
+    # a changed construction setting is a new dataset and a new run
+    changed = _load(repo_root, {"features": {"construct": {"representation": {"steps": 10}}}})
+    new = {r.run_id for r in plan_runs(changed) if r.config.get("constructed")}
+    assert new != {r.run_id for r in trained}
+    # unknown names are refused
+    with pytest.raises(ConfigError, match="features.train.evaluations"):
+        _load(repo_root, {"features": {"train": {"evaluations": ["nope"]}}})

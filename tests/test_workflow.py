@@ -55,24 +55,35 @@ def project(tmp_path_factory):
     return _copy_project(tmp_path_factory.mktemp("project"))
 
 
+def _plan(project, preset):
+    from study.config import constructions, load_params, plan_runs
+
+    params = load_params(project / "params.yaml", {"preset": preset}, presets_dir=project / "workflow/presets",
+                         schema_path=project / "workflow/schemas/params.schema.yaml")
+    runs = plan_runs(params)
+    return params, runs, (constructions(params, runs) if params.get("features") else [])
+
+
 def test_paper_preset_dry_run_lists_every_job(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     counts = _job_counts(out)
-    # 2 models x 2 methods x 3 seeds; 2 evaluations each; figures 1, 2 per model, 7 per model and method
-    assert counts["train"] == 12
-    assert counts["evaluate"] == 24
+    params, runs, cons = _plan(project, "paper")
+    assert counts["train"] == len(runs)
+    assert counts["evaluate"] == sum(len(r.evaluations) for r in runs)
+    assert counts.get("construct", 0) == len(cons)
+    # the baseline grid: 2 models x 2 methods x 3 seeds, trained on the original data
+    baseline = [r for r in runs if "baseline" in r.groups]
+    assert len(baseline) == 12 and {r.config["seed"] for r in baseline} == {0, 1, 2}
     assert counts["prepare"] == 1
-    assert counts["figure_classwise"] == 4
-    assert counts["figure_epochs"] == 4
-    assert counts["total"] == 1 + 12 + 24 + 1 + 4 + 4 + 1
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate):", j)]
-    assert len(gpu_jobs) == 36
+    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate|construct):", j)]
+    counts = _job_counts(out)
+    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts.get("construct", 0)
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -92,14 +103,16 @@ def test_slurm_profile_is_accepted_by_snakemake(project):
     pytest.importorskip("snakemake_executor_plugin_slurm")
     out = _run([BIN / "snakemake", "-n", "--profile", "workflow/profiles/slurm", "--config", "preset=ci", "--",
                 "results/figures/all"], project)
-    assert _job_counts(out)["train"] == 2
+    _, runs, _ = _plan(project, "ci")
+    assert _job_counts(out)["train"] == len(runs)
 
 
 def test_demo_preset_dry_run(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=demo", "--", "results/figures/all"],
                project)
     counts = _job_counts(out)
-    assert counts["train"] == 2 and counts["evaluate"] == 4
+    _, runs, _ = _plan(project, "demo")
+    assert counts["train"] == len(runs) and counts["evaluate"] == sum(len(r.evaluations) for r in runs)
     assert "cifar10-jpeg.pt" in out
 
 
@@ -120,18 +133,23 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
 
     _run(snakemake(), project)
 
+    _, runs, _ = _plan(project, "ci")
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert len(figures) == 8
+    assert {Path(f).parent.name for f in figures} == {
+        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs", "fig12_features"}
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
-    assert {Path(f).parent.name for f in figures} == {
-        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs"}
+    original = [r for r in runs if not r.config.get("constructed")]
+    assert sum("fig07_epochs" in f for f in figures) == 2 * len({r.config["method"] for r in original})
+    assert sum("fig12_features" in f for f in figures) == 4  # bars and examples, PNG and PDF
     classwise = (project / "results/tables/classwise.csv").read_text()
-    assert classwise.count("\n") == 1 + 2 * 2 * 10  # runs x evaluations x classes
+    assert classwise.count("\n") == 1 + 10 * sum(len(r.evaluations) for r in runs)  # header + classes
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert set(metrics) == {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in ("clean", "pgd3")}
-    for run_dir in (project / "results/runs").iterdir():
+    assert {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in ("clean", "pgd3")} <= set(metrics)
+    assert len(list((project / "data/constructed").glob("d_*.pt"))) == 4
+    for run in runs:
+        run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
             p.name for p in run_dir.iterdir()}
     assert all((project / "results/logs").rglob("*.log"))

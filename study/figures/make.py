@@ -13,11 +13,13 @@ from study.figures.style import run_title, save_figure
 
 FIGURE_KINDS = ("classwise", "epochs")
 # Columns that tell two training settings of one (dataset, model, method) apart.
-_SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class"]
+_SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
 
 def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> pd.DataFrame:
     rows = table[(table["dataset"] == dataset) & (table["model"] == model) & (table["method"] == method)]
+    if "train_data" in rows:  # models trained on constructed datasets have figures of their own
+        rows = rows[rows["train_data"] == "original"]
     if rows.empty:
         have = table[["dataset", "model", "method"]].drop_duplicates().to_records(index=False).tolist()
         raise ValueError(f"no rows for dataset={dataset} model={model} method={method}; the table has {have}")

@@ -89,6 +89,12 @@ def _check_data(cfg: Mapping, splits: Splits) -> None:
     want = (cfg["dataset"], cfg["data_variant"])
     if got != want:
         raise ValueError(f"run expects dataset {want[0]} ({want[1]}) but the prepared data is {got[0]} ({got[1]})")
+    want_con, got_con = cfg.get("constructed"), splits.meta.get("constructed")
+    if (want_con or {}).get("key") != (got_con or {}).get("key"):
+        raise ValueError(
+            f"run expects training data {want_con['kind'] + ' ' + want_con['key'] if want_con else 'original'} "
+            f"but the prepared data is {got_con['kind'] + ' ' + got_con['key'] if got_con else 'original'}"
+        )
 
 
 def build_run_model(cfg: Mapping, splits: Splits, train_x: torch.Tensor) -> tuple[torch.nn.Module, dict]:

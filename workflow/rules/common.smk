@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from study.config import ConfigError, load_params, plan_runs, prepared_name, resolve_evaluation
+from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
 
 _BASE = Path(workflow.basedir)
 
@@ -69,6 +69,9 @@ def run_of(wildcards):
 
 def run_data(wildcards):
     run = run_of(wildcards)
+    con = run.config.get("constructed")
+    if con:
+        return constructed_file(f"{con['kind']}-{con['key']}")
     return prepared_file(run.dataset, run.variant)
 
 
@@ -128,7 +131,7 @@ def figure_panels(fig):
     keys = {
         (r.dataset, r.config["model"], r.config["method"])
         for r in RUNS.values()
-        if method is None or r.config["method"] == method
+        if (method is None or r.config["method"] == method) and not r.config.get("constructed")
     }
     return sorted(keys)
 
@@ -140,6 +143,11 @@ def figure_stem(fig, dataset, model, method):
 def all_figures():
     files = []
     for fig in config["figures"]:
+        if fig == "fig12_features":
+            for dataset, model in feature_panels():
+                for stem in (f"{RESULTS}/figures/{fig}/{dataset}__{model}", f"{RESULTS}/figures/{fig}/{dataset}__{model}__examples"):
+                    files += [f"{stem}.png", f"{stem}.pdf"]
+            continue
         for dataset, model, method in figure_panels(fig):
             stem = figure_stem(fig, dataset, model, method)
             files += [f"{stem}.png", f"{stem}.pdf"]
@@ -151,6 +159,8 @@ def figure_evaluations(wildcards):
     evs = []
     for r in RUNS.values():
         c = r.config
+        if c.get("constructed"):
+            continue
         if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
             evs += [e for e in r.evaluations if e not in evs]
     return " ".join(evs)
@@ -196,3 +206,23 @@ def imagenet_options_arg(wildcards):
 def weights_dir_arg(wildcards):
     weights = PRETRAINED.get("weights_dir")
     return f"--weights-dir {shlex.quote(str(weights))}" if weights else ""
+# ---------------------------------------------------------------- constructed datasets
+CONSTRUCTIONS = {c.name: c for c in constructions(config, list(RUNS.values()))} if config.get("features") else {}
+
+
+def constructed_file(name):
+    return f"{DATA}/constructed/{name}.pt"
+
+
+def construction_of(wildcards):
+    try:
+        return CONSTRUCTIONS[wildcards.construction]
+    except KeyError:
+        raise WorkflowError(f"construction {wildcards.construction!r} is not part of preset {config['preset']!r}") from None
+
+
+def feature_panels():
+    """(dataset, model trained on the constructed sets) of figure 12."""
+    if not CONSTRUCTIONS:
+        return []
+    return [(next(iter(CONSTRUCTIONS.values())).source_run.dataset, config["features"]["train"]["model"])]

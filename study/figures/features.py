@@ -1,0 +1,137 @@
+"""Figure 12: models trained on robust / non-robust feature datasets, class by class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from study.figures.style import eval_label, figure_style, pretty_dataset, pretty_model
+from study.metrics import wilson_interval
+
+# Order and names of the bars: the source models first, then what was trained on their datasets.
+TRAINING_LABELS = {
+    "source_standard": "standard model (source)",
+    "source_robust": "L2-robust model (source)",
+    "d_r": "trained on D_R",
+    "d_nr": "trained on D_NR",
+    "d_rand": "trained on D_rand",
+    "d_det": "trained on D_det",
+}
+_COLORS = {
+    "source_standard": "#4C72B0",
+    "source_robust": "#55A868",
+    "d_r": "#8DD3A0",
+    "d_nr": "#9DB4DE",
+    "d_rand": "#DD8452",
+    "d_det": "#C44E52",
+}
+
+
+def feature_rows(classwise: pd.DataFrame, dataset: str, model: str, sources: Mapping[str, str]) -> pd.DataFrame:
+    """The class-wise rows of figure 12, with a `training` column naming each bar group:
+    the source runs (`sources`: role -> run id) and the runs trained on constructed data."""
+    table = classwise[classwise["dataset"] == dataset]
+    parts = []
+    for role, run in sources.items():
+        if role not in ("standard", "robust"):
+            raise ValueError(f"unknown source role {role!r}; valid: standard, robust")
+        parts.append(table[table["run_id"] == run].assign(training=f"source_{role}"))
+    constructed = table[(table["model"] == model) & (table["train_data"] != "original")]
+    parts.append(constructed.assign(training=constructed["train_data"]))
+    rows = pd.concat(parts, ignore_index=True)
+    if rows.empty or constructed.empty:
+        raise ValueError(f"no rows for models trained on constructed {dataset} data with model {model}")
+    return rows
+
+
+def plot_feature_classwise(rows: pd.DataFrame, title: str) -> Figure:
+    """One panel per evaluation; per class, one bar per training set (mean over seeds) with
+    pooled 95% Wilson intervals."""
+    # The evaluations that the models trained on constructed data have (sources may have more).
+    shown = dict.fromkeys(rows.loc[~rows["training"].str.startswith("source_"), "eval"])
+    evals = [e for e in shown if e == "clean"] + [e for e in shown if e != "clean"]
+    trainings = [t for t in TRAINING_LABELS if t in set(rows["training"])]
+    classes = rows[["class", "class_name"]].drop_duplicates("class").sort_values("class")
+    n_classes = len(classes)
+    width = 0.8 / len(trainings)
+    with figure_style():
+        fig = Figure(figsize=(max(8.0, 1.1 * n_classes + 2), 2.6 * len(evals) + 1.2), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(len(evals), 1, sharex=True))
+        for ax, ev in zip(axes, evals, strict=True):
+            sub = rows[rows["eval"] == ev]
+            for j, training in enumerate(trainings):
+                grp = sub[sub["training"] == training].groupby("class")
+                if not len(grp):
+                    continue
+                acc = grp["acc"].mean() * 100
+                correct, n = grp["correct"].sum(), grp["n"].sum()
+                lo, hi = wilson_interval(correct.to_numpy(), n.to_numpy())
+                x = acc.index.to_numpy() + (j - (len(trainings) - 1) / 2) * width
+                mid = acc.to_numpy()
+                err = np.vstack([np.clip(mid - lo * 100, 0, None), np.clip(hi * 100 - mid, 0, None)])
+                ax.bar(x, acc.to_numpy(), width=width, color=_COLORS[training], label=TRAINING_LABELS[training])
+                ax.errorbar(x, acc.to_numpy(), yerr=err, fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+            ax.axhline(100 / n_classes, color="grey", linewidth=0.8, linestyle=":")
+            ax.set_ylim(0, 100)
+            ax.set_ylabel("accuracy (%)")
+            ax.set_title(f"real test set, {eval_label(ev)}", loc="left")
+        axes[0].legend(ncols=min(3, len(trainings)), loc="upper left", bbox_to_anchor=(0, 1.45), frameon=False)
+        axes[-1].set_xticks(classes["class"].to_numpy(), classes["class_name"].tolist(), rotation=40, ha="right")
+        fig.suptitle(title + "  (dotted: chance)")
+    return fig
+
+
+def plot_feature_examples(
+    sets: Mapping[str, tuple[np.ndarray, Sequence[int]]], class_names: Sequence[str], title: str
+) -> Figure:
+    """A grid: one row per training set (original first), the same training images in each,
+    every image titled with the label it is trained with. Images are uint8 (N, C, H, W)."""
+    n = min(len(v[0]) for v in sets.values())
+    with figure_style():
+        fig = Figure(figsize=(1.25 * n + 1.5, 1.45 * len(sets) + 0.6), layout="constrained")
+        axes = np.atleast_2d(fig.subplots(len(sets), n))
+        for r, (name, (images, labels)) in enumerate(sets.items()):
+            for c in range(n):
+                ax = axes[r, c]
+                img = np.transpose(images[c], (1, 2, 0))
+                ax.imshow(img[:, :, 0] if img.shape[2] == 1 else img, cmap="gray" if img.shape[2] == 1 else None)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.set_title(class_names[int(labels[c])], fontsize=8)
+                if c == 0:
+                    ax.set_ylabel(name, fontsize=9)
+        fig.suptitle(title)
+    return fig
+
+
+def features_title(dataset: str, model: str, variant: str) -> str:
+    suffix = "" if variant in ("official", "default") else f" ({variant} variant of the data)"
+    return f"{pretty_dataset(dataset)}{suffix} | {pretty_model(model)} trained on constructed datasets"
+
+
+def rows_class_names(rows: pd.DataFrame) -> list[str]:
+    classes = rows[["class", "class_name"]].drop_duplicates("class").sort_values("class")
+    return classes["class_name"].tolist()
+
+
+def example_sets(original, constructed: Sequence, per_set: int = 8) -> dict[str, tuple[np.ndarray, list[int]]]:
+    """The same training images (one per class, up to `per_set`) from the original set and
+    from each constructed set. A constructed set holds, in order, the images of the
+    stratified subset it was built from, so position i is the same source image in all."""
+    from study.data.prepared import stratified_subset
+
+    settings = constructed[0].meta["constructed"]["settings"]
+    subset = stratified_subset(original.train_y, settings["per_class"])
+    labels = original.train_y[subset]
+    positions = [int((labels == c).nonzero()[0]) for c in labels.unique().tolist()[:per_set]]
+    sets = {"original": (original.train_x[subset[positions]].numpy(), labels[positions].tolist())}
+    for con in constructed:
+        kind = con.meta["constructed"]["kind"]
+        sets[EXAMPLE_NAMES[kind]] = (con.train_x[positions].numpy(), con.train_y[positions].tolist())
+    return sets
+
+
+EXAMPLE_NAMES = {"d_r": "D_R", "d_nr": "D_NR", "d_rand": "D_rand", "d_det": "D_det"}
