@@ -102,7 +102,9 @@ def all_evaluations():
 
 
 def evaluation_arg(wildcards):
-    return shlex.quote(json.dumps(resolve_evaluation(config, wildcards.evaluation), sort_keys=True))
+    # Settings as resolved for the run's dataset (per_dataset: MNIST's budget).
+    ev = resolve_evaluation(config, wildcards.evaluation, dataset=run_of(wildcards).dataset)
+    return shlex.quote(json.dumps(ev, sort_keys=True))
 
 
 TABLES = {
@@ -119,6 +121,13 @@ FIGURES = {
     "fig01_classwise_standard": ("classwise", "standard"),
     "fig02_classwise_adversarial": ("classwise", "pgd_at"),
     "fig07_epochs": ("epochs", None),
+    # Explanations: for figures 4-6 the second field names the experiment group they draw.
+    "fig04_discrepancy_datasets": ("discrepancy", "datasets"),
+    "fig05_discrepancy_models": ("discrepancy", "models"),
+    "fig06_discrepancy_optimization": ("discrepancy", "optimization"),
+    "fig08_rank_agreement": ("rank_agreement", None),
+    "fig09_confusion": ("confusion", None),
+    "fig10_logit_similarity": ("logit_similarity", None),
 }
 
 
@@ -140,6 +149,9 @@ def figure_stem(fig, dataset, model, method):
 def all_figures():
     files = []
     for fig in config["figures"]:
+        if fig in EXPLAIN_FIGURES:
+            files += explain_figure_files(fig)
+            continue
         for dataset, model, method in figure_panels(fig):
             stem = figure_stem(fig, dataset, model, method)
             files += [f"{stem}.png", f"{stem}.pdf"]
@@ -154,3 +166,82 @@ def figure_evaluations(wildcards):
         if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
             evs += [e for e in r.evaluations if e not in evs]
     return " ".join(evs)
+
+
+# ---------------------------------------------------------------- explanation figures (4-6, 8-10)
+# Indexes built once, so input functions stay O(1) per job for thousands of runs.
+EXPLAIN_FIGURES = {fig for fig, (kind, _) in FIGURES.items()
+                   if kind in ("discrepancy", "rank_agreement", "confusion", "logit_similarity")}
+DISCREPANCY_BY = {
+    "fig04_discrepancy_datasets": "dataset",
+    "fig05_discrepancy_models": "model",
+    "fig06_discrepancy_optimization": "setting",
+}
+
+
+def _setting(run):
+    c = run.config
+    return (c["optimizer"]["name"], c["optimizer"]["lr"], c["schedule"]["name"],
+            c["optimizer"]["weight_decay"], c["epochs"], c.get("train_per_class"))
+
+
+def _index_runs():
+    groups, panels, datasets = {}, {}, {}
+    for rid, run in RUNS.items():
+        for g in run.groups:
+            groups.setdefault(g, []).append(rid)
+        panels.setdefault((run.dataset, run.config["model"], run.config["method"]), []).append(rid)
+        datasets.setdefault(run.dataset, []).append(rid)
+    # A (dataset, model, method) panel draws one training setting: that of its first planned run
+    # (the baseline's, as groups are planned in order); the other settings are figure 6's.
+    panels = {key: [r for r in rids if _setting(RUNS[r]) == _setting(RUNS[rids[0]])]
+              for key, rids in panels.items()}
+    return groups, panels, datasets
+
+
+GROUP_RUNS, PANEL_RUNS, DATASET_RUNS = _index_runs()
+
+
+def panel_runs(wildcards):
+    return PANEL_RUNS[(wildcards.dataset, wildcards.model, wildcards.method)]
+
+
+def panel_runs_arg(wildcards):
+    return " ".join(panel_runs(wildcards))
+
+
+def group_runs_arg(wildcards):
+    return " ".join(GROUP_RUNS[FIGURES[wildcards.fig][1]])
+
+
+def dataset_runs_arg(wildcards):
+    return " ".join(DATASET_RUNS[wildcards.dataset])
+
+
+def panel_records(wildcards):
+    return [eval_file(rid, ev) for rid in panel_runs(wildcards) for ev in RUNS[rid].evaluations]
+
+
+def evaluation_names_arg(runs):
+    names = []
+    for rid in runs:
+        names += [e for e in RUNS[rid].evaluations if e not in names]
+    return " ".join(names)
+
+
+def explain_figure_files(fig):
+    kind, group = FIGURES[fig]
+    if kind == "discrepancy":
+        if group not in GROUP_RUNS:
+            raise WorkflowError(
+                f"figure {fig} draws experiment group {group!r}, which preset {config['preset']!r} lacks; "
+                f"its groups: {', '.join(sorted(GROUP_RUNS))}"
+            )
+        stems = [f"{RESULTS}/figures/{fig}/{group}"]
+    elif kind == "rank_agreement":
+        # Only datasets with at least two configurations to compare.
+        stems = [f"{RESULTS}/figures/{fig}/{ds}" for ds, rids in sorted(DATASET_RUNS.items())
+                 if len({(RUNS[r].config["model"], RUNS[r].config["method"], _setting(RUNS[r])) for r in rids}) > 1]
+    else:
+        stems = [figure_stem(fig, *key) for key in sorted(PANEL_RUNS)]
+    return [f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
