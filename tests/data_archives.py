@@ -6,6 +6,7 @@ output can be compared pixel for pixel (official format) or colour for colour (J
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import pickle
@@ -144,3 +145,34 @@ def make_cifar10_jpeg_archive(
     members.extend((extra_members or {}).items())
     write_tar_gz(path, members)
     return Path(path), digest(path, "sha256")
+
+
+def idx_bytes(array: np.ndarray) -> bytes:
+    """An uint8 array in IDX format: zero bytes, type 0x08, ndim, big-endian uint32 sizes."""
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
+        int(n).to_bytes(4, "big") for n in array.shape
+    )
+    return header + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
+
+
+def make_mnist_files(
+    folder: str | Path, n_train: int, n_test: int, seed: int = 0
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The four official `*-idx?-ubyte.gz` files of random MNIST-like data in `folder`.
+
+    Returns the arrays ({train,test}_{x,y}, images (N, 28, 28)) and the md5 of each file's
+    uncompressed content, keyed by the .gz file name."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {}
+    md5s: dict[str, str] = {}
+    for split, prefix, n in (("train", "train", n_train), ("test", "t10k", n_test)):
+        arrays[f"{split}_x"] = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+        arrays[f"{split}_y"] = (np.arange(n) % 10).astype(np.uint8)
+        for kind, key, dims in (("images", "x", 3), ("labels", "y", 1)):
+            raw = idx_bytes(arrays[f"{split}_{key}"])
+            name = f"{prefix}-{kind}-idx{dims}-ubyte.gz"
+            (folder / name).write_bytes(gzip.compress(raw, mtime=0))
+            md5s[name] = hashlib.md5(raw).hexdigest()
+    return arrays, md5s

@@ -24,9 +24,9 @@ def test_cifar10_and_synthetic_entries():
 
 
 def test_unknown_dataset_lists_valid_names():
-    with pytest.raises(ValueError, match="'mnist'") as err:
-        get_dataset_info("mnist")
-    assert "cifar10, synthetic" in str(err.value)
+    with pytest.raises(ValueError, match="'emnist'") as err:
+        get_dataset_info("emnist")
+    assert "cifar10, mnist" in str(err.value)
 
 
 def test_unknown_variant_lists_valid_variants():
@@ -35,7 +35,7 @@ def test_unknown_variant_lists_valid_variants():
         check_variant("cifar10", "png")
     assert "official, jpeg" in str(err.value)
     with pytest.raises(ValueError, match="valid datasets"):
-        check_variant("imagenet", "official")
+        check_variant("imagenet21k", "official")
 
 
 def test_every_variant_has_a_source_and_no_source_is_orphaned():

@@ -6,6 +6,7 @@ stays real (it also serves file:// URLs, which the tests use)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.client
 import os
@@ -38,13 +39,18 @@ class ChecksumError(RuntimeError):
 
 @dataclass(frozen=True)
 class ArchiveSpec:
-    """One file to fetch. `mirror_subdirs` are folders of a mirror searched besides its root."""
+    """One file to fetch. `mirror_subdirs` are folders of a mirror searched besides its root.
+
+    `gunzipped_checksums` means the checksums are of the file's gzip-decompressed content:
+    some datasets (MNIST) publish digests of their uncompressed files only, and a re-gzipped
+    copy with other header bytes holds exactly the same data."""
 
     filename: str
     url: str | None
     md5: str | None = None
     sha256: str | None = None
     mirror_subdirs: tuple[str, ...] = ()
+    gunzipped_checksums: bool = False
 
     def __post_init__(self) -> None:
         if not self.filename or Path(self.filename).name != self.filename:
@@ -71,7 +77,8 @@ class ArchiveSpec:
         }
 
     def describe_checksums(self) -> str:
-        return ", ".join(f"{name} {digest}" for name, digest in self.checksums.items())
+        text = ", ".join(f"{name} {digest}" for name, digest in self.checksums.items())
+        return f"{text} of the uncompressed content" if self.gunzipped_checksums else text
 
 
 def resolve_mirror(mirror: str | os.PathLike | None) -> Path | None:
@@ -89,6 +96,23 @@ def file_checksums(path: str | os.PathLike, algorithms: Iterable[str]) -> dict[s
         for chunk in iter(lambda: f.read(_CHUNK), b""):
             for hasher in hashers.values():
                 hasher.update(chunk)
+    return {name: hasher.hexdigest() for name, hasher in hashers.items()}
+
+
+def archive_checksums(path: str | os.PathLike, spec: ArchiveSpec) -> dict[str, str]:
+    """The digests `spec` publishes, computed on the file or, for `gunzipped_checksums`, on
+    its decompressed content (a file that is not valid gzip then gets the digest of nothing
+    readable, which cannot match)."""
+    if not spec.gunzipped_checksums:
+        return file_checksums(path, spec.checksums)
+    hashers = {name: hashlib.new(name) for name in spec.checksums}
+    try:
+        with gzip.open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(_CHUNK), b""):
+                for hasher in hashers.values():
+                    hasher.update(chunk)
+    except (OSError, EOFError) as err:
+        return {name: f"<not gzip: {err}>" for name in spec.checksums}
     return {name: hasher.hexdigest() for name, hasher in hashers.items()}
 
 
@@ -154,6 +178,8 @@ def _from_mirror(spec: ArchiveSpec, mirror: Path, target: Path, progress: bool) 
                 atomic_path(target) as tmp,
             ):
                 actual = _copy_hashing(src, tmp, spec, candidate.stat().st_size, progress)
+                if spec.gunzipped_checksums:
+                    actual = archive_checksums(tmp, spec)
                 if _mismatches(spec, actual):
                     # Raising inside atomic_path discards the temporary copy.
                     raise ChecksumError(_checksum_message(spec, str(candidate), actual))
@@ -184,6 +210,8 @@ def _download(spec: ArchiveSpec, url: str, target: Path, progress: bool) -> None
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             actual = _copy_hashing(response, part, spec, total, progress)
+        if spec.gunzipped_checksums:
+            actual = archive_checksums(part, spec)
         if _mismatches(spec, actual):
             kept = _set_aside(part)
             raise ChecksumError(
@@ -233,7 +261,7 @@ def fetch_archive(
     target = raw_dir / spec.filename
 
     if target.is_file():
-        actual = file_checksums(target, spec.checksums)
+        actual = archive_checksums(target, spec)
         if not _mismatches(spec, actual):
             return target
         kept = _set_aside(target)

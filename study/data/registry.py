@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from study.data import cifar10
+from study.data import cifar10, mnist
 from study.data.download import ArchiveSpec
 from study.data.prepared import Splits
 from study.data.synthetic import make_synthetic
@@ -57,6 +57,14 @@ DATASETS: dict[str, DatasetInfo] = {
         class_names=cifar10.CLASS_NAMES,
         variants=("official", "jpeg"),
     ),
+    "mnist": DatasetInfo(
+        name="mnist",
+        num_classes=10,
+        channels=1,
+        image_size=28,
+        class_names=mnist.CLASS_NAMES,
+        variants=("official",),
+    ),
     "synthetic": DatasetInfo(
         name="synthetic",
         num_classes=10,
@@ -74,6 +82,7 @@ SOURCES: dict[tuple[str, str], DataSource] = {
     ("cifar10", "jpeg"): DataSource(
         archives=(cifar10.JPEG_ARCHIVE,), load=cifar10.load_cifar10_jpeg
     ),
+    ("mnist", "official"): DataSource(archives=mnist.ARCHIVES, load=mnist.load_mnist),
     ("synthetic", "default"): DataSource(archives=(), load=make_synthetic),
 }
 
