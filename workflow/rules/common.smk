@@ -7,6 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from study.config import ConfigError, load_params, plan_runs, prepared_name, resolve_evaluation
+from study import resources as resources_estimate
 
 _BASE = Path(workflow.basedir)
 
@@ -81,11 +82,22 @@ def run_dir(run_id):
 
 
 def train_runtime(wildcards):
-    """Minutes for the scheduler: a generous bound from epochs and the attack's cost."""
-    cfg = run_of(wildcards).config
-    adv = cfg["method_config"].get("adversary") or {}
-    per_epoch = 1 + adv.get("steps", 0)
-    return max(30, int(cfg["epochs"] * per_epoch * 0.25))
+    """Minutes for the scheduler, from the model's FLOPs, the data size, epochs and attack steps."""
+    return resources_estimate.train_minutes(run_of(wildcards).config)
+
+
+def train_mem_mb(wildcards):
+    return resources_estimate.mem_mb(run_of(wildcards).config, floor=8000)
+
+
+def evaluate_runtime(wildcards):
+    run = run_of(wildcards)
+    return resources_estimate.evaluate_minutes(
+        run.config, resolve_evaluation(config, wildcards.evaluation, dataset=run.dataset))
+
+
+def evaluate_mem_mb(wildcards):
+    return resources_estimate.mem_mb(run_of(wildcards).config, floor=6000)
 
 
 def all_models():
