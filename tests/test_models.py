@@ -6,14 +6,34 @@ from torch import nn
 from study.models import MODEL_NAMES, Normalize, build_model, count_flops
 
 SHAPES = [(3, 32), (1, 28), (3, 64)]
-FEATURE_DIMS = {"small_cnn": 128, "resnet18": 512, "preact_resnet18": 512}
+FEATURE_DIMS = {
+    "small_cnn": 128,
+    "resnet18": 512,
+    "preact_resnet18": 512,
+    "lenet": 84,
+    "vgg16": 512,
+    "vgg19": 512,
+    "resnet50": 2048,
+    "wrn_28_10": 640,
+    "densenet121": 1024,
+    "densenet169": 1664,
+    "googlenet": 1024,
+    "inception_v3": 2048,
+}
 
 
 def test_every_registered_model_has_a_documented_feature_width():
     assert set(MODEL_NAMES) == set(FEATURE_DIMS)
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+# The ImageNet-class architectures cost seconds per pass on a CPU; they are checked at
+# 28 and 32 px only (test_heavy_model_trains_at_28px_and_classifies_32px below), the
+# 64 px case, which multiplies their cost by four, is left out.
+HEAVY = ("resnet50", "wrn_28_10", "densenet121", "densenet169", "googlenet", "inception_v3")
+LIGHT = tuple(n for n in MODEL_NAMES if n not in HEAVY)
+
+
+@pytest.mark.parametrize("name", LIGHT)
 @pytest.mark.parametrize(("channels", "size"), SHAPES)
 def test_logits_and_features_shapes(name, channels, size):
     torch.manual_seed(0)
@@ -29,14 +49,21 @@ def test_logits_and_features_shapes(name, channels, size):
     torch.testing.assert_close(model.fc(feats), logits)
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", LIGHT)
 def test_one_sgd_step_changes_parameters_with_finite_loss(name):
+    _check_one_sgd_step(name, channels=3, size=32)
+
+
+def _check_one_sgd_step(name: str, channels: int, size: int) -> None:
     torch.manual_seed(0)
-    model = build_model(name, num_classes=10).train()
+    model = build_model(name, num_classes=10, in_channels=channels, image_size=size).train()
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.rand(4, 3, 32, 32), torch.randint(0, 10, (4,))
-    loss = F.cross_entropy(model(x), y)
+    x, y = torch.rand(2, channels, size, size), torch.randint(0, 10, (2,))
+    logits = model(x)
+    assert logits.shape == (2, 10)
+    assert model.features(x).shape == (2, model.feature_dim)
+    loss = F.cross_entropy(logits, y)
     loss.backward()
     opt.step()
     assert torch.isfinite(loss)
@@ -45,6 +72,20 @@ def test_one_sgd_step_changes_parameters_with_finite_loss(name):
         n for (n, p), b in zip(model.named_parameters(), before, strict=True) if torch.equal(b, p)
     ]
     assert unchanged == []
+
+
+@pytest.mark.parametrize("name", HEAVY)
+def test_heavy_model_trains_at_28px_and_classifies_32px(name):
+    _check_one_sgd_step(name, channels=1, size=28)
+    torch.manual_seed(0)
+    model = build_model(name, num_classes=7, in_channels=3, image_size=32).eval()
+    x = torch.rand(1, 3, 32, 32)
+    with torch.no_grad():
+        feats = model.features(x)
+        logits = model(x)
+    assert feats.shape == (1, FEATURE_DIMS[name]) == (1, model.feature_dim)
+    assert logits.shape == (1, 7)
+    torch.testing.assert_close(model.fc(feats), logits)
 
 
 def test_normalize_matches_hand_computation():
@@ -102,6 +143,12 @@ def test_too_small_image_size_is_rejected():
 
 def test_parameter_counts_match_the_published_cifar_architectures():
     counts = {n: sum(p.numel() for p in build_model(n, 10).parameters()) for n in MODEL_NAMES}
+    # CIFAR variants as in the widely used reference implementations (3x3 stem, 10 classes).
+    assert counts["resnet50"] == 23_520_842
+    assert counts["wrn_28_10"] == 36_479_194
+    assert counts["densenet121"] == 6_956_298
+    assert counts["vgg16"] == 14_724_042  # BN variant without conv biases (BN makes them moot)
+    assert counts["lenet"] == 62_006  # LeNet-5's 61,706 plus 300 weights for 3 input channels
     assert counts["resnet18"] == 11_173_962
     # PreAct: BN on each block's input instead of its outputs/shortcuts, plus a final BN.
     assert counts["preact_resnet18"] == 11_172_170

@@ -1,14 +1,19 @@
-"""Pre-activation ResNet (He et al. 2016, "Identity Mappings in Deep Residual Networks"),
+"""Pre-activation ResNets (He et al. 2016, "Identity Mappings in Deep Residual Networks"),
 in the CIFAR form used by Madry-style adversarial-training code (e.g. Rice et al. 2020):
-3x3 stem conv without BN/ReLU, BN-ReLU before every conv, and a final BN-ReLU before pooling.
+3x3 stem conv without BN/ReLU, BN-ReLU before every conv, and a final BN-ReLU before
+pooling. Wide ResNets (Zagoruyko & Komodakis 2016) are the same network with three wider
+stages, which is how WRN-28-10 is built here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from study.models.normalize import Normalize
+from study.models.resnet import residual_stages
 
 
 class PreActBlock(nn.Module):
@@ -33,31 +38,27 @@ class PreActBlock(nn.Module):
 
 
 class PreActResNet(nn.Module):
-    """Stem conv, four stages of ``PreActBlock`` (widths 64..512), final BN-ReLU, global
-    average pooling and linear layer ``fc``. ``features(x)`` is the pooled 512-d vector."""
+    """Stem conv (``stem_width``), stages of ``PreActBlock`` (default widths 64..512), final
+    BN-ReLU, global average pooling and linear layer ``fc``. ``features(x)`` is the pooled
+    vector of the last stage's width."""
 
     widths = (64, 128, 256, 512)
 
     def __init__(
         self,
-        blocks_per_stage: tuple[int, int, int, int],
+        blocks_per_stage: Sequence[int],
         num_classes: int,
         in_channels: int,
         normalize: Normalize,
+        widths: Sequence[int] | None = None,
+        stem_width: int | None = None,
     ) -> None:
         super().__init__()
+        widths = tuple(self.widths if widths is None else widths)
+        stem_width = widths[0] if stem_width is None else stem_width
         self.normalize = normalize
-        self.stem = nn.Conv2d(in_channels, self.widths[0], 3, 1, padding=1, bias=False)
-        stages: list[nn.Module] = []
-        prev = self.widths[0]
-        for i, (width, n_blocks) in enumerate(zip(self.widths, blocks_per_stage, strict=True)):
-            first_stride = 1 if i == 0 else 2
-            blocks = []
-            for j in range(n_blocks):
-                blocks.append(PreActBlock(prev, width, first_stride if j == 0 else 1))
-                prev = width
-            stages.append(nn.Sequential(*blocks))
-        self.stages = nn.Sequential(*stages)
+        self.stem = nn.Conv2d(in_channels, stem_width, 3, 1, padding=1, bias=False)
+        self.stages, prev = residual_stages(PreActBlock, stem_width, widths, blocks_per_stage)
         self.bn = nn.BatchNorm2d(prev)
         self.feature_dim = prev
         self.fc = nn.Linear(prev, num_classes)
@@ -72,3 +73,20 @@ class PreActResNet(nn.Module):
 
 def preact_resnet18(num_classes: int, in_channels: int, normalize: Normalize) -> PreActResNet:
     return PreActResNet((2, 2, 2, 2), num_classes, in_channels, normalize)
+
+
+def wide_resnet(
+    depth: int, widen: int, num_classes: int, in_channels: int, normalize: Normalize
+) -> PreActResNet:
+    """WRN-depth-widen: three stages of (depth - 4) / 6 blocks, widths 16k, 32k, 64k."""
+    if (depth - 4) % 6:
+        raise ValueError(f"wide ResNet depth must be 6n + 4, got {depth}")
+    n = (depth - 4) // 6
+    return PreActResNet(
+        (n, n, n), num_classes, in_channels, normalize,
+        widths=(16 * widen, 32 * widen, 64 * widen), stem_width=16,
+    )
+
+
+def wrn_28_10(num_classes: int, in_channels: int, normalize: Normalize) -> PreActResNet:
+    return wide_resnet(28, 10, num_classes, in_channels, normalize)

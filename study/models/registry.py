@@ -19,10 +19,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from study.models.densenet import densenet121, densenet169
+from study.models.inception import GoogLeNet, InceptionV3
+from study.models.lenet import LeNet
 from study.models.normalize import Normalize
-from study.models.preact_resnet import preact_resnet18
-from study.models.resnet import resnet18
+from study.models.preact_resnet import preact_resnet18, wrn_28_10
+from study.models.resnet import resnet18, resnet50
 from study.models.small_cnn import SmallCNN
+from study.models.vgg import vgg16, vgg19
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,18 @@ _REGISTRY: dict[str, ModelSpec] = {
     "small_cnn": ModelSpec(SmallCNN, min_image_size=8),
     "resnet18": ModelSpec(resnet18, min_image_size=8),
     "preact_resnet18": ModelSpec(preact_resnet18, min_image_size=8),
+    # Pool, 5x5 valid conv, pool: the second conv needs a map of at least 5 px.
+    "lenet": ModelSpec(LeNet, min_image_size=10),
+    # Max-pools rounding up reach 1 px from any size.
+    "vgg16": ModelSpec(vgg16, min_image_size=8),
+    "vgg19": ModelSpec(vgg19, min_image_size=8),
+    "resnet50": ModelSpec(resnet50, min_image_size=8),
+    "wrn_28_10": ModelSpec(wrn_28_10, min_image_size=8),
+    "densenet121": ModelSpec(densenet121, min_image_size=8),
+    "densenet169": ModelSpec(densenet169, min_image_size=8),
+    "googlenet": ModelSpec(GoogLeNet, min_image_size=8),
+    # Two unpadded stride-2 3x3 reductions: 8 -> 3 -> 1.
+    "inception_v3": ModelSpec(InceptionV3, min_image_size=8),
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(_REGISTRY)
