@@ -15,8 +15,17 @@ from collections.abc import Mapping
 # Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
 FORWARD_GFLOPS_32 = {
     "small_cnn": 0.021,
+    "lenet": 0.0017,
+    "vgg16": 0.63,
+    "vgg19": 0.80,
     "resnet18": 1.11,
     "preact_resnet18": 1.11,
+    "resnet50": 2.60,
+    "densenet121": 1.78,
+    "densenet169": 2.12,
+    "googlenet": 2.89,
+    "inception_v3": 7.26,
+    "wrn_28_10": 10.49,
 }
 # Full training-set sizes (images), for runs that do not subsample (train_per_class: null).
 TRAIN_SIZES = {"mnist": 60_000, "svhn": 73_257, "cifar10": 50_000, "cifar100": 50_000, "tinyimagenet": 100_000}

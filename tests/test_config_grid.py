@@ -4,7 +4,7 @@ import pytest
 
 from study.config import ConfigError, load_params, plan_runs, resolve_evaluation
 
-from .conftest import ROOT
+from conftest import ROOT
 
 
 def _load(preset="ci", **overrides):

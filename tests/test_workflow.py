@@ -58,13 +58,19 @@ def project(tmp_path_factory):
 def test_paper_preset_dry_run_lists_every_job(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     counts = _job_counts(out)
-    # 2 models x 2 methods x 3 seeds; 2 evaluations each; figures 1, 2 per model, 7 per model and method
-    assert counts["train"] == 12
-    assert counts["evaluate"] == 24
-    assert counts["prepare"] == 1
-    assert counts["figure_classwise"] == 4
-    assert counts["figure_epochs"] == 4
-    assert counts["total"] == 1 + 12 + 24 + 1 + 4 + 4 + 1
+    # x 2 methods x 3 seeds: baseline 2 models; datasets 5 (cifar10 shared with the baseline);
+    # models 11 (resnet18 and preact_resnet18 shared); optimization 12 settings (SGD-step-5e-4 shared)
+    runs = (2 + 4 + 9 + 11) * 2 * 3
+    assert counts["train"] == runs == 156
+    assert counts["evaluate"] == 2 * runs
+    assert counts["prepare"] == 5
+    panels = (2 + 4 + 9) * 2  # (dataset, model, method) at the reference setting
+    assert counts["figure_classwise"] == panels
+    assert counts["figure_epochs"] == panels
+    assert counts["figure_class_matrix"] == 2 * panels  # figures 9 and 10
+    assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
+    assert counts["figure_rank_agreement"] == 5  # one per dataset
+    assert counts["total"] == 5 + runs + 2 * runs + 1 + 4 * panels + 3 + 5 + 1
     assert "cifar10-official.pt" in out
 
 
@@ -72,7 +78,7 @@ def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
     gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate):", j)]
-    assert len(gpu_jobs) == 36
+    assert len(gpu_jobs) == 156 * 3
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -99,8 +105,9 @@ def test_demo_preset_dry_run(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=demo", "--", "results/figures/all"],
                project)
     counts = _job_counts(out)
-    assert counts["train"] == 2 and counts["evaluate"] == 4
-    assert "cifar10-jpeg.pt" in out
+    # baseline 2 runs; + MNIST small CNN standard and PGD-AT; + LeNet standard on CIFAR-10
+    assert counts["train"] == 5 and counts["evaluate"] == 10
+    assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
 
 
 def test_bad_config_is_reported_before_any_job(project):
@@ -122,15 +129,20 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
 
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert len(figures) == 8
+    # figure jobs x (png, pdf): 1, 2 and 7 for 3 panels (small CNN standard / PGD-AT, LeNet), 9 and 10
+    # for the same 3 panels, 4, 5, 6 once each, 8 once (one dataset)
+    assert len(figures) == 2 * (3 + 3 + 6 + 3 + 1)
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     assert {Path(f).parent.name for f in figures} == {
-        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs"}
+        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
+        "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
+        "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity"}
     classwise = (project / "results/tables/classwise.csv").read_text()
-    assert classwise.count("\n") == 1 + 2 * 2 * 10  # runs x evaluations x classes
+    assert classwise.count("\n") == 1 + 4 * 2 * 10  # runs x evaluations x classes
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert set(metrics) == {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in ("clean", "pgd3")}
+    assert set(metrics) == {f"synthetic/{m}/{e}" for m in ("small_cnn/standard", "small_cnn/pgd_at",
+                                                             "lenet/standard") for e in ("clean", "pgd3")}
     for run_dir in (project / "results/runs").iterdir():
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
             p.name for p in run_dir.iterdir()}

@@ -5,11 +5,12 @@ import re
 import time
 
 import pytest
+import torch
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_minutes
 
-from .test_workflow import BIN, _copy_project, _job_counts, _run
+from test_workflow import BIN, _copy_project, _job_counts, _run
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(r"^study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)
@@ -64,12 +65,14 @@ def test_estimates_scale():
     assert train_minutes(_cfg(steps=10)) > train_minutes(_cfg())
     assert train_minutes(_cfg(per_class=100)) <= train_minutes(_cfg())
     assert evaluate_minutes(_cfg(), {"steps": 20}) >= evaluate_minutes(_cfg(), {})
-    assert mem_mb(_cfg(dataset="tinyimagenet"), floor=0) > mem_mb(_cfg(dataset="cifar10"), floor=0)
+    assert mem_mb(_cfg(dataset="cifar10"), floor=0) > mem_mb(_cfg(dataset="mnist"), floor=0)
     with pytest.raises(ValueError, match="no cost estimate for model 'alexnet'"):
         train_minutes(_cfg(model="alexnet"))
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_cost_table_matches_the_model(name):
-    flops = count_flops(build_model(name, 10, 3, 32), (3, 32, 32)) / 1e9
+    with torch.device("meta"):  # shapes only: instant even for WRN-28-10
+        model = build_model(name, 10, 3, 32)
+    flops = count_flops(model, (3, 32, 32)) / 1e9
     assert FORWARD_GFLOPS_32[name] == pytest.approx(flops, rel=0.3)
