@@ -53,7 +53,7 @@ def cmd_prepare(args) -> int:
     from study.data.prepared import prepare_dataset
 
     splits = prepare_dataset(args.dataset, args.variant, Path(args.raw_dir), args.mirror, Path(args.out),
-                             synthetic=args.synthetic)
+                             synthetic=args.synthetic, options=args.options)
     print(f"prepared {args.dataset} ({args.variant}): {splits.train_x.shape[0]} train, "
           f"{splits.test_x.shape[0]} test images -> {args.out}", file=sys.stderr)
     return 0
@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw-dir", default="data/raw")
     p.add_argument("--mirror", default=None, help="local mirror folder (default: $STUDY_DATA_MIRROR)")
     p.add_argument("--synthetic", type=_json_arg, default=None, help="synthetic-data parameters (JSON)")
+    p.add_argument("--options", type=_json_arg, default=None,
+                   help="options of a hand-placed dataset's loader (JSON), e.g. imagenet per_class")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_prepare)
 

@@ -176,3 +176,90 @@ def make_mnist_files(
             (folder / name).write_bytes(gzip.compress(raw, mtime=0))
             md5s[name] = hashlib.md5(raw).hexdigest()
     return arrays, md5s
+
+
+def make_svhn_mat(path: str | Path, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A cropped-digits .mat (MATLAB v5) file: X (32, 32, 3, n) uint8, y (n, 1) in 1..10.
+
+    Returns images (n, 3, 32, 32) and digits 0..9 as the loader should give them."""
+    from scipy.io import savemat
+
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, (n, 3, 32, 32), dtype=np.uint8)
+    digits = np.arange(n) % 10
+    mat_y = np.where(digits == 0, 10, digits).reshape(-1, 1).astype(np.uint8)
+    savemat(str(path), {"X": images.transpose(2, 3, 1, 0), "y": mat_y}, format="5")
+    return images, digits
+
+
+def make_cifar100_archive(
+    path: str | Path, fine_names: list[str], coarse_names: list[str], fine_to_coarse: list[int],
+    per_class_train: int = 1, per_class_test: int = 1, seed: int = 0, corrupt_coarse: bool = False,
+) -> tuple[Path, dict[str, np.ndarray]]:
+    """`cifar-100-python.tar.gz` layout (train, test, meta pickles with bytes keys)."""
+    rng = np.random.default_rng(seed)
+    members: list[tuple[str, bytes]] = []
+    contents: dict[str, np.ndarray] = {}
+    for split, per_class in (("train", per_class_train), ("test", per_class_test)):
+        fine = rng.permutation(np.repeat(np.arange(len(fine_names)), per_class))
+        coarse = np.asarray(fine_to_coarse)[fine]
+        if corrupt_coarse:
+            coarse = (coarse + 1) % len(coarse_names)
+        x = rng.integers(0, 256, (len(fine), 3, 32, 32), dtype=np.uint8)
+        contents[f"{split}_x"], contents[f"{split}_y"] = x, fine
+        batch = {
+            b"filenames": [f"{i}.png".encode() for i in range(len(fine))],
+            b"batch_label": split.encode(),
+            b"fine_labels": [int(v) for v in fine],
+            b"coarse_labels": [int(v) for v in coarse],
+            b"data": x.reshape(len(x), -1),
+        }
+        members.append((f"cifar-100-python/{split}", pickle.dumps(batch, protocol=2)))
+    meta = {
+        b"fine_label_names": [n.encode() for n in fine_names],
+        b"coarse_label_names": [n.encode() for n in coarse_names],
+    }
+    members.append(("cifar-100-python/meta", pickle.dumps(meta, protocol=2)))
+    write_tar_gz(path, members)
+    return Path(path), contents
+
+
+def flat_jpeg(colour: tuple[int, int, int], size: tuple[int, int], mode: str = "RGB") -> bytes:
+    return _jpeg_bytes(colour, size, mode)
+
+
+def tiny_colour(label: int, index: int, split: str) -> tuple[int, int, int]:
+    return (label + 30, 30 * index + 15, 60 if split == "train" else 200)
+
+
+def make_tinyimagenet_zip(
+    path: str | Path, wnids: list[str], names: dict[str, str], per_class_train: int = 2,
+    per_class_val: int = 1,
+) -> Path:
+    """`tiny-imagenet-200.zip` layout, with `wnids` (any count) and flat-colour 64x64 JPEGs.
+
+    The training image i of the k-th *sorted* wnid has colour tiny_colour(k, i, "train");
+    the first class's images are grayscale JPEGs, as some real ones are."""
+    import zipfile
+
+    top = "tiny-imagenet-200/"
+    order = sorted(wnids)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(top + "wnids.txt", "\n".join(wnids) + "\n")
+        words = "".join(f"{w}\t{names[w]}\n" for w in wnids) + "n99999999\tunrelated, other\n"
+        zf.writestr(top + "words.txt", words)
+        annotations = []
+        for k, wnid in enumerate(order):
+            mode = "L" if k == 0 else "RGB"
+            for i in range(per_class_train):
+                jpeg = flat_jpeg(tiny_colour(k, i, "train"), (64, 64), mode)
+                zf.writestr(f"{top}train/{wnid}/images/{wnid}_{i}.JPEG", jpeg)
+            zf.writestr(f"{top}train/{wnid}/{wnid}_boxes.txt", "")
+            for i in range(per_class_val):
+                name = f"val_{k * per_class_val + i}.JPEG"
+                zf.writestr(f"{top}val/images/{name}", flat_jpeg(tiny_colour(k, i, "val"), (64, 64)))
+                annotations.append(f"{name}\t{wnid}\t0\t0\t63\t63")
+        zf.writestr(top + "val/val_annotations.txt", "\n".join(annotations) + "\n")
+        zf.writestr(top + "test/images/test_0.JPEG", flat_jpeg((1, 2, 3), (64, 64)))
+    return Path(path)

@@ -26,7 +26,7 @@ def test_cifar10_and_synthetic_entries():
 def test_unknown_dataset_lists_valid_names():
     with pytest.raises(ValueError, match="'emnist'") as err:
         get_dataset_info("emnist")
-    assert "cifar10, mnist" in str(err.value)
+    assert "cifar10, cifar100, imagenet, mnist, svhn, synthetic, tinyimagenet" in str(err.value)
 
 
 def test_unknown_variant_lists_valid_variants():

@@ -195,6 +195,26 @@ def _add_counts(splits: Splits) -> None:
         splits.meta[f"{split}_per_class"] = torch.bincount(y, minlength=splits.num_classes).tolist()
 
 
+def _check_loaded(name: str, variant: str, splits: Splits) -> None:
+    """Loaded data must match the registry's class list (or count) and image shape."""
+    from study.data.registry import get_dataset_info
+
+    info = get_dataset_info(name)
+    if info.class_names is not None and tuple(splits.class_names) != info.class_names:
+        raise ValueError(
+            f"{name}/{variant} loaded classes {splits.class_names}, expected {info.class_names}"
+        )
+    if splits.num_classes != info.num_classes:
+        raise ValueError(f"{name}/{variant} loaded {splits.num_classes} classes, expected {info.num_classes}")
+    # A manually placed set may be prepared at another size (e.g. ImageNet at 224 or less).
+    size = splits.meta.get("image_size", info.image_size)
+    if splits.image_shape != (info.channels, size, size):
+        raise ValueError(
+            f"{name}/{variant} loaded images of shape {splits.image_shape}, expected "
+            f"{(info.channels, size, size)}"
+        )
+
+
 def prepare_dataset(
     name: str,
     variant: str,
@@ -203,30 +223,29 @@ def prepare_dataset(
     out: Path,
     synthetic: Mapping[str, Any] | None = None,
     progress: bool = True,
+    options: Mapping[str, Any] | None = None,
 ) -> Splits:
     """Fetch the archives of a dataset variant, load them, and save the result to `out`.
 
     `synthetic` holds keyword arguments for generated datasets (those without archives);
-    datasets loaded from archives ignore it."""
+    datasets loaded from archives ignore it. `options` are keyword arguments of a manually
+    placed dataset's loader (e.g. ImageNet's `per_class`)."""
     # Imported here: the registry imports the loaders, which build Splits from this module.
     from study.data.download import fetch_archive
     from study.data.registry import check_variant, get_dataset_info, get_source
 
-    info = get_dataset_info(name)
+    get_dataset_info(name)  # raises, listing the valid names, for an unknown dataset
     check_variant(name, variant)
     source = get_source(name, variant)
-    if source.archives:
+    if source.manual:
+        from study.data.download import resolve_mirror
+
+        splits = source.load(Path(raw_dir), resolve_mirror(mirror), **dict(options or {}))
+        _check_loaded(name, variant, splits)
+    elif source.archives:
         paths = [fetch_archive(spec, Path(raw_dir), mirror, progress) for spec in source.archives]
         splits = source.load(*paths)
-        if tuple(splits.class_names) != info.class_names:
-            raise ValueError(
-                f"{name}/{variant} loaded classes {splits.class_names}, expected {info.class_names}"
-            )
-        if splits.image_shape != (info.channels, info.image_size, info.image_size):
-            raise ValueError(
-                f"{name}/{variant} loaded images of shape {splits.image_shape}, expected "
-                f"{(info.channels, info.image_size, info.image_size)}"
-            )
+        _check_loaded(name, variant, splits)
         splits.meta["archives"] = [
             {"filename": spec.filename, **spec.checksums} for spec in source.archives
         ]

@@ -1,0 +1,126 @@
+"""CIFAR-100 from the official python archive `cifar-100-python.tar.gz` (members `train`,
+`test`, `meta`), read without extracting. Labels are the 100 fine classes; the 20 coarse
+superclasses are kept alongside (`SUPERCLASSES`, and in the prepared data's meta) so that
+results can be grouped by superclass."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+# The batch format is CIFAR-10's; its restricted unpickler is reused.
+from study.data.cifar10 import _unpickle
+from study.data.download import ArchiveSpec
+from study.data.prepared import Splits
+
+ARCHIVE = ArchiveSpec(
+    filename="cifar-100-python.tar.gz",
+    url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
+    md5="eb9058c3a382ffc7106e4002c42a8d85",
+    mirror_subdirs=("cifar100",),
+)
+IMAGE_SHAPE = (3, 32, 32)
+
+# Superclass -> its five fine classes, from the dataset's page; names as in `meta`.
+SUPERCLASSES: dict[str, tuple[str, ...]] = {
+    "aquatic_mammals": ("beaver", "dolphin", "otter", "seal", "whale"),
+    "fish": ("aquarium_fish", "flatfish", "ray", "shark", "trout"),
+    "flowers": ("orchid", "poppy", "rose", "sunflower", "tulip"),
+    "food_containers": ("bottle", "bowl", "can", "cup", "plate"),
+    "fruit_and_vegetables": ("apple", "mushroom", "orange", "pear", "sweet_pepper"),
+    "household_electrical_devices": ("clock", "keyboard", "lamp", "telephone", "television"),
+    "household_furniture": ("bed", "chair", "couch", "table", "wardrobe"),
+    "insects": ("bee", "beetle", "butterfly", "caterpillar", "cockroach"),
+    "large_carnivores": ("bear", "leopard", "lion", "tiger", "wolf"),
+    "large_man-made_outdoor_things": ("bridge", "castle", "house", "road", "skyscraper"),
+    "large_natural_outdoor_scenes": ("cloud", "forest", "mountain", "plain", "sea"),
+    "large_omnivores_and_herbivores": ("camel", "cattle", "chimpanzee", "elephant", "kangaroo"),
+    "medium_mammals": ("fox", "porcupine", "possum", "raccoon", "skunk"),
+    "non-insect_invertebrates": ("crab", "lobster", "snail", "spider", "worm"),
+    "people": ("baby", "boy", "girl", "man", "woman"),
+    "reptiles": ("crocodile", "dinosaur", "lizard", "snake", "turtle"),
+    "small_mammals": ("hamster", "mouse", "rabbit", "shrew", "squirrel"),
+    "trees": ("maple_tree", "oak_tree", "palm_tree", "pine_tree", "willow_tree"),
+    "vehicles_1": ("bicycle", "bus", "motorcycle", "pickup_truck", "train"),
+    "vehicles_2": ("lawn_mower", "rocket", "streetcar", "tank", "tractor"),
+}
+# The official label order is alphabetical, for fine and coarse names alike.
+CLASS_NAMES: tuple[str, ...] = tuple(sorted(f for fs in SUPERCLASSES.values() for f in fs))
+SUPERCLASS_NAMES: tuple[str, ...] = tuple(sorted(SUPERCLASSES))
+FINE_TO_COARSE: tuple[int, ...] = tuple(
+    next(i for i, s in enumerate(SUPERCLASS_NAMES) if fine in SUPERCLASSES[s])
+    for fine in CLASS_NAMES
+)
+
+_MEMBERS = ("train", "test", "meta")
+
+
+def _names(meta: dict[str, Any], key: str) -> list[str]:
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in meta.get(key, [])]
+
+
+def _split(batch: dict[str, Any], member: str) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    for key in ("data", "fine_labels", "coarse_labels"):
+        if key not in batch:
+            raise ValueError(f"{member} lacks {key!r} (keys: {sorted(batch)})")
+    data = np.asarray(batch["data"])
+    fine = np.asarray(batch["fine_labels"], dtype=np.int64)
+    coarse = np.asarray(batch["coarse_labels"], dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != int(np.prod(IMAGE_SHAPE)):
+        raise ValueError(f"{member} data must be uint8 (N, 3072), got {data.dtype} {data.shape}")
+    if fine.shape != (len(data),) or coarse.shape != (len(data),):
+        raise ValueError(f"{member}: {len(data)} images, {fine.size} fine and {coarse.size} coarse labels")
+    if fine.size and (fine.min() < 0 or fine.max() >= len(CLASS_NAMES)):
+        raise ValueError(f"{member} has fine labels in [{fine.min()}, {fine.max()}], valid 0..99")
+    x = torch.from_numpy(data.reshape(-1, *IMAGE_SHAPE).copy())
+    return x, torch.from_numpy(fine), coarse
+
+
+def load_cifar100(archive: str | Path) -> Splits:
+    """Fine-label splits; meta holds `superclass_names` and `fine_to_coarse` (per fine label)."""
+    archive = Path(archive)
+    found: dict[str, dict[str, Any]] = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            name = member.name.rsplit("/", 1)[-1]
+            if member.isfile() and name in _MEMBERS:
+                if name in found:
+                    raise ValueError(f"{archive} holds {name} twice")
+                found[name] = _unpickle(tar.extractfile(member).read(), name)
+    missing = [m for m in _MEMBERS if m not in found]
+    if missing:
+        raise ValueError(f"{archive} lacks {missing}; is it the CIFAR-100 python archive?")
+    fine_names = _names(found["meta"], "fine_label_names")
+    coarse_names = _names(found["meta"], "coarse_label_names")
+    if tuple(fine_names) != CLASS_NAMES or tuple(coarse_names) != SUPERCLASS_NAMES:
+        raise ValueError(
+            f"{archive} names {len(fine_names)} fine / {len(coarse_names)} coarse classes that "
+            f"differ from CIFAR-100's (first fine: {fine_names[:3]}, expected {list(CLASS_NAMES[:3])})"
+        )
+    arrays: dict[str, torch.Tensor] = {}
+    for split in ("train", "test"):
+        x, fine, coarse = _split(found[split], split)
+        # The superclass of every sample must be its fine class's superclass.
+        wrong = np.nonzero(np.asarray(FINE_TO_COARSE)[fine.numpy()] != coarse)[0]
+        if len(wrong):
+            i = int(wrong[0])
+            raise ValueError(
+                f"{archive} {split}[{i}]: fine class {CLASS_NAMES[int(fine[i])]!r} with coarse label "
+                f"{int(coarse[i])}, expected {FINE_TO_COARSE[int(fine[i])]} "
+                f"({SUPERCLASS_NAMES[FINE_TO_COARSE[int(fine[i])]]})"
+            )
+        arrays[f"{split}_x"], arrays[f"{split}_y"] = x, fine
+    return Splits(
+        **arrays,
+        class_names=list(CLASS_NAMES),
+        meta={
+            "dataset": "cifar100",
+            "variant": "official",
+            "superclass_names": list(SUPERCLASS_NAMES),
+            "fine_to_coarse": list(FINE_TO_COARSE),
+        },
+    )
