@@ -126,3 +126,22 @@ def test_make_figure_discrepancy_and_rank_from_the_table(tmp_path):
         make_figure("discrepancy", csv, tmp_path / "x", by="colour")
     with pytest.raises(ValueError, match="not in"):
         make_figure("discrepancy", csv, tmp_path / "x", by="dataset", runs=["nope"])
+
+
+def test_cifar100_confusion_is_grouped_by_superclass(tmp_path):
+    from study.data.registry import get_dataset_info
+    from study.figures.make_explain import class_groups
+
+    info = get_dataset_info("cifar100")
+    groups = class_groups("cifar100")
+    assert len(groups) == 100 and len(set(groups)) == 20
+    assert class_groups("cifar10") is None
+    labels = np.repeat(np.arange(100), 2)
+    logits = np.eye(100)[labels] * 5
+    frame = records_frame(np.arange(labels.size), labels, labels, logits)
+    cfg = {"dataset": "cifar100", "data_variant": "official", "model": "resnet18", "method": "standard", "seed": 0}
+    path = tmp_path / "clean.parquet"
+    write_records(frame, path, {"run_id": "r", "run_config": cfg, "evaluation": {"name": "clean"},
+                                "class_names": list(info.class_names)})
+    written = make_figure("confusion", None, tmp_path / "c100", records=[path])
+    assert written[0].stat().st_size > 10_000

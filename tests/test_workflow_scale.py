@@ -13,7 +13,7 @@ from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_m
 from test_workflow import BIN, _copy_project, _job_counts, _run
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
-MODEL_COMMAND = re.compile(r"^study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)
+MODEL_COMMAND = re.compile(r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)
 
 
 @pytest.fixture(scope="module")

@@ -99,12 +99,14 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
                                                 f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})")
 
 
-def class_groups(dataset: str, class_names: Sequence[str]) -> list[str] | None:
-    """Superclass of every class where the dataset has them (CIFAR-100), else None."""
-    from study.data import registry
+def class_groups(dataset: str) -> list[str] | None:
+    """Superclass name of every class where the dataset has superclasses (CIFAR-100), else None."""
+    from study.data.registry import get_dataset_info
 
-    groups = getattr(registry, "class_groups", None)
-    return groups(dataset) if callable(groups) else None
+    info = get_dataset_info(dataset)
+    if not info.superclass_of:
+        return None
+    return [info.superclass_names[s] for s in info.superclass_of]
 
 
 def _class_figure(kind: str, records: Sequence[str | Path], title: str | None):
@@ -128,7 +130,7 @@ def _class_figure(kind: str, records: Sequence[str | Path], title: str | None):
               if len(per_eval[e]) > 1 else ""): np.nanmean(np.stack(per_eval[e]), axis=0) for e in order}
     cfg = meta0["run_config"]
     heading = title or run_title(cfg["dataset"], cfg["model"], cfg["method"])
-    groups = class_groups(cfg["dataset"], names)
+    groups = class_groups(cfg["dataset"])
     if kind == "confusion":
         return plot_confusion(panels, names, groups, heading + " · confusion (rows: true class)")
     return plot_logit_similarity(panels, names, groups, heading + " · cosine similarity of mean logits")
