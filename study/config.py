@@ -225,7 +225,8 @@ def grid_combinations(group: Mapping) -> list[dict]:
     for path, values in grid.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(
-                f"experiment group {group.get('group')!r}: grid {path!r} needs a non-empty list of values, got {values!r}"
+                f"experiment group {group.get('group')!r}: grid {path!r} needs a non-empty list of values, "
+                f"got {values!r}"
             )
         cells = [_set_dotted(cell, path, v) for cell in cells for v in values]
     return cells

@@ -1,10 +1,9 @@
 """Per-dataset settings, train grids and multi-dataset experiment groups."""
 
 import pytest
+from conftest import ROOT
 
 from study.config import ConfigError, load_params, plan_runs, resolve_evaluation
-
-from conftest import ROOT
 
 
 def _load(preset="ci", **overrides):

@@ -6,11 +6,10 @@ import time
 
 import pytest
 import torch
+from test_workflow import BIN, _copy_project, _job_counts, _run
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_minutes
-
-from test_workflow import BIN, _copy_project, _job_counts, _run
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)

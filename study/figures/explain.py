@@ -85,4 +85,5 @@ def plot_logit_similarity(panels: Mapping[str, np.ndarray], class_names: Sequenc
                           groups: Sequence[str] | None = None, title: str | None = None) -> Figure:
     """Cosine similarity between the mean logit vectors of the true classes, one panel per evaluation."""
     return _class_panels(panels, class_names, groups, "RdBu_r", Normalize(-1, 1), "true class", "true class",
-                         "cosine similarity of mean logit vectors", title or "cross-class cosine similarity of mean logits")
+                         "cosine similarity of mean logit vectors",
+                         title or "cross-class cosine similarity of mean logits")
