@@ -172,12 +172,7 @@ def all_figures():
 
 def figure_evaluations(wildcards):
     """Evaluations shown in a class-wise figure: those of the runs it draws."""
-    evs = []
-    for r in RUNS.values():
-        c = r.config
-        if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
-            evs += [e for e in r.evaluations if e not in evs]
-    return " ".join(evs)
+    return evaluation_names_arg(panel_runs(wildcards))
 
 
 # ---------------------------------------------------------------- explanation figures (4-6, 8-10)
