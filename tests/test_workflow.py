@@ -98,7 +98,7 @@ def test_slurm_profile_is_accepted_by_snakemake(project):
     pytest.importorskip("snakemake_executor_plugin_slurm")
     out = _run([BIN / "snakemake", "-n", "--profile", "workflow/profiles/slurm", "--config", "preset=ci", "--",
                 "results/figures/all"], project)
-    assert _job_counts(out)["train"] == 2
+    assert _job_counts(out)["train"] == 4
 
 
 def test_demo_preset_dry_run(project):
