@@ -18,8 +18,10 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/explain.smk"
+include: "workflow/rules/pretrained.smk"
 
 
 rule all:
     input:
         "results/figures/all",
+        PRETRAINED_TARGETS,

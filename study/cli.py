@@ -83,6 +83,18 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_evaluate_pretrained(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.evaluate.pretrained import evaluate_pretrained
+
+    set_threads(args.threads)
+    splits = load_prepared(args.data)
+    evaluate_pretrained(args.model, splits, args.evaluation, args.out, weights_dir=args.weights_dir,
+                        device=args.device, progress=not args.no_progress)
+    return 0
+
+
 def cmd_tables(args) -> int:
     from study.tables import build_tables
 
@@ -146,6 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
     p.add_argument("--out", required=True, help="parquet file of per-sample records")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("evaluate-pretrained", help="per-sample evaluation of a pretrained ImageNet model")
+    p.add_argument("--model", required=True, help="pretrained model name (study.models.pretrained)")
+    p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
+    p.add_argument("--data", required=True, help="prepared ImageNet validation subset (study prepare)")
+    p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
+    p.add_argument("--out", required=True, help="parquet file of per-sample records")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
+    p.set_defaults(func=cmd_evaluate_pretrained)
 
     p = sub.add_parser("tables", help="aggregate run records into results/tables")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")

@@ -152,9 +152,9 @@ def test_missing_imagenet_says_what_to_place_where(tmp_path):
         prepare_dataset("imagenet", "val", tmp_path / "raw", tmp_path / "mirror", tmp_path / "i.pt",
                         options={"per_class": 1})
     text = str(err.value)
-    assert str(tmp_path / "raw" / "imagenet" / "val") in text
-    assert str(tmp_path / "mirror" / "imagenet" / "val") in text
-    assert "<wnid>/<file>.JPEG" in text and "ILSVRC2012_img_val.tar" in text
+    assert f"Searched: {tmp_path / 'raw' / 'imagenet'}, {tmp_path / 'mirror' / 'imagenet'}." in text
+    assert f"{tmp_path / 'raw' / 'imagenet'}/val/<wnid>/<file>.JPEG" in text
+    assert "ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz" in text
     assert not (tmp_path / "i.pt").exists()
 
 
@@ -175,3 +175,48 @@ def test_registry_lists_the_new_datasets():
 
 def test_flat_jpeg_helper_is_decodable():
     assert flat_jpeg((1, 2, 3), (4, 4))[:2] == b"\xff\xd8"
+
+
+def _official_imagenet(folder, truth, by_id):
+    """ILSVRC2012_img_val.tar (flat JPEGs) and a devkit with meta.mat and the ground truth;
+    image n has colour (20 * n, 90, 160) at its centre."""
+    import io
+    import tarfile
+
+    from data_archives import write_tar_gz
+    from scipy.io import savemat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(folder / imagenet.VAL_TAR.filename, "w") as tar:
+        for n in range(1, len(truth) + 1):
+            data = flat_jpeg((20 * n, 90, 160), (40, 30))
+            info = tarfile.TarInfo(f"ILSVRC2012_val_{n:08d}.JPEG")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    dtype = [("ILSVRC2012_ID", "O"), ("WNID", "O"), ("words", "O"), ("num_children", "O")]
+    rows = [(i + 1, w, name, 0) for i, (w, name) in enumerate(by_id)]
+    rows.append((1001, "n00000001", "entity", 3))  # an inner WordNet node, not a class
+    meta = io.BytesIO()
+    savemat(meta, {"synsets": np.array(rows, dtype=dtype)})
+    write_tar_gz(folder / imagenet.DEVKIT.filename, [
+        ("ILSVRC2012_devkit_t12/data/meta.mat", meta.getvalue()),
+        ("ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt",
+         "".join(f"{t}\n" for t in truth).encode()),
+    ])
+    return folder / imagenet.VAL_TAR.filename, folder / imagenet.DEVKIT.filename
+
+
+def test_official_imagenet_tar_and_devkit(tmp_path):
+    by_id = [("n03000000", "crane"), ("n01000000", "tench, Tinca tinca"), ("n02000000", "goldfish")]
+    truth = [1, 2, 3, 1, 2, 3, 2, 1, 3]
+    val_tar, devkit = _official_imagenet(tmp_path / "raw" / "imagenet", truth, by_id)
+    assert imagenet.find_imagenet(tmp_path / "raw", None) == (val_tar, devkit)
+    splits = imagenet.load_imagenet_tar(val_tar, devkit, per_class=2, image_size=16, expected_classes=3)
+    # Labels follow sorted wnids: n01 (ILSVRC id 2) = 0, n02 (id 3) = 1, n03 (id 1) = 2.
+    assert splits.class_names == ["tench", "goldfish", "crane"]
+    assert splits.test_y.tolist() == [0, 0, 1, 1, 2, 2]
+    # The first two images of each class in file order: id 2 -> images 2, 5; id 3 -> 3, 6; id 1 -> 1, 4.
+    red = splits.test_x[:, 0, 8, 8].tolist()
+    assert red == pytest.approx([40, 100, 60, 120, 20, 80], abs=4)
+    with pytest.raises(ValueError, match="does not match the official file"):
+        imagenet.prepare_imagenet(tmp_path / "raw", None, per_class=1)

@@ -8,6 +8,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import torch
+from torch import nn
+
 from study.data.prepared import Splits, stratified_subset
 from study.device import describe, select_device
 from study.evaluate.predict import predict
@@ -34,30 +37,49 @@ def evaluate_run(
         )
     dev = select_device(device)
     model, arch = load_trained_model(run_dir, dev)
+    return evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
+                          device=dev, progress=progress)
+
+
+def evaluate_model(
+    model: nn.Module,
+    splits: Splits,
+    evaluation: Mapping,
+    out: str | Path,
+    *,
+    run_id: str,
+    run_config: Mapping,
+    device: torch.device,
+    progress: bool = True,
+) -> Path:
+    """Per-sample records of `model` (already on `device`) on the test set (or its first
+    `test_per_class` per class), clean or under attack; shared by trained runs and
+    pretrained models, so both write the same records."""
+    out = Path(out)
     idx = stratified_subset(splits.test_y, evaluation.get("test_per_class"))
     images, labels = splits.test_x[idx], splits.test_y[idx]
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
-        attack=evaluation, batch_size=int(evaluation.get("batch_size", 256)), device=dev,
+        attack=evaluation, batch_size=int(evaluation.get("batch_size", 256)), device=device,
         seed=int(evaluation.get("seed", 0)), keep_logits=True, progress=progress,
-        desc=f"{evaluation['name']} {run_dir.name}",
+        desc=f"{evaluation['name']} {run_id}",
     )
     seconds = time.perf_counter() - t0
     frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits)
     meta = {
-        "run_id": run_dir.name,
-        "run_config": cfg,
+        "run_id": run_id,
+        "run_config": dict(run_config),
         "evaluation": dict(evaluation),
-        "dataset": cfg["dataset"],
-        "data_variant": cfg["data_variant"],
+        "dataset": run_config["dataset"],
+        "data_variant": run_config["data_variant"],
         "class_names": list(splits.class_names),
         "n": int(len(frame)),
         "seconds": seconds,
-        "device": describe(dev),
+        "device": describe(device),
     }
     write_records(frame, out, meta)
     acc = float((frame["pred"] == frame["label"]).mean()) if len(frame) else float("nan")
-    print(f"{evaluation['name']} on {run_dir.name}: {100 * acc:.2f}% of {len(frame)} samples "
+    print(f"{evaluation['name']} on {run_id}: {100 * acc:.2f}% of {len(frame)} samples "
           f"[{seconds:.1f}s]", file=sys.stderr)
     return out

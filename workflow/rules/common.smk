@@ -115,7 +115,8 @@ def all_evaluations():
 
 def evaluation_arg(wildcards):
     # Settings as resolved for the run's dataset (per_dataset: MNIST's budget).
-    ev = resolve_evaluation(config, wildcards.evaluation, dataset=run_of(wildcards).dataset)
+    dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None  # pretrained: no run
+    ev = resolve_evaluation(config, wildcards.evaluation, dataset=dataset)
     return shlex.quote(json.dumps(ev, sort_keys=True))
 
 
@@ -252,3 +253,45 @@ def explain_figure_files(fig):
     else:
         stems = [figure_stem(fig, *key) for key in sorted(PANEL_RUNS)]
     return [f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
+
+
+# ---------------------------------------------------------------- pretrained ImageNet models
+# Evaluated, never trained (workflow/rules/pretrained.smk); off unless pretrained.enabled.
+PRETRAINED = config["pretrained"]
+PRETRAINED_DATA = f"{DATA}/prepared/imagenet-val.pt"
+
+
+def _check_pretrained_evaluations():
+    unknown = [e for e in PRETRAINED["evaluations"] if e not in config["evaluations"]]
+    if unknown:
+        raise WorkflowError(
+            f"pretrained.evaluations names {unknown}, not in evaluations: {sorted(config['evaluations'])}"
+        )
+
+
+_check_pretrained_evaluations()
+
+
+def pretrained_eval_file(model, evaluation):
+    return f"{RESULTS}/pretrained/evaluations/{model}/{evaluation}.parquet"
+
+
+def all_pretrained_evaluations():
+    return [pretrained_eval_file(m, e) for m in PRETRAINED["models"] for e in PRETRAINED["evaluations"]]
+
+
+PRETRAINED_TABLES = {
+    "classwise": f"{RESULTS}/pretrained/tables/classwise.csv",
+    "summary": f"{RESULTS}/pretrained/tables/summary.csv",
+}
+PRETRAINED_TARGETS = list(PRETRAINED_TABLES.values()) if PRETRAINED["enabled"] else []
+
+
+def imagenet_options_arg(wildcards):
+    options = {"per_class": PRETRAINED.get("per_class"), "image_size": PRETRAINED.get("image_size", 224)}
+    return shlex.quote(json.dumps(options, sort_keys=True))
+
+
+def weights_dir_arg(wildcards):
+    weights = PRETRAINED.get("weights_dir")
+    return f"--weights-dir {shlex.quote(str(weights))}" if weights else ""
