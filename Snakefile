@@ -17,6 +17,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/explain.smk"
 include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/features.smk"
 

@@ -108,7 +108,8 @@ def cmd_figure(args) -> int:
     from study.figures.make import make_figure
 
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
-                          method=args.method, evaluations=args.evaluations)
+                          method=args.method, evaluations=args.evaluations, runs=args.runs,
+                          records=args.records, by=args.by)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -221,12 +222,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tables)
 
     p = sub.add_parser("figure", help="draw one figure from the tables")
-    p.add_argument("kind", choices=["classwise", "epochs"])
-    p.add_argument("--table", required=True)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--method", required=True)
+    p.add_argument("kind", choices=["classwise", "epochs", "discrepancy", "rank_agreement", "confusion",
+                                    "logit_similarity"])
+    p.add_argument("--table", default=None, help="results/tables/classwise.csv (or epochs.csv)")
+    p.add_argument("--dataset", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--method", default=None)
     p.add_argument("--evaluations", nargs="*", default=None)
+    # Explanation figures (4-6, 8-10):
+    p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
+    p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
+    p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
     p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
     p.set_defaults(func=cmd_figure)
 

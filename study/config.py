@@ -108,6 +108,12 @@ def load_params(
     params = deep_merge(params, overrides)
     params["preset"] = preset
     validate_params(params, Path(schema_path))
+    for dataset in params.get("per_dataset") or {}:
+        # The merged settings of each dataset must be as valid as the global ones.
+        try:
+            validate_params(dataset_params(params, dataset), Path(schema_path))
+        except ConfigError as err:
+            raise ConfigError(f"per_dataset.{dataset}: {err}") from None
     _check_references(params)
     _check_features(params)
     return params
@@ -116,39 +122,115 @@ def load_params(
 def _check_references(params: Mapping) -> None:
     """Names used by experiment groups must be defined, so a typo fails before any job runs."""
     from study.data.registry import DATASETS, check_variant
-    from study.models.registry import MODEL_NAMES
 
-    methods = params["methods"]
-    evaluations = params["evaluations"]
     for dataset, variant in (params["data"].get("variants") or {}).items():
         if dataset not in DATASETS:
             raise ConfigError(f"data.variants: unknown dataset {dataset!r}; valid: {', '.join(sorted(DATASETS))}")
         check_variant(dataset, variant)
+    for dataset in params.get("per_dataset") or {}:
+        if dataset not in DATASETS:
+            raise ConfigError(f"per_dataset: unknown dataset {dataset!r}; valid: {', '.join(sorted(DATASETS))}")
     for group in params["experiments"]:
         gname = group["group"]
-        if group["dataset"] not in DATASETS:
+        for dataset in group_datasets(group):
+            if dataset not in DATASETS:
+                raise ConfigError(
+                    f"experiment group {gname!r}: unknown dataset {dataset!r}; "
+                    f"valid: {', '.join(sorted(DATASETS))}"
+                )
+            check_variant(dataset, dataset_variant(params, dataset))
+            _check_group_names(dataset_params(params, dataset), group, dataset)
+        grid_combinations(group)  # a malformed grid fails here, before any job
+
+
+def _check_group_names(params: Mapping, group: Mapping, dataset: str) -> None:
+    """Models, methods and evaluations of one group on one dataset (settings resolved for it)."""
+    from study.models.registry import MODEL_NAMES
+
+    gname = group["group"]
+    methods = params["methods"]
+    evaluations = params["evaluations"]
+    for name, ev in evaluations.items():
+        if "type" not in ev:
             raise ConfigError(
-                f"experiment group {gname!r}: unknown dataset {group['dataset']!r}; "
-                f"valid: {', '.join(sorted(DATASETS))}"
+                f"evaluation {name!r} on {dataset!r} has no 'type'; a per_dataset evaluation that is not "
+                "defined in 'evaluations' must give its full settings"
             )
-        check_variant(group["dataset"], dataset_variant(params, group["dataset"]))
-        for model in group["models"]:
-            if model not in MODEL_NAMES:
-                raise ConfigError(
-                    f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
-                )
-        for method in group["methods"]:
-            if method not in methods:
-                raise ConfigError(
-                    f"experiment group {gname!r}: unknown method {method!r}; "
-                    f"defined in params 'methods': {', '.join(sorted(methods))}"
-                )
-        for ev in group.get("evaluations", params["evaluate"]["default"]):
-            if ev not in evaluations:
-                raise ConfigError(
-                    f"experiment group {gname!r}: unknown evaluation {ev!r}; "
-                    f"defined in params 'evaluations': {', '.join(sorted(evaluations))}"
-                )
+    for model in group["models"]:
+        if model not in MODEL_NAMES:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
+            )
+    for method in group["methods"]:
+        if method not in methods:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown method {method!r}; "
+                f"defined in params 'methods': {', '.join(sorted(methods))}"
+            )
+    for ev in group.get("evaluations", params["evaluate"]["default"]):
+        if ev not in evaluations:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown evaluation {ev!r} on {dataset!r}; "
+                f"defined in params 'evaluations' (and per_dataset.{dataset}): {', '.join(sorted(evaluations))}"
+            )
+
+
+# ------------------------------------------------------------ per-dataset settings and grids
+# Sections of params that `per_dataset.<name>` may override for runs on that dataset
+# (MNIST's PGD-AT budget eps 0.3, 40 steps of 0.01, differs from CIFAR's 8/255).
+PER_DATASET_SECTIONS = ("methods", "evaluations", "evaluate", "train")
+
+
+def group_datasets(group: Mapping) -> list[str]:
+    """A group names one `dataset` or a list of `datasets` (each dataset x model x method x seed is a run)."""
+    if "datasets" in group:
+        return list(group["datasets"])
+    return [group["dataset"]]
+
+
+def dataset_params(params: Mapping, dataset: str) -> dict:
+    """params with `per_dataset[dataset]` merged over its sections; unchanged for other datasets.
+
+    Precedence, lowest first: params.yaml, preset, per_dataset entry (params.yaml's, then the
+    preset's, merged key by key), an experiment group's own `train` and `grid`.
+    """
+    over = (params.get("per_dataset") or {}).get(dataset)
+    if not over:
+        return dict(params)
+    out = dict(params)
+    for section in PER_DATASET_SECTIONS:
+        if section in over:
+            out[section] = deep_merge(params[section], over[section])
+    return out
+
+
+def _set_dotted(tree: dict, path: str, value) -> dict:
+    """Return `tree` with `value` merged at the dotted `path` (mappings merge, other values replace)."""
+    keys = path.split(".")
+    patch = value
+    for key in reversed(keys):
+        patch = {key: patch}
+    return deep_merge(tree, patch)
+
+
+def grid_combinations(group: Mapping) -> list[dict]:
+    """The train overrides of every cell of a group's `grid` (one empty override without a grid).
+
+    `grid` maps dotted paths of the train section to lists of values, e.g.
+    {optimizer: [{name: sgd, lr: 0.1}, {name: adam, lr: 0.001}], optimizer.weight_decay: [0, 5e-4]};
+    every combination is one setting (Cartesian product, in the order the keys are written),
+    applied over the group's `train`; a mapping value merges into the section at its path.
+    """
+    grid = group.get("grid") or {}
+    cells: list[dict] = [{}]
+    for path, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(
+                f"experiment group {group.get('group')!r}: grid {path!r} needs a non-empty list of values, "
+                f"got {values!r}"
+            )
+        cells = [_set_dotted(cell, path, v) for cell in cells for v in values]
+    return cells
 
 
 def _check_features(params: Mapping) -> None:
@@ -232,7 +314,12 @@ def resolve_method(params: Mapping, name: str) -> dict:
     return method
 
 
-def resolve_evaluation(params: Mapping, name: str) -> dict:
+def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -> dict:
+    """One evaluation's settings, with `per_dataset[dataset]` applied when a dataset is given."""
+    if dataset is not None:
+        params = dataset_params(params, dataset)
+    if name not in params["evaluations"]:
+        raise ConfigError(f"unknown evaluation {name!r}; defined: {', '.join(sorted(params['evaluations']))}")
     ev = copy.deepcopy(dict(params["evaluations"][name]))
     for key in ("eps", "alpha"):
         if key in ev:
@@ -244,10 +331,23 @@ def resolve_evaluation(params: Mapping, name: str) -> dict:
     return ev
 
 
-def run_config(params: Mapping, group: Mapping, model: str, method: str, seed: int) -> dict:
-    """The resolved, self-contained configuration of one training run."""
-    train = deep_merge(params["train"], group.get("train", {}))
-    dataset = group["dataset"]
+def run_config(
+    params: Mapping,
+    group: Mapping,
+    model: str,
+    method: str,
+    seed: int,
+    dataset: str | None = None,
+    cell: Mapping | None = None,
+) -> dict:
+    """The resolved, self-contained configuration of one training run.
+
+    `dataset` picks one of a group's `datasets` (default: its only one); `cell` is one of
+    `grid_combinations(group)`, applied over the group's `train`.
+    """
+    dataset = dataset if dataset is not None else group_datasets(group)[0]
+    params = dataset_params(params, dataset)
+    train = deep_merge(deep_merge(params["train"], group.get("train", {})), cell or {})
     epoch_eval = copy.deepcopy(train["epoch_eval"])
     if epoch_eval.get("attack"):
         epoch_eval["attack"] = resolve_evaluation(params, epoch_eval["attack"])
@@ -260,8 +360,7 @@ def run_config(params: Mapping, group: Mapping, model: str, method: str, seed: i
         "model": model,
         "method": method,
         "method_config": resolve_method(params, method),
-        "optimizer": {**train["optimizer"], "lr": float(train["optimizer"]["lr"]),
-                      "weight_decay": float(train["optimizer"]["weight_decay"])},
+        "optimizer": _resolved_optimizer(train["optimizer"]),
         "schedule": train["schedule"],
         "epochs": int(train["epochs"]),
         "batch_size": int(train["batch_size"]),
@@ -274,22 +373,41 @@ def run_config(params: Mapping, group: Mapping, model: str, method: str, seed: i
     return cfg
 
 
+# Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
+# claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).
+_OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
+
+
+def _resolved_optimizer(opt: Mapping) -> dict:
+    out = {**opt, "lr": float(opt["lr"]), "weight_decay": float(opt["weight_decay"])}
+    for key in _OPTIMIZER_ONLY.get(out["name"], ()):
+        out.pop(key, None)
+    return out
+
+
 def plan_runs(params: Mapping) -> list[RunSpec]:
-    """Expand the experiment groups into runs; a run shared by two groups appears once."""
+    """Expand the experiment groups into runs; a run shared by two groups appears once.
+
+    Order: groups as written, then dataset, grid cell, model, method, seed.
+    """
     runs: dict[str, RunSpec] = {}
     for group in params["experiments"]:
-        evaluations = list(group.get("evaluations", params["evaluate"]["default"]))
-        for model in group["models"]:
-            for method in group["methods"]:
-                for seed in group["seeds"]:
-                    cfg = run_config(params, group, model, method, seed)
-                    rid = run_id(cfg)
-                    spec = runs.setdefault(rid, RunSpec(rid, cfg))
-                    if group["group"] not in spec.groups:
-                        spec.groups.append(group["group"])
-                    for ev in evaluations:
-                        if ev not in spec.evaluations:
-                            spec.evaluations.append(ev)
+        cells = grid_combinations(group)
+        for dataset in group_datasets(group):
+            dparams = dataset_params(params, dataset)
+            evaluations = list(group.get("evaluations", dparams["evaluate"]["default"]))
+            for cell in cells:
+                for model in group["models"]:
+                    for method in group["methods"]:
+                        for seed in group["seeds"]:
+                            cfg = run_config(params, group, model, method, seed, dataset=dataset, cell=cell)
+                            rid = run_id(cfg)
+                            spec = runs.setdefault(rid, RunSpec(rid, cfg))
+                            if group["group"] not in spec.groups:
+                                spec.groups.append(group["group"])
+                            for ev in evaluations:
+                                if ev not in spec.evaluations:
+                                    spec.evaluations.append(ev)
     if params.get("features"):
         base = list(runs.values())
         # The source models are compared with the models trained on their datasets, so they

@@ -7,7 +7,7 @@ from conftest import run_study
 
 def test_plan_lists_the_runs_of_a_preset(repo_root):
     out = run_study("plan", "--preset", "ci", cwd=repo_root).stdout
-    assert out.startswith("preset ci: 2 runs")
+    assert out.startswith("preset ci: 4 runs")  # baseline 2; LeNet and an Adam setting for figures 5, 6
     plan = json.loads(run_study("plan", "--preset", "ci", "--json", cwd=repo_root).stdout)
     assert {r["config"]["method"] for r in plan} == {"standard", "pgd_at"}
     assert all(r["evaluations"] == ["clean", "pgd3"] for r in plan)

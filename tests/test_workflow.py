@@ -74,7 +74,9 @@ def test_paper_preset_dry_run_lists_every_job(project):
     # the baseline grid: 2 models x 2 methods x 3 seeds, trained on the original data
     baseline = [r for r in runs if "baseline" in r.groups]
     assert len(baseline) == 12 and {r.config["seed"] for r in baseline} == {0, 1, 2}
-    assert counts["prepare"] == 1
+    assert counts["prepare"] == 5  # mnist, svhn, cifar10, cifar100, tinyimagenet
+    assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
+    assert counts["figure_rank_agreement"] == 5  # one per dataset
     assert "cifar10-official.pt" in out
 
 
@@ -113,7 +115,7 @@ def test_demo_preset_dry_run(project):
     counts = _job_counts(out)
     _, runs, _ = _plan(project, "demo")
     assert counts["train"] == len(runs) and counts["evaluate"] == sum(len(r.evaluations) for r in runs)
-    assert "cifar10-jpeg.pt" in out
+    assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
 
 
 def test_bad_config_is_reported_before_any_job(project):
@@ -137,16 +139,21 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
     assert {Path(f).parent.name for f in figures} == {
-        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs", "fig12_features"}
+        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
+        "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
+        "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features"}
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     original = [r for r in runs if not r.config.get("constructed")]
-    assert sum("fig07_epochs" in f for f in figures) == 2 * len({r.config["method"] for r in original})
+    panels = {(r.config["model"], r.config["method"]) for r in original
+              if "baseline" in r.groups or "models" in r.groups}
+    assert sum("fig07_epochs" in f for f in figures) >= 2 * len(panels)
     assert sum("fig12_features" in f for f in figures) == 4  # bars and examples, PNG and PDF
     classwise = (project / "results/tables/classwise.csv").read_text()
     assert classwise.count("\n") == 1 + 10 * sum(len(r.evaluations) for r in runs)  # header + classes
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in ("clean", "pgd3")} <= set(metrics)
+    assert {f"synthetic/{m}/{e}" for m in ("small_cnn/standard", "small_cnn/pgd_at", "lenet/standard")
+            for e in ("clean", "pgd3")} <= set(metrics)
     assert len(list((project / "data/constructed").glob("d_*.pt"))) == 4
     for run in runs:
         run_dir = project / "results/runs" / run.run_id

@@ -11,7 +11,7 @@ from study.figures.classwise import plot_classwise
 from study.figures.epochs import plot_epochs
 from study.figures.style import run_title, save_figure
 
-FIGURE_KINDS = ("classwise", "epochs")
+FIGURE_KINDS = ("classwise", "epochs", "discrepancy", "rank_agreement", "confusion", "logit_similarity")
 # Columns that tell two training settings of one (dataset, model, method) apart.
 _SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
@@ -46,17 +46,32 @@ def make_figure(
     table_path: str | Path,
     out_stem: str | Path,
     *,
-    dataset: str,
-    model: str,
-    method: str,
+    dataset: str | None = None,
+    model: str | None = None,
+    method: str | None = None,
     evaluations: Sequence[str] | None = None,
+    runs: Sequence[str] | None = None,
+    records: Sequence[str | Path] | None = None,
+    by: str | None = None,
 ) -> list[Path]:
+    """One figure. classwise/epochs: one (dataset, model, method), `runs` picks its training
+    setting when the study has several; the other kinds: see study.figures.make_explain."""
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
+    if kind not in ("classwise", "epochs"):
+        from study.figures.make_explain import make_explanation_figure
+
+        return make_explanation_figure(kind, out_stem, table=table_path, records=records, runs=runs, by=by,
+                                       dataset=dataset, evaluations=evaluations)
+    if dataset is None or model is None or method is None:
+        raise ValueError(f"figure {kind} needs --dataset, --model and --method")
     table_path = Path(table_path)
     if not table_path.exists():
         raise FileNotFoundError(f"table {table_path} does not exist; `study tables` makes it")
-    rows = select_rows(pd.read_csv(table_path), dataset, model, method)
+    table = pd.read_csv(table_path)
+    if runs:
+        table = table[table["run_id"].isin(runs)]
+    rows = select_rows(table, dataset, model, method)
     title = _title(rows, dataset, model, method)
     if kind == "classwise":
         if evaluations:

@@ -17,3 +17,6 @@ __all__ = [
     "summary_table",
     "wilson_interval",
 ]
+
+# Explanations (figures 4-6, 8-10): import from their modules,
+# study.metrics.discrepancy, study.metrics.rank, study.metrics.confusion.

@@ -7,6 +7,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
+from study import resources as resources_estimate
 
 _BASE = Path(workflow.basedir)
 
@@ -84,11 +85,22 @@ def run_dir(run_id):
 
 
 def train_runtime(wildcards):
-    """Minutes for the scheduler: a generous bound from epochs and the attack's cost."""
-    cfg = run_of(wildcards).config
-    adv = cfg["method_config"].get("adversary") or {}
-    per_epoch = 1 + adv.get("steps", 0)
-    return max(30, int(cfg["epochs"] * per_epoch * 0.25))
+    """Minutes for the scheduler, from the model's FLOPs, the data size, epochs and attack steps."""
+    return resources_estimate.train_minutes(run_of(wildcards).config)
+
+
+def train_mem_mb(wildcards):
+    return resources_estimate.mem_mb(run_of(wildcards).config, floor=8000)
+
+
+def evaluate_runtime(wildcards):
+    run = run_of(wildcards)
+    return resources_estimate.evaluate_minutes(
+        run.config, resolve_evaluation(config, wildcards.evaluation, dataset=run.dataset))
+
+
+def evaluate_mem_mb(wildcards):
+    return resources_estimate.mem_mb(run_of(wildcards).config, floor=6000)
 
 
 def all_models():
@@ -105,7 +117,10 @@ def all_evaluations():
 
 
 def evaluation_arg(wildcards):
-    return shlex.quote(json.dumps(resolve_evaluation(config, wildcards.evaluation), sort_keys=True))
+    # Settings as resolved for the run's dataset (per_dataset: MNIST's budget).
+    dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None  # pretrained: no run
+    ev = resolve_evaluation(config, wildcards.evaluation, dataset=dataset)
+    return shlex.quote(json.dumps(ev, sort_keys=True))
 
 
 TABLES = {
@@ -122,6 +137,13 @@ FIGURES = {
     "fig01_classwise_standard": ("classwise", "standard"),
     "fig02_classwise_adversarial": ("classwise", "pgd_at"),
     "fig07_epochs": ("epochs", None),
+    # Explanations: for figures 4-6 the second field names the experiment group they draw.
+    "fig04_discrepancy_datasets": ("discrepancy", "datasets"),
+    "fig05_discrepancy_models": ("discrepancy", "models"),
+    "fig06_discrepancy_optimization": ("discrepancy", "optimization"),
+    "fig08_rank_agreement": ("rank_agreement", None),
+    "fig09_confusion": ("confusion", None),
+    "fig10_logit_similarity": ("logit_similarity", None),
 }
 
 
@@ -148,6 +170,9 @@ def all_figures():
                 for stem in (f"{RESULTS}/figures/{fig}/{dataset}__{model}", f"{RESULTS}/figures/{fig}/{dataset}__{model}__examples"):
                     files += [f"{stem}.png", f"{stem}.pdf"]
             continue
+        if fig in EXPLAIN_FIGURES:
+            files += explain_figure_files(fig)
+            continue
         for dataset, model, method in figure_panels(fig):
             stem = figure_stem(fig, dataset, model, method)
             files += [f"{stem}.png", f"{stem}.pdf"]
@@ -156,14 +181,88 @@ def all_figures():
 
 def figure_evaluations(wildcards):
     """Evaluations shown in a class-wise figure: those of the runs it draws."""
-    evs = []
-    for r in RUNS.values():
-        c = r.config
-        if c.get("constructed"):
+    return evaluation_names_arg(panel_runs(wildcards))
+
+
+# ---------------------------------------------------------------- explanation figures (4-6, 8-10)
+# Indexes built once, so input functions stay O(1) per job for thousands of runs.
+EXPLAIN_FIGURES = {fig for fig, (kind, _) in FIGURES.items()
+                   if kind in ("discrepancy", "rank_agreement", "confusion", "logit_similarity")}
+DISCREPANCY_BY = {
+    "fig04_discrepancy_datasets": "dataset",
+    "fig05_discrepancy_models": "model",
+    "fig06_discrepancy_optimization": "setting",
+}
+
+
+def _setting(run):
+    c = run.config
+    return (c["optimizer"]["name"], c["optimizer"]["lr"], c["schedule"]["name"],
+            c["optimizer"]["weight_decay"], c["epochs"], c.get("train_per_class"))
+
+
+def _index_runs():
+    groups, panels, datasets = {}, {}, {}
+    for rid, run in RUNS.items():
+        for g in run.groups:
+            groups.setdefault(g, []).append(rid)
+        if run.config.get("constructed"):  # models trained on constructed data are figure 12's
             continue
-        if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
-            evs += [e for e in r.evaluations if e not in evs]
-    return " ".join(evs)
+        panels.setdefault((run.dataset, run.config["model"], run.config["method"]), []).append(rid)
+        datasets.setdefault(run.dataset, []).append(rid)
+    # A (dataset, model, method) panel draws one training setting: that of its first planned run
+    # (the baseline's, as groups are planned in order); the other settings are figure 6's.
+    panels = {key: [r for r in rids if _setting(RUNS[r]) == _setting(RUNS[rids[0]])]
+              for key, rids in panels.items()}
+    return groups, panels, datasets
+
+
+GROUP_RUNS, PANEL_RUNS, DATASET_RUNS = _index_runs()
+
+
+def panel_runs(wildcards):
+    return PANEL_RUNS[(wildcards.dataset, wildcards.model, wildcards.method)]
+
+
+def panel_runs_arg(wildcards):
+    return " ".join(panel_runs(wildcards))
+
+
+def group_runs_arg(wildcards):
+    return " ".join(GROUP_RUNS[FIGURES[wildcards.fig][1]])
+
+
+def dataset_runs_arg(wildcards):
+    return " ".join(DATASET_RUNS[wildcards.dataset])
+
+
+def panel_records(wildcards):
+    return [eval_file(rid, ev) for rid in panel_runs(wildcards) for ev in RUNS[rid].evaluations]
+
+
+def evaluation_names_arg(runs):
+    names = []
+    for rid in runs:
+        names += [e for e in RUNS[rid].evaluations if e not in names]
+    return " ".join(names)
+
+
+def explain_figure_files(fig):
+    kind, group = FIGURES[fig]
+    if kind == "discrepancy":
+        if group not in GROUP_RUNS:
+            raise WorkflowError(
+                f"figure {fig} draws experiment group {group!r}, which preset {config['preset']!r} lacks; "
+                f"its groups: {', '.join(sorted(GROUP_RUNS))}"
+            )
+        stems = [f"{RESULTS}/figures/{fig}/{group}"]
+    elif kind == "rank_agreement":
+        # Only datasets with at least two configurations to compare.
+        stems = [f"{RESULTS}/figures/{fig}/{ds}" for ds, rids in sorted(DATASET_RUNS.items())
+                 if len({(RUNS[r].config["model"], RUNS[r].config["method"], _setting(RUNS[r])) for r in rids}) > 1]
+    else:
+        stems = [figure_stem(fig, *key) for key in sorted(PANEL_RUNS)]
+    return [f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
 
 
 # ---------------------------------------------------------------- pretrained ImageNet models

@@ -16,8 +16,8 @@ rule evaluate:
     threads: 8
     resources:
         gpu=1,
-        mem_mb=8000,
-        runtime=60,
+        mem_mb=evaluate_mem_mb,
+        runtime=evaluate_runtime,
     shell:
         "study evaluate --data {input.data} --run-dir {params.run_dir} --evaluation {params.evaluation}"
         " --out {output.records} --threads {threads} --no-progress 2> {log}"

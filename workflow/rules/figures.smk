@@ -20,11 +20,12 @@ rule figure_classwise:
         f"{RESULTS}/logs/figures/{{fig}}/{{dataset}}__{{model}}__{{method}}.log",
     params:
         evaluations=figure_evaluations,
+        runs=panel_runs_arg,
         stem=lambda w, output: output.png[: -len(".png")],
     shell:
         "study figure classwise --table {input.table} --dataset {wildcards.dataset}"
         " --model {wildcards.model} --method {wildcards.method} --evaluations {params.evaluations}"
-        " --out-stem {params.stem} 2> {log}"
+        " --runs {params.runs} --out-stem {params.stem} 2> {log}"
 
 
 rule figure_epochs:
@@ -42,10 +43,12 @@ rule figure_epochs:
     log:
         f"{RESULTS}/logs/figures/fig07_epochs/{{dataset}}__{{model}}__{{method}}.log",
     params:
+        runs=panel_runs_arg,
         stem=lambda w, output: output.png[: -len(".png")],
     shell:
         "study figure epochs --table {input.table} --dataset {wildcards.dataset}"
-        " --model {wildcards.model} --method {wildcards.method} --out-stem {params.stem} 2> {log}"
+        " --model {wildcards.model} --method {wildcards.method} --runs {params.runs}"
+        " --out-stem {params.stem} 2> {log}"
 
 
 rule figures_all:

@@ -16,7 +16,7 @@ rule train:
     threads: 8
     resources:
         gpu=1,
-        mem_mb=16000,
+        mem_mb=train_mem_mb,
         runtime=train_runtime,
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"

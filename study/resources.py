@@ -1,0 +1,96 @@
+"""Scheduler estimates (minutes, host memory) for training and evaluation jobs, from the model's
+cost, the dataset's size and the attack's steps, so a SLURM job asks for what it needs.
+
+Costs are forward-pass GFLOPs at 32x32 input, checked against `count_flops` by the tests, and
+scale with the image area (every architecture ends in global pooling). The throughput is a
+conservative sustained figure for one data-centre GPU; the safety factor covers slower cards.
+A job that still runs out of time loses at most one epoch: the retry resumes from checkpoint.pt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+# Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
+FORWARD_GFLOPS_32 = {
+    "small_cnn": 0.021,
+    "lenet": 0.0017,
+    "vgg16": 0.63,
+    "vgg19": 0.80,
+    "resnet18": 1.11,
+    "preact_resnet18": 1.11,
+    "resnet50": 2.60,
+    "densenet121": 1.78,
+    "densenet169": 2.12,
+    "googlenet": 2.89,
+    "inception_v3": 7.26,
+    "wrn_28_10": 10.49,
+}
+# Full training-set sizes (images), for runs that do not subsample (train_per_class: null).
+TRAIN_SIZES = {"mnist": 60_000, "svhn": 73_257, "cifar10": 50_000, "cifar100": 50_000, "tinyimagenet": 100_000}
+TEST_SIZES = {"mnist": 10_000, "svhn": 26_032, "cifar10": 10_000, "cifar100": 10_000, "tinyimagenet": 10_000}
+
+GPU_FLOPS = 8e12          # sustained FLOP/s of one GPU on these small-image networks (bf16 autocast)
+SAFETY = 2.0
+MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs continue on the retry
+BACKWARD = 3.0            # forward + backward ~ 3 forward passes
+
+
+def _facts(cfg: Mapping) -> tuple[int, int, int, int]:
+    """(train images, test images, channels, side) of a run's data."""
+    from study.data.registry import get_dataset_info
+
+    info = get_dataset_info(cfg["dataset"])
+    per_class = cfg.get("train_per_class")
+    if cfg["dataset"] == "synthetic":
+        syn = cfg.get("synthetic") or {}
+        train = syn.get("train_per_class", 200) * info.num_classes
+        test = syn.get("test_per_class", 100) * info.num_classes
+        side = syn.get("image_size", info.image_size)
+    else:
+        train = TRAIN_SIZES.get(cfg["dataset"], 100_000)
+        test = TEST_SIZES.get(cfg["dataset"], 50_000)
+        side = info.image_size
+    if per_class:
+        train = min(train, per_class * info.num_classes)
+    return train, test, info.channels, side
+
+
+def forward_gflops(model: str, side: int) -> float:
+    if model not in FORWARD_GFLOPS_32:
+        raise ValueError(f"no cost estimate for model {model!r}; add it to study.resources.FORWARD_GFLOPS_32 "
+                         f"(known: {', '.join(sorted(FORWARD_GFLOPS_32))})")
+    return FORWARD_GFLOPS_32[model] * (side / 32) ** 2
+
+
+def _minutes(flops: float, floor: int) -> int:
+    return int(min(MAX_MINUTES, max(floor, math.ceil(SAFETY * flops / GPU_FLOPS / 60) + 5)))
+
+
+def train_minutes(cfg: Mapping) -> int:
+    """Wall-time request of a training run: epochs x (train set x attack steps + per-epoch evaluation)."""
+    train, _, _, side = _facts(cfg)
+    fwd = forward_gflops(cfg["model"], side) * 1e9
+    steps = (cfg["method_config"].get("adversary") or {}).get("steps", 0)
+    epoch_eval = cfg.get("epoch_eval") or {}
+    eval_steps = (epoch_eval.get("attack") or {}).get("steps", 0)
+    eval_images = epoch_eval.get("per_class", 0) * 10  # classes do not change the order of magnitude
+    per_epoch = train * BACKWARD * (1 + steps) * fwd + eval_images * (1 + BACKWARD * eval_steps) * fwd
+    return _minutes(cfg["epochs"] * per_epoch, floor=15)
+
+
+def evaluate_minutes(cfg: Mapping, evaluation: Mapping) -> int:
+    _, test, _, side = _facts(cfg)
+    per_class = evaluation.get("test_per_class")
+    if per_class:
+        test = min(test, per_class * 100)
+    steps = evaluation.get("steps", 0) * evaluation.get("restarts", 1)
+    return _minutes(test * (1 + BACKWARD * steps) * forward_gflops(cfg["model"], side) * 1e9, floor=10)
+
+
+def mem_mb(cfg: Mapping, floor: int = 8000) -> int:
+    """Host memory: the uint8 train and test sets (loaded, then copied to the device) plus the runtime."""
+    train, test, channels, side = _facts(cfg)
+    data_mb = (train + test) * channels * side * side / 2**20
+    return int(max(floor, 6000 + 4 * data_mb))

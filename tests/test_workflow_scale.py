@@ -1,0 +1,77 @@
+"""Cluster scale: every job that runs a model asks for a GPU, memory and time that grow with the
+model and the data, and the paper preset's dry run lists the whole grid."""
+
+import re
+import time
+
+import pytest
+import torch
+from test_workflow import BIN, _copy_project, _job_counts, _run
+
+from study.models.registry import MODEL_NAMES, build_model, count_flops
+from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_minutes
+
+# `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
+MODEL_COMMAND = re.compile(r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)
+
+
+@pytest.fixture(scope="module")
+def paper_dry_run(tmp_path_factory):
+    project = _copy_project(tmp_path_factory.mktemp("scale"))
+    start = time.perf_counter()
+    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
+    return out, time.perf_counter() - start
+
+
+def _jobs(out: str) -> list[str]:
+    return re.split(r"\n(?=(?:local)?rule \w+:)", out)
+
+
+def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run):
+    out, _ = paper_dry_run
+    model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
+    counts = _job_counts(out)
+    assert len(model_jobs) == counts["train"] + counts["evaluate"] + sum(
+        v for k, v in counts.items() if "pretrained" in k)
+    for job in model_jobs:
+        resources = re.search(r"resources: (.*)", job).group(1)
+        for key in ("gpu=1", "mem_mb=", "runtime="):
+            assert key in resources, (key, job[:300])
+
+
+def _runtime(out: str, rule: str, needle: str) -> int:
+    job = next(j for j in _jobs(out) if j.startswith(f"rule {rule}:") and needle in j)
+    return int(re.search(r"runtime=(\d+)", job).group(1))
+
+
+def test_paper_runtime_grows_with_model_data_and_attack(paper_dry_run):
+    out, seconds = paper_dry_run
+    std = _runtime(out, "train", "cifar10-resnet18-standard-sgd0.1-step-wd0.0005-e200-s0")
+    at = _runtime(out, "train", "cifar10-resnet18-pgd_at-sgd0.1-step-wd0.0005-e200-s0")
+    big = _runtime(out, "train", "cifar10-resnet50-standard-sgd0.1-step-wd0.0005-e200-s0")
+    tiny = _runtime(out, "train", "tinyimagenet-resnet18-standard-sgd0.1-step-wd0.0005-e200-s0")
+    assert std < big and std < at and std < tiny
+    assert seconds < 300, f"paper dry run took {seconds:.0f} s"
+
+
+def _cfg(model="resnet18", dataset="cifar10", steps=0, per_class=None):
+    adversary = {"steps": steps} if steps else None
+    return {"dataset": dataset, "model": model, "method_config": {"adversary": adversary}, "epochs": 10,
+            "train_per_class": per_class, "epoch_eval": {"per_class": 10, "attack": None}}
+
+
+def test_estimates_scale():
+    assert train_minutes(_cfg(steps=10)) > train_minutes(_cfg())
+    assert train_minutes(_cfg(per_class=100)) <= train_minutes(_cfg())
+    assert evaluate_minutes(_cfg(), {"steps": 20}) >= evaluate_minutes(_cfg(), {})
+    assert mem_mb(_cfg(dataset="cifar10"), floor=0) > mem_mb(_cfg(dataset="mnist"), floor=0)
+    with pytest.raises(ValueError, match="no cost estimate for model 'alexnet'"):
+        train_minutes(_cfg(model="alexnet"))
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_cost_table_matches_the_model(name):
+    with torch.device("meta"):  # shapes only: instant even for WRN-28-10
+        model = build_model(name, 10, 3, 32)
+    flops = count_flops(model, (3, 32, 32)) / 1e9
+    assert FORWARD_GFLOPS_32[name] == pytest.approx(flops, rel=0.3)
