@@ -7,10 +7,16 @@ from conftest import run_study
 
 def test_plan_lists_the_runs_of_a_preset(repo_root):
     out = run_study("plan", "--preset", "ci", cwd=repo_root).stdout
-    assert out.startswith("preset ci: 4 runs")  # baseline 2; LeNet and an Adam setting for figures 5, 6
     plan = json.loads(run_study("plan", "--preset", "ci", "--json", cwd=repo_root).stdout)
-    assert {r["config"]["method"] for r in plan} == {"standard", "pgd_at"}
-    assert all(r["evaluations"] == ["clean", "pgd3"] for r in plan)
+    assert out.startswith(f"preset ci: {len(plan)} runs")
+    assert all(r["run_id"] in out for r in plan)
+    original = [r for r in plan if not r["config"].get("constructed")]
+    # baseline 2; LeNet and an Adam setting for figures 5, 6; the L2-robust source of D_R
+    assert len(original) == 5
+    assert {r["config"]["method"] for r in original} == {"standard", "pgd_at", "pgd_at_l2"}
+    assert sorted(r["config"]["constructed"]["kind"] for r in plan if r not in original) == [
+        "d_det", "d_nr", "d_r", "d_rand"]
+    assert all(r["evaluations"][0] == "clean" for r in plan)
 
 
 def test_unknown_dataset_names_the_valid_ones(tmp_path):
