@@ -56,7 +56,7 @@ def test_optimization_grid_expands_every_setting():
 def test_grid_mapping_values_merge_and_later_keys_win():
     group = {"group": "g", "dataset": "synthetic", "models": ["small_cnn"], "methods": ["standard"], "seeds": [0],
              "grid": {"optimizer": [{"name": "adam", "lr": 0.01}], "optimizer.lr": [0.5, 0.25]}}
-    runs = plan_runs(_load("ci", experiments=[group]))
+    runs = plan_runs(_load("ci", experiments=[group], features=None))  # no feature-dataset sources here
     assert [r.config["optimizer"]["lr"] for r in runs] == [0.5, 0.25]
     assert {r.config["optimizer"]["name"] for r in runs} == {"adam"}
 
@@ -64,7 +64,7 @@ def test_grid_mapping_values_merge_and_later_keys_win():
 def test_group_over_several_datasets():
     group = {"group": "d", "datasets": ["synthetic", "mnist"], "models": ["small_cnn"], "methods": ["pgd_at"],
              "seeds": [0]}
-    runs = plan_runs(_load("ci", experiments=[group]))
+    runs = plan_runs(_load("ci", experiments=[group], features=None))  # no feature-dataset sources here
     assert [r.dataset for r in runs] == ["synthetic", "mnist"]
     assert runs[1].config["method_config"]["adversary"]["steps"] == 40
 

@@ -11,7 +11,7 @@ from study.figures.explain import plot_confusion, plot_logit_similarity, plot_ra
 from study.figures.heatmap import class_order
 from study.figures.make import make_figure
 from study.metrics import classwise_table
-from study.metrics.discrepancy import discrepancy_summary
+from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import rank_agreement
 
 NAMES = [f"c{i}" for i in range(10)]

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity, mean_logits
-from study.metrics.discrepancy import bootstrap_discrepancy, discrepancy_summary
+from study.metrics.discrepancy_intervals import bootstrap_discrepancy, discrepancy_summary
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
 
 

@@ -14,7 +14,7 @@ from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
 from study.figures.style import pretty_dataset, pretty_eval, pretty_method, pretty_model, run_title, save_figure
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
-from study.metrics.discrepancy import discrepancy_summary
+from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
 
 EXPLANATION_KINDS = ("discrepancy", "rank_agreement", "confusion", "logit_similarity")

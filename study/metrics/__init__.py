@@ -19,4 +19,4 @@ __all__ = [
 ]
 
 # Explanations (figures 4-6, 8-10): import from their modules,
-# study.metrics.discrepancy, study.metrics.rank, study.metrics.confusion.
+# study.metrics.discrepancy_intervals, study.metrics.rank, study.metrics.confusion.
