@@ -51,10 +51,10 @@ def test_logits_and_features_shapes(name, channels, size):
 
 @pytest.mark.parametrize("name", LIGHT)
 def test_one_sgd_step_changes_parameters_with_finite_loss(name):
-    _check_one_sgd_step(name, channels=3, size=32)
+    assert_one_sgd_step(name, channels=3, size=32)
 
 
-def _check_one_sgd_step(name: str, channels: int, size: int) -> None:
+def assert_one_sgd_step(name: str, channels: int, size: int) -> None:
     torch.manual_seed(0)
     model = build_model(name, num_classes=10, in_channels=channels, image_size=size).train()
     before = [p.detach().clone() for p in model.parameters()]
@@ -76,7 +76,7 @@ def _check_one_sgd_step(name: str, channels: int, size: int) -> None:
 
 @pytest.mark.parametrize("name", HEAVY)
 def test_heavy_model_trains_at_28px_and_classifies_32px(name):
-    _check_one_sgd_step(name, channels=1, size=28)
+    assert_one_sgd_step(name, channels=1, size=28)
     torch.manual_seed(0)
     model = build_model(name, num_classes=7, in_channels=3, image_size=32).eval()
     x = torch.rand(1, 3, 32, 32)
