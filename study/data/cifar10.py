@@ -96,10 +96,9 @@ def _batch_arrays(batch: dict[str, Any], member: str) -> tuple[np.ndarray, np.nd
     return data.reshape(-1, *IMAGE_SHAPE), labels
 
 
-def load_cifar10_official(archive: str | Path) -> Splits:
-    """Load `cifar-10-python.tar.gz`: data_batch_1..5 are the training set, in order."""
-    archive = Path(archive)
-    wanted = {*TRAIN_BATCHES, TEST_BATCH, META_FILE}
+def read_pickled_members(archive: Path, wanted: list[str], what: str) -> dict[str, dict[str, Any]]:
+    """The unpickled members `wanted` (by file name) of a CIFAR python archive, read from the
+    tar stream without extracting; each must be present exactly once."""
     found: dict[str, dict[str, Any]] = {}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -108,9 +107,16 @@ def load_cifar10_official(archive: str | Path) -> Splits:
                 if name in found:
                     raise ValueError(f"{archive} holds {name} twice")
                 found[name] = _unpickle(tar.extractfile(member).read(), name)
-    missing = sorted(wanted - found.keys())
+    missing = [m for m in wanted if m not in found]
     if missing:
-        raise ValueError(f"{archive} lacks {missing}; is it the CIFAR-10 python archive?")
+        raise ValueError(f"{archive} lacks {missing}; is it the {what} python archive?")
+    return found
+
+
+def load_cifar10_official(archive: str | Path) -> Splits:
+    """Load `cifar-10-python.tar.gz`: data_batch_1..5 are the training set, in order."""
+    archive = Path(archive)
+    found = read_pickled_members(archive, [*TRAIN_BATCHES, TEST_BATCH, META_FILE], "CIFAR-10")
 
     raw_names = found[META_FILE].get("label_names", [])
     label_names = [n.decode() if isinstance(n, bytes) else n for n in raw_names]

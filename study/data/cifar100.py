@@ -5,7 +5,6 @@ results can be grouped by superclass."""
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 import torch
 
 # The batch format is CIFAR-10's; its restricted unpickler is reused.
-from study.data.cifar10 import _unpickle
+from study.data.cifar10 import read_pickled_members
 from study.data.download import ArchiveSpec
 from study.data.prepared import Splits
 
@@ -83,17 +82,7 @@ def _split(batch: dict[str, Any], member: str) -> tuple[torch.Tensor, torch.Tens
 def load_cifar100(archive: str | Path) -> Splits:
     """Fine-label splits; meta holds `superclass_names` and `fine_to_coarse` (per fine label)."""
     archive = Path(archive)
-    found: dict[str, dict[str, Any]] = {}
-    with tarfile.open(archive, "r:gz") as tar:
-        for member in tar:
-            name = member.name.rsplit("/", 1)[-1]
-            if member.isfile() and name in _MEMBERS:
-                if name in found:
-                    raise ValueError(f"{archive} holds {name} twice")
-                found[name] = _unpickle(tar.extractfile(member).read(), name)
-    missing = [m for m in _MEMBERS if m not in found]
-    if missing:
-        raise ValueError(f"{archive} lacks {missing}; is it the CIFAR-100 python archive?")
+    found = read_pickled_members(archive, list(_MEMBERS), "CIFAR-100")
     fine_names = _names(found["meta"], "fine_label_names")
     coarse_names = _names(found["meta"], "coarse_label_names")
     if tuple(fine_names) != CLASS_NAMES or tuple(coarse_names) != SUPERCLASS_NAMES:

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from study.models.normalize import Normalize
+from study.models.pooled import PooledBody
 
 
 def _bn_relu_conv(in_channels: int, out_channels: int, kernel: int) -> list[nn.Module]:
@@ -34,7 +35,7 @@ class DenseLayer(nn.Module):
         return torch.cat([x, self.body(x)], 1)
 
 
-class DenseNet(nn.Module):
+class DenseNet(PooledBody):
     def __init__(
         self,
         layers_per_block: Sequence[int],
@@ -62,12 +63,6 @@ class DenseNet(nn.Module):
         self.feature_dim = prev
         self.fc = nn.Linear(prev, num_classes)
 
-    def features(self, x: Tensor) -> Tensor:
-        z = self.body(self.normalize(x))
-        return torch.flatten(nn.functional.adaptive_avg_pool2d(z, 1), 1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc(self.features(x))
 
 
 def densenet121(num_classes: int, in_channels: int, normalize: Normalize) -> DenseNet:

@@ -3,10 +3,10 @@ cheap enough (about 20 MFLOPs per 32x32 image) for adversarial training on 2 cor
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from study.models.normalize import Normalize
+from study.models.pooled import PooledBody
 
 
 def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
@@ -17,7 +17,7 @@ def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
     ]
 
 
-class SmallCNN(nn.Module):
+class SmallCNN(PooledBody):
     """Three stages (32, 64, 128 channels) of one conv-BN-ReLU layer and a 2x2 max-pool,
     then global average pooling and one linear layer (``fc``).
 
@@ -40,9 +40,3 @@ class SmallCNN(nn.Module):
         self.feature_dim = prev
         self.fc = nn.Linear(prev, num_classes)
 
-    def features(self, x: Tensor) -> Tensor:
-        z = self.body(self.normalize(x))
-        return torch.flatten(nn.functional.adaptive_avg_pool2d(z, 1), 1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc(self.features(x))

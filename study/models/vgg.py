@@ -5,10 +5,10 @@ well as 32 and 64 px; a global average pool makes the 512-d features size-indepe
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor, nn
+from torch import nn
 
 from study.models.normalize import Normalize
+from study.models.pooled import PooledBody
 
 # Conv widths per block; each block is followed by a max-pool.
 _BLOCKS = {
@@ -17,7 +17,7 @@ _BLOCKS = {
 }
 
 
-class VGG(nn.Module):
+class VGG(PooledBody):
     def __init__(self, config: str, num_classes: int, in_channels: int, normalize: Normalize) -> None:
         super().__init__()
         self.normalize = normalize
@@ -36,12 +36,6 @@ class VGG(nn.Module):
         self.feature_dim = prev
         self.fc = nn.Linear(prev, num_classes)
 
-    def features(self, x: Tensor) -> Tensor:
-        z = self.body(self.normalize(x))
-        return torch.flatten(nn.functional.adaptive_avg_pool2d(z, 1), 1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc(self.features(x))
 
 
 def vgg16(num_classes: int, in_channels: int, normalize: Normalize) -> VGG:
