@@ -109,6 +109,18 @@ def cmd_manifest(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.evaluate.check_run import check_run
+
+    set_threads(args.threads)
+    result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
+                       per_class=args.per_class, eps_factors=args.eps_factors,
+                       device="cpu" if args.device == "auto" else args.device)
+    return 1 if result["status"] == "fail" else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="study", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -160,6 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evaluations", nargs="*", default=None)
     p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
     p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("check", parents=[common], help="checks against false robustness of one run")
+    p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
+    p.add_argument("--pgd", type=_json_arg, required=True, help="reference PGD evaluation (JSON) for eps sweeps")
+    p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
+    p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
+    p.add_argument("--out", required=True, help="checks.json")
+    p.add_argument("--table", required=True, help="checks.csv")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("manifest", help="write the manifest of all figures")
     p.add_argument("--out", required=True)

@@ -44,7 +44,7 @@ def evaluate_run(
         desc=f"{evaluation['name']} {run_dir.name}",
     )
     seconds = time.perf_counter() - t0
-    frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits)
+    frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits, preds.broken_by)
     meta = {
         "run_id": run_dir.name,
         "run_config": cfg,
