@@ -17,6 +17,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/robustness.smk"
 
 
 rule all:

@@ -49,6 +49,11 @@ def make_figure(
     method: str,
     evaluations: Sequence[str] | None = None,
 ) -> list[Path]:
+    from study.figures.robustness_make import ROBUSTNESS_KINDS, make_robustness_figure
+
+    if kind in ROBUSTNESS_KINDS:  # figures 3, 11 and 14 (issue 4)
+        return make_robustness_figure(kind, table_path, out_stem, dataset=dataset, model=model, method=method,
+                                      evaluations=evaluations)
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
     table_path = Path(table_path)

@@ -154,3 +154,77 @@ def figure_evaluations(wildcards):
         if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
             evs += [e for e in r.evaluations if e not in evs]
     return " ".join(evs)
+
+
+# ---------------------------------------------------------------- robustness (issue 4)
+def _sharded():
+    return sorted(n for n, ev in config["evaluations"].items() if int(ev.get("shards", 1)) > 1)
+
+
+# An alternation that never matches when no evaluation is sharded.
+SHARDED_EVALUATIONS = "|".join(_sharded()) or r"(?!x)x"
+
+
+def shard_files(wildcards):
+    n = int(config["evaluations"][wildcards.evaluation]["shards"])
+    return [
+        f"{RESULTS}/evaluations/{wildcards.run_id}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
+        for i in range(n)
+    ]
+
+
+def check_pgd_arg(wildcards):
+    name = config["robustness"]["checks"]["reference"]
+    return shlex.quote(json.dumps(resolve_evaluation(config, name), sort_keys=True))
+
+
+def corruption_runs():
+    """Runs evaluated on CIFAR-10-C: those trained on the dataset it corrupts."""
+    cc = config["robustness"].get("corruptions")
+    return [rid for rid, r in RUNS.items() if cc and r.dataset in cc["datasets"]]
+
+
+def all_corruption_records():
+    return [f"{RESULTS}/evaluations/{rid}/corruptions.parquet" for rid in corruption_runs()]
+
+
+def corruption_args(wildcards):
+    cc = config["robustness"]["corruptions"]
+    args = ["--corruptions", *cc["names"], "--severities", *map(str, cc["severities"]), "--seed", str(cc["seed"])]
+    if cc.get("per_class"):
+        args += ["--per-class", str(cc["per_class"])]
+    return " ".join(args)
+
+
+ROBUSTNESS_TABLES = {
+    name: f"{RESULTS}/tables/{name}.csv"
+    for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")
+}
+# figure id -> (make_figure kind, table, method filter: a method, 'adversarial' or None = each method)
+ROBUSTNESS_FIGURE_KINDS = {"fig03_frl_errors": "frl_errors", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
+_ROBUSTNESS_FIGURE_TABLE = {"fig03_frl_errors": "frl", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
+FIGURES.update(
+    {
+        "fig03_frl_errors": ("frl_errors", "all"),
+        "fig11_cfp": ("cfp", "pgd_at"),
+        "fig14_corruptions": ("corruptions", None),
+    }
+)
+
+
+_classwise_figure_panels = figure_panels
+
+
+def figure_panels(fig):
+    """As above, plus the robustness figures: figure 3 puts every method of a (dataset,
+    model) in one panel; figure 14 exists for runs evaluated on corruptions."""
+    if fig == "fig03_frl_errors":
+        return sorted({(r.dataset, r.config["model"], "all") for r in RUNS.values()})
+    if fig == "fig14_corruptions":
+        runs = [RUNS[rid] for rid in corruption_runs()]
+        return sorted({(r.dataset, r.config["model"], r.config["method"]) for r in runs})
+    return _classwise_figure_panels(fig)
+
+
+def robustness_figure_table(wildcards):
+    return ROBUSTNESS_TABLES[_ROBUSTNESS_FIGURE_TABLE[wildcards.fig]]
