@@ -36,9 +36,11 @@ def test_frl_counts_a_sample_robust_only_if_also_clean_correct():
     assert e.loc["a", "robust_error"] == 0.5 and e.loc["a", "boundary_error"] == 0.0
 
 
-def test_frl_rejects_records_of_different_samples():
-    with pytest.raises(ValueError, match="different test samples"):
-        frl_errors(CLEAN, ADV.iloc[:4], ["a", "b", "c"])
+def test_frl_on_an_attacked_subset_and_rejects_samples_missing_clean():
+    e = frl_errors(CLEAN, ADV.iloc[:4], ["a", "b", "c"]).set_index("class_name")
+    assert e["n"].tolist() == [2, 2, 0]
+    with pytest.raises(ValueError, match="not in the clean record"):
+        frl_errors(CLEAN.iloc[:4], ADV, ["a", "b", "c"])
 
 
 def test_cfp_and_confusion_by_hand():

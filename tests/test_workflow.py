@@ -64,15 +64,19 @@ def test_paper_preset_dry_run_lists_every_job(project):
     assert counts["prepare"] == 1
     assert counts["figure_classwise"] == 4
     assert counts["figure_epochs"] == 4
-    assert counts["total"] == 1 + 12 + 24 + 1 + 4 + 4 + 1
+    # robustness (issue 4): AutoAttack and Square in 10 shards each, merged; checks and
+    # CIFAR-10-C per run; figure 3 per model, 11 per model (PGD-AT), 14 per model and method
+    assert counts["evaluate_shard"] == 12 * 2 * 10 and counts["merge_shards"] == 24
+    assert counts["check"] == 12 and counts["corruptions"] == 12 and counts["figure_robustness"] == 2 + 2 + 4
+    assert counts["total"] == 1 + 12 + 24 + 1 + 4 + 4 + 1 + 240 + 24 + 12 + 12 + 1 + 8
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate):", j)]
-    assert len(gpu_jobs) == 36
+    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate|evaluate_shard):", j)]
+    assert len(gpu_jobs) == 36 + 240
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -99,7 +103,8 @@ def test_demo_preset_dry_run(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=demo", "--", "results/figures/all"],
                project)
     counts = _job_counts(out)
-    assert counts["train"] == 2 and counts["evaluate"] == 4
+    assert counts["train"] == 2 and counts["evaluate"] == 4 + 2  # + Square, unsharded in the demo
+    assert counts["evaluate_shard"] == 4 and counts["corruptions"] == 2
     assert "cifar10-jpeg.pt" in out
 
 
@@ -122,15 +127,22 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
 
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert len(figures) == 8
+    assert len(figures) == 8 + 2 + 2 + 4  # + figures 3, 11 and 14
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     assert {Path(f).parent.name for f in figures} == {
-        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs"}
+        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
+        "fig03_frl_errors", "fig11_cfp", "fig14_corruptions"}
     classwise = (project / "results/tables/classwise.csv").read_text()
-    assert classwise.count("\n") == 1 + 2 * 2 * 10  # runs x evaluations x classes
+    evals = ("clean", "pgd3", "autoattack", "square")
+    assert classwise.count("\n") == 1 + 2 * len(evals) * 10  # runs x evaluations x classes
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert set(metrics) == {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in ("clean", "pgd3")}
+    assert set(metrics) == {f"synthetic/small_cnn/{m}/{e}" for m in ("standard", "pgd_at") for e in evals}
+    # issue 4: the checks of every run are written down and none failed
+    for run_dir in (project / "results/runs").iterdir():
+        checks = json.loads((project / "results/evaluations" / run_dir.name / "checks.json").read_text())
+        assert checks["status"] in ("pass", "flag"), checks
+    assert (project / "results/tables/attacks.csv").read_text().count("\n") == 1 + 2 * len(evals)
     for run_dir in (project / "results/runs").iterdir():
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
             p.name for p in run_dir.iterdir()}

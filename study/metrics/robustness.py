@@ -21,17 +21,19 @@ def _check_frame(frame: pd.DataFrame, what: str) -> None:
 
 
 def align(clean: pd.DataFrame, attacked: pd.DataFrame) -> pd.DataFrame:
-    """One row per test sample in both records: label, clean_pred, adv_pred."""
+    """One row per attacked test sample: label, clean_pred, adv_pred. The attacked record
+    may cover a subset of the clean one (AutoAttack on fewer images than the clean pass)."""
     _check_frame(clean, "clean record")
     _check_frame(attacked, "attacked record")
     a = clean[["index", "label", "pred"]].rename(columns={"pred": "clean_pred"})
     b = attacked[["index", "label", "pred"]].rename(columns={"pred": "adv_pred", "label": "adv_label"})
-    if set(a["index"]) != set(b["index"]):
+    extra = set(b["index"]) - set(a["index"])
+    if extra:
         raise ValueError(
-            f"the clean record ({len(a)} samples) and the attacked record ({len(b)} samples) "
-            "cover different test samples; evaluate both on the same test subset"
+            f"{len(extra)} samples of the attacked record ({len(b)} samples) are not in the clean record "
+            f"({len(a)} samples), e.g. index {min(extra)}; evaluate clean on a superset of the attacked samples"
         )
-    m = a.merge(b, on="index", validate="one_to_one")
+    m = b.merge(a, on="index", validate="one_to_one")[["index", "label", "clean_pred", "adv_pred", "adv_label"]]
     if not (m["label"] == m["adv_label"]).all():
         raise ValueError("the clean and attacked records disagree on the labels of the same samples")
     return m.drop(columns="adv_label")
