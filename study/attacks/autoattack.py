@@ -51,8 +51,9 @@ def _build(model: nn.Module, cfg: Mapping, num_classes: int, device: torch.devic
     aa = AutoAttack(model, norm=_NORMS[norm], eps=float(cfg["eps"]), seed=int(cfg.get("seed", 0)),
                     version="standard", device=device)
     # The standard version's settings (1 restart, 9 target classes, 5000 Square queries),
-    # with the targets capped at C - 1 for datasets with fewer classes.
-    targets = min(9, num_classes - 1)
+    # with the targets capped at C - 1 for datasets with fewer classes; `targets`,
+    # `iterations` and `queries` shrink it for cheap previews.
+    targets = min(int(cfg.get("targets", 9)), num_classes - 1)
     aa.apgd_targeted.n_target_classes = targets
     aa.fab.n_target_classes = targets
     aa.square.n_queries = int(cfg.get("queries", 5000))

@@ -48,14 +48,17 @@ def evaluate_corruptions(
         for severity in severities:
             part = parts_dir / f"{corruption}-{severity}.parquet"
             if part.exists():
-                frames.append(read_records(part)[0])
-                continue
+                done, done_meta = read_records(part)
+                # reuse a part only if it was made for the same samples and seed
+                if done["index"].tolist() == idx.tolist() and done_meta.get("seed") == seed:
+                    frames.append(done)
+                    continue
             t0 = time.perf_counter()
             x = corrupt(images, corruption, int(severity), seed=seed)
             pred = predict(model, x, labels, batch_size=batch_size, device=device).pred
             frame = pd.DataFrame({"index": idx.numpy(), "label": labels.numpy(), "pred": pred,
                                   "corruption": corruption, "severity": int(severity)})
-            write_records(frame, part, {"corruption": corruption, "severity": int(severity)})
+            write_records(frame, part, {"corruption": corruption, "severity": int(severity), "seed": seed})
             frames.append(frame)
             acc = float((frame["pred"] == frame["label"]).mean())
             print(f"{corruption} {severity}: {100 * acc:.1f}% [{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
