@@ -15,7 +15,7 @@ from study.evaluate.records import read_records
 from study.io import atomic_path
 from study.metrics.classwise import class_accuracy, discrepancy
 from study.metrics.intervals import wilson_interval
-from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors
+from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
 from study.tables import identity
 
 ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
@@ -47,13 +47,15 @@ def robustness_tables(records: Iterable[str | Path], checks: Iterable[str | Path
             worst = per_class.loc[per_class["acc"].idxmin()]
             n, correct = len(frame), int((frame["pred"] == frame["label"]).sum())
             olo, ohi = wilson_interval(correct, n)
-            attacks.append({**ident, "n": n, "acc": correct / n, "ci_lo": olo, "ci_hi": ohi,
-                            "worst_class": worst["class_name"], "worst_acc": worst["acc"],
-                            "worst_ci_lo": worst["ci_lo"], "worst_ci_hi": worst["ci_hi"], "worst10": d["worst10"]})
+            row = {**ident, "n": n, "acc": correct / n, "ci_lo": olo, "ci_hi": ohi,
+                   "worst_class": worst["class_name"], "worst_acc": worst["acc"],
+                   "worst_ci_lo": worst["ci_lo"], "worst_ci_hi": worst["ci_hi"], "worst10": d["worst10"]}
             clean = [e for e, (_, m) in evs.items() if m["evaluation"].get("type", "clean") == "clean"]
             if ev.get("type", "clean") != "clean" and clean:
                 errors = frl_errors(evs[clean[0]][0], frame, names)
                 frl.append(errors.assign(**ident)[[*ident, *errors.columns]])
+                row.update(frl_summary(errors))  # FRL errors: average and worst class
+            attacks.append(row)
     tables = {"frl": frl, "cfp": cfp, "confusion": conf}
     paths = {}
     for name, blocks in tables.items():

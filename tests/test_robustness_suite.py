@@ -111,6 +111,7 @@ def test_corruption_records_tables_and_figures(run, synthetic_splits, records, t
     attacks = pd.read_csv(paths["attacks"]).set_index("eval")
     assert set(attacks.index) == {"clean", "pgd3", "autoattack", "square"}
     assert (attacks["worst_acc"] <= attacks["acc"]).all() and (attacks["ci_lo"] <= attacks["acc"]).all()
+    assert (attacks.loc["pgd3", "robust_error_worst"] >= attacks.loc["pgd3", "robust_error_avg"])
     cfp = pd.read_csv(paths["cfp"])
     sums = cfp.groupby("eval")["cfp"].sum()
     assert np.allclose(sums[cfp.groupby("eval")["misclassified"].first() > 0], 1.0)
