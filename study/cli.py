@@ -228,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
     p.add_argument("--out", required=True, help="checks.json")
     p.add_argument("--table", required=True, help="checks.csv")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a check fails (after writing the results)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("corruptions", parents=[common], help="per-sample CIFAR-10-C (regenerated) evaluation")

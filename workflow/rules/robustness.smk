@@ -61,6 +61,7 @@ rule check:
         pgd=check_pgd_arg,
         per_class=config["robustness"]["checks"]["per_class"],
         eps_factors=" ".join(str(f) for f in config["robustness"]["checks"]["eps_factors"]),
+        strict="--strict" if config["robustness"]["checks"].get("strict", True) else "",
     threads: 8
     resources:
         mem_mb=8000,
@@ -68,7 +69,7 @@ rule check:
     shell:
         "study check --data {input.data} --run-dir {params.run_dir} --records {input.records}"
         " --pgd {params.pgd} --per-class {params.per_class} --eps-factors {params.eps_factors}"
-        " --out {output.checks} --table {output.table} --threads {threads} 2> {log}"
+        " --out {output.checks} --table {output.table} {params.strict} --threads {threads} 2> {log}"
 
 
 rule corruptions:
