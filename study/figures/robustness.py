@@ -53,7 +53,7 @@ def plot_corruptions(rows: pd.DataFrame, title: str) -> Figure:
         ax2.set_ylabel("accuracy")
         ax2.set_title("worst class per corruption")
         ax2.legend(loc="lower left")
-        sev = sorted(rows["severity"].unique())
+        sev = sorted(int(s) for s in rows["severity"].unique())
         fig.suptitle(f"{title}\nCIFAR-10-C ({rows['corruption_variant'].iloc[0]}), severities {sev}")
     return fig
 
