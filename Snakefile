@@ -20,6 +20,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/explain.smk"
 include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/robustness.smk"
 
 
 rule all:

@@ -79,7 +79,22 @@ def cmd_evaluate(args) -> int:
     set_threads(args.threads)
     splits = load_prepared(args.data)
     evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=args.device,
-                 progress=not args.no_progress)
+                 progress=not args.no_progress, shard=args.shard)
+    return 0
+
+
+def _shard_arg(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected SHARD/SHARDS like 0/4, got {text!r}") from err
+    return i, n
+
+
+def cmd_merge_shards(args) -> int:
+    from study.evaluate.shards import merge_shards
+
+    merge_shards(args.parts, args.out)
     return 0
 
 
@@ -166,6 +181,48 @@ def cmd_manifest(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.evaluate.check_run import check_run
+
+    set_threads(args.threads)
+    result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
+                       per_class=args.per_class, eps_factors=args.eps_factors,
+                       device="cpu" if args.device == "auto" else args.device)
+    return 1 if result["status"] == "fail" and args.strict else 0
+
+
+def cmd_corruptions(args) -> int:
+    from study.data.prepared import load_prepared
+    from study.device import set_threads
+    from study.evaluate.corruptions import evaluate_corruptions
+
+    set_threads(args.threads)
+    evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
+                         per_class=args.per_class, batch_size=args.batch_size, seed=args.seed,
+                         device="cpu" if args.device == "auto" else args.device)
+    return 0
+
+
+def cmd_robustness_tables(args) -> int:
+    import pandas as pd
+
+    from study.evaluate.corruptions import corruption_table
+    from study.io import atomic_path
+    from study.robustness_tables import robustness_tables
+
+    paths = robustness_tables(args.records, args.checks, args.out_dir)
+    # Written even with no corruption records (none configured), so the outputs are complete.
+    paths["corruptions"] = Path(args.out_dir) / "corruptions.csv"
+    table = corruption_table(args.corruptions) if args.corruptions else pd.DataFrame()
+    with atomic_path(paths["corruptions"]) as tmp:
+        table.to_csv(tmp, index=False)
+    for name, path in paths.items():
+        print(f"{name}: {path}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="study", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
     p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
     p.add_argument("--out", required=True, help="parquet file of per-sample records")
+    p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("evaluate-pretrained", help="per-sample evaluation of a pretrained ImageNet model")
@@ -213,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
     p.set_defaults(func=cmd_evaluate_pretrained)
+    p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")
+    p.add_argument("--out", required=True)
+    p.add_argument("parts", nargs="+")
+    p.set_defaults(func=cmd_merge_shards)
 
     p = sub.add_parser("tables", help="aggregate run records into results/tables")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
@@ -223,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figure", help="draw one figure from the tables")
     p.add_argument("kind", choices=["classwise", "epochs", "discrepancy", "rank_agreement", "confusion",
-                                    "logit_similarity"])
+                                    "logit_similarity", "corruptions", "cfp", "frl_errors"])
     p.add_argument("--table", default=None, help="results/tables/classwise.csv (or epochs.csv)")
     p.add_argument("--dataset", default=None)
     p.add_argument("--model", default=None)
@@ -260,6 +322,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-stem", required=True)
     p.add_argument("--examples-stem", required=True)
     p.set_defaults(func=cmd_features_figure)
+    p = sub.add_parser("check", parents=[common], help="checks against false robustness of one run")
+    p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
+    p.add_argument("--pgd", type=_json_arg, required=True, help="reference PGD evaluation (JSON) for eps sweeps")
+    p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
+    p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
+    p.add_argument("--out", required=True, help="checks.json")
+    p.add_argument("--table", required=True, help="checks.csv")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a check fails (after writing the results)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("corruptions", parents=[common], help="per-sample CIFAR-10-C (regenerated) evaluation")
+    p.add_argument("--corruptions", nargs="+", required=True)
+    p.add_argument("--severities", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--per-class", type=int, default=None, help="test images per class (default: all)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_corruptions)
+
+    p = sub.add_parser("robustness-tables", help="FRL, CFP, confusion, attack and check tables")
+    p.add_argument("--records", nargs="+", required=True)
+    p.add_argument("--checks", nargs="*", default=[])
+    p.add_argument("--corruptions", nargs="*", default=[], help="corruption records (study corruptions)")
+    p.add_argument("--out-dir", default="results/tables")
+    p.set_defaults(func=cmd_robustness_tables)
 
     p = sub.add_parser("manifest", help="write the manifest of all figures")
     p.add_argument("--out", required=True)

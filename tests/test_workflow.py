@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -69,7 +70,10 @@ def test_paper_preset_dry_run_lists_every_job(project):
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
     assert counts["train"] == len(runs)
-    assert counts["evaluate"] == sum(len(r.evaluations) for r in runs)
+    # sharded evaluations (AutoAttack, Square: 10 shards each) are merged; the rest run whole
+    sharded = [(r, e) for r in runs for e in r.evaluations if e in ("autoattack", "square")]
+    assert counts["evaluate"] + counts["merge_shards"] == sum(len(r.evaluations) for r in runs)
+    assert counts["merge_shards"] == len(sharded) and counts["evaluate_shard"] == 10 * len(sharded)
     assert counts.get("construct", 0) == len(cons)
     # the baseline grid: 2 models x 2 methods x 3 seeds, trained on the original data
     baseline = [r for r in runs if "baseline" in r.groups]
@@ -77,15 +81,19 @@ def test_paper_preset_dry_run_lists_every_job(project):
     assert counts["prepare"] == 5  # mnist, svhn, cifar10, cifar100, tinyimagenet
     assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
     assert counts["figure_rank_agreement"] == 5  # one per dataset
+    # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
+    checked = [r for r in runs if set(r.groups) & set(params["robustness"]["groups"]) and not r.config.get("constructed")]
+    assert counts["check"] == len(checked)
+    assert counts["corruptions"] == sum(r.dataset == "cifar10" for r in checked)
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate|construct):", j)]
+    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate|evaluate_shard|construct):", j)]
     counts = _job_counts(out)
-    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts.get("construct", 0)
+    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts["evaluate_shard"] + counts.get("construct", 0)
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -114,7 +122,10 @@ def test_demo_preset_dry_run(project):
                project)
     counts = _job_counts(out)
     _, runs, _ = _plan(project, "demo")
-    assert counts["train"] == len(runs) and counts["evaluate"] == sum(len(r.evaluations) for r in runs)
+    assert counts["train"] == len(runs)
+    assert counts["evaluate"] + counts["merge_shards"] == sum(len(r.evaluations) for r in runs)
+    # the robustness suite on the two baseline runs: AutoAttack in 2 shards, Square whole, CIFAR-10-C
+    assert counts["evaluate_shard"] == 4 and counts["corruptions"] == 2 and counts["check"] == 2
     assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
 
 
@@ -141,7 +152,8 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert {Path(f).parent.name for f in figures} == {
         "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
         "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
-        "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features"}
+        "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
+        "fig03_frl_errors", "fig11_cfp", "fig14_corruptions"}
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     original = [r for r in runs if not r.config.get("constructed")]
@@ -155,6 +167,17 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert {f"synthetic/{m}/{e}" for m in ("small_cnn/standard", "small_cnn/pgd_at", "lenet/standard")
             for e in ("clean", "pgd3")} <= set(metrics)
     assert len(list((project / "data/constructed").glob("d_*.pt"))) == 4
+    # the robustness suite on the baseline runs: checks written down and none failed, one row
+    # per (run, evaluation) in the attack table, corruptions per class
+    baseline = [r for r in runs if "baseline" in r.groups]
+    for run in baseline:
+        checks = json.loads((project / "results/evaluations" / run.run_id / "checks.json").read_text())
+        assert checks["status"] in ("pass", "flag"), checks
+    attacks = pd.read_csv(project / "results/tables/attacks.csv")
+    assert len(attacks) == sum(len(r.evaluations) for r in baseline)
+    assert {"autoattack", "square"} <= set(attacks["eval"])
+    corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
+    assert set(corruptions["run_id"]) == {r.run_id for r in baseline}
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {

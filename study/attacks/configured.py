@@ -5,21 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 from torch import nn
 
 from study.attacks.pgd import pgd_attack
 
-ATTACK_TYPES = ("clean", "pgd")
+ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
 
 
 def run_attack(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping | None, generator: torch.Generator
 ) -> torch.Tensor:
     """The inputs to classify: `x` itself for a clean evaluation, else the attacked batch."""
+    return run_attack_detailed(model, x, y, attack, generator)[0]
+
+
+def run_attack_detailed(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping | None, generator: torch.Generator
+) -> tuple[torch.Tensor, np.ndarray | None]:
+    """(inputs to classify, per-sample name of the attack that broke each sample or None
+    where the attack type has a single attack). AutoAttack and Square name 'clean' for a
+    sample misclassified before any attack and '' for one that no attack broke."""
     kind = (attack or {}).get("type", "clean")
     if kind == "clean":
-        return x
+        return x, None
     if kind == "pgd":
         return pgd_attack(
             model,
@@ -32,5 +42,14 @@ def run_attack(
             norm=attack.get("norm", "linf"),
             random_start=attack.get("random_start", True),
             generator=generator,
-        )
+        ), None
+    if kind in ("autoattack", "square"):
+        from study.attacks.autoattack import attack_list, autoattack_batch
+
+        # Each batch gets its own seed from the evaluation's generator, so a batch's
+        # result doesn't depend on the batches before it beyond that draw.
+        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
+        cfg = {**attack, "seed": seed}
+        attacks = ["square"] if kind == "square" else attack_list(attack)
+        return autoattack_batch(model, x, y, cfg, attacks)
     raise ValueError(f"unknown attack type {kind!r}; valid: {', '.join(ATTACK_TYPES)}")

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from study.attacks.configured import run_attack
+from study.attacks.configured import run_attack_detailed
 from study.data.augment import to_float
 
 
@@ -22,6 +22,7 @@ from study.data.augment import to_float
 class Predictions:
     pred: np.ndarray  # (N,) predicted class
     logits: np.ndarray | None  # (N, C) float32, when asked for
+    broken_by: np.ndarray | None = None  # (N,) attack that broke each sample (AutoAttack, Square)
 
 
 def predict(
@@ -43,13 +44,15 @@ def predict(
     model.eval()
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
-    preds, logits_all = [], []
+    preds, logits_all, broken = [], [], []
     n = images.shape[0]
     try:
         for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
             x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
             y = labels[start : start + batch_size].to(device, non_blocking=True)
-            x_eval = run_attack(model, x, y, attack, generator)
+            x_eval, broken_by = run_attack_detailed(model, x, y, attack, generator)
+            if broken_by is not None:
+                broken.append(broken_by)
             with torch.no_grad():
                 logits = model(x_eval).float()
             preds.append(logits.argmax(1).cpu())
@@ -59,7 +62,8 @@ def predict(
         model.train(was_training)
     pred = torch.cat(preds).numpy() if preds else np.zeros(0, dtype=np.int64)
     logits_np = torch.cat(logits_all).numpy() if keep_logits and logits_all else None
-    return Predictions(pred=pred, logits=logits_np)
+    broken_np = np.concatenate(broken) if broken else None
+    return Predictions(pred=pred, logits=logits_np, broken_by=broken_np)
 
 
 def class_counts(pred: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:

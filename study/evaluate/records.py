@@ -1,6 +1,8 @@
 """Per-sample evaluation records: one parquet file per (run, evaluation).
 
-Columns: index (test-sample index), label, pred, and logit_0..logit_{C-1} where kept.
+Columns: index (test-sample index), label, pred, and logit_0..logit_{C-1} where kept;
+AutoAttack and Square records add broken_by (the attack that broke the sample, 'clean' if
+it was misclassified without attack, '' if no attack broke it).
 The file's metadata holds the evaluation's provenance (run, attack settings, data variant),
 so a record is self-describing when copied out of its run directory.
 """
@@ -22,7 +24,11 @@ _META_KEY = b"study"
 
 
 def records_frame(
-    index: np.ndarray, labels: np.ndarray, pred: np.ndarray, logits: np.ndarray | None
+    index: np.ndarray,
+    labels: np.ndarray,
+    pred: np.ndarray,
+    logits: np.ndarray | None,
+    broken_by: np.ndarray | None = None,
 ) -> pd.DataFrame:
     columns: dict[str, np.ndarray] = {
         "index": index.astype(np.int64), "label": labels.astype(np.int64), "pred": pred.astype(np.int64)
@@ -30,6 +36,8 @@ def records_frame(
     if logits is not None:
         # Built in one go: adding 1000 ImageNet logit columns one by one fragments the frame.
         columns.update({f"logit_{k}": logits[:, k].astype(np.float32) for k in range(logits.shape[1])})
+    if broken_by is not None:
+        columns["broken_by"] = pd.Series(broken_by, dtype=str).to_numpy()
     return pd.DataFrame(columns)
 
 

@@ -26,8 +26,12 @@ def evaluate_run(
     *,
     device: str = "auto",
     progress: bool = True,
+    shard: tuple[int, int] | None = None,
 ) -> Path:
-    """Classify the test set (or its first `test_per_class` per class) clean or under attack."""
+    """Classify the test set (or its first `test_per_class` per class) clean or under attack.
+
+    `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
+    its own attack seed; `study merge-shards` joins the parts into one record."""
     run_dir, out = Path(run_dir), Path(out)
     cfg = json.loads((run_dir / "config.json").read_text())
     if (splits.meta.get("dataset"), splits.meta.get("variant")) != (cfg["dataset"], cfg["data_variant"]):
@@ -38,7 +42,7 @@ def evaluate_run(
     dev = select_device(device)
     model, arch = load_trained_model(run_dir, dev)
     return evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
-                          device=dev, progress=progress)
+                          device=dev, progress=progress, shard=shard)
 
 
 def evaluate_model(
@@ -51,22 +55,30 @@ def evaluate_model(
     run_config: Mapping,
     device: torch.device,
     progress: bool = True,
+    shard: tuple[int, int] | None = None,
 ) -> Path:
     """Per-sample records of `model` (already on `device`) on the test set (or its first
     `test_per_class` per class), clean or under attack; shared by trained runs and
     pretrained models, so both write the same records."""
     out = Path(out)
     idx = stratified_subset(splits.test_y, evaluation.get("test_per_class"))
+    seed = int(evaluation.get("seed", 0))
+    if shard is not None:
+        i, n = shard
+        if not 0 <= i < n:
+            raise ValueError(f"shard {i} of {n}: the shard index must be in 0..{n - 1}")
+        idx = idx.tensor_split(n)[i]
+        seed = seed * 100003 + i  # distinct random starts per shard, fixed for a seed
     images, labels = splits.test_x[idx], splits.test_y[idx]
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
         attack=evaluation, batch_size=int(evaluation.get("batch_size", 256)), device=device,
-        seed=int(evaluation.get("seed", 0)), keep_logits=True, progress=progress,
+        seed=seed, keep_logits=True, progress=progress,
         desc=f"{evaluation['name']} {run_id}",
     )
     seconds = time.perf_counter() - t0
-    frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits)
+    frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits, preds.broken_by)
     meta = {
         "run_id": run_id,
         "run_config": dict(run_config),
@@ -77,6 +89,7 @@ def evaluate_model(
         "n": int(len(frame)),
         "seconds": seconds,
         "device": describe(device),
+        "shard": list(shard) if shard is not None else None,
     }
     write_records(frame, out, meta)
     acc = float((frame["pred"] == frame["label"]).mean()) if len(frame) else float("nan")

@@ -56,6 +56,11 @@ def make_figure(
 ) -> list[Path]:
     """One figure. classwise/epochs: one (dataset, model, method), `runs` picks its training
     setting when the study has several; the other kinds: see study.figures.make_explain."""
+    from study.figures.robustness_make import ROBUSTNESS_KINDS, make_robustness_figure
+
+    if kind in ROBUSTNESS_KINDS:  # figures 3, 11 and 14 (issue 4)
+        return make_robustness_figure(kind, table_path, out_stem, dataset=dataset, model=model, method=method,
+                                      evaluations=evaluations, runs=runs)
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
     if kind not in ("classwise", "epochs"):

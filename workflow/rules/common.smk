@@ -325,3 +325,119 @@ def feature_panels():
     if not CONSTRUCTIONS:
         return []
     return [(next(iter(CONSTRUCTIONS.values())).source_run.dataset, config["features"]["train"]["model"])]
+    evs = []
+    for r in RUNS.values():
+        c = r.config
+        if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
+            evs += [e for e in r.evaluations if e not in evs]
+    return " ".join(evs)
+
+
+# ---------------------------------------------------------------- robustness (issue 4)
+def _sharded():
+    return sorted(n for n, ev in config["evaluations"].items() if int(ev.get("shards", 1)) > 1)
+
+
+# An alternation that never matches when no evaluation is sharded.
+SHARDED_EVALUATIONS = "|".join(_sharded()) or r"(?!x)x"
+
+
+def shard_files(wildcards):
+    n = int(config["evaluations"][wildcards.evaluation]["shards"])
+    return [
+        f"{RESULTS}/evaluations/{wildcards.run_id}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
+        for i in range(n)
+    ]
+
+
+ROBUSTNESS = config["robustness"]
+
+
+def _robustness_runs(groups):
+    """Runs of the given experiment groups (models trained on constructed data excluded)."""
+    return [rid for rid, r in RUNS.items() if set(r.groups) & set(groups) and not r.config.get("constructed")]
+
+
+# Runs that get the checks and appear in the robustness tables and figures 3 and 11.
+ROBUSTNESS_RUNS = _robustness_runs(ROBUSTNESS["groups"])
+
+
+def check_pgd_arg(wildcards):
+    ev = resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(wildcards).dataset)
+    return shlex.quote(json.dumps(ev, sort_keys=True))
+
+
+def corruption_runs():
+    """Runs evaluated on CIFAR-10-C: those of the corruption groups trained on the dataset it corrupts."""
+    cc = ROBUSTNESS.get("corruptions")
+    if not cc:
+        return []
+    return [rid for rid in _robustness_runs(cc.get("groups") or ROBUSTNESS["groups"])
+            if RUNS[rid].dataset in cc["datasets"]]
+
+
+def all_corruption_records():
+    return [f"{RESULTS}/evaluations/{rid}/corruptions.parquet" for rid in corruption_runs()]
+
+
+def robustness_records():
+    return [eval_file(rid, ev) for rid in ROBUSTNESS_RUNS for ev in RUNS[rid].evaluations]
+
+
+def corruption_args(wildcards):
+    cc = ROBUSTNESS["corruptions"]
+    args = ["--corruptions", *cc["names"], "--severities", *map(str, cc["severities"]), "--seed", str(cc["seed"])]
+    if cc.get("per_class"):
+        args += ["--per-class", str(cc["per_class"])]
+    return " ".join(args)
+
+
+ROBUSTNESS_TABLES = {
+    name: f"{RESULTS}/tables/{name}.csv"
+    for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")
+}
+# figure id -> make_figure kind, and the table it draws
+ROBUSTNESS_FIGURE_KINDS = {"fig03_frl_errors": "frl_errors", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
+_ROBUSTNESS_FIGURE_TABLE = {"fig03_frl_errors": "frl", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
+FIGURES.update(
+    {
+        "fig03_frl_errors": ("frl_errors", "all"),
+        "fig11_cfp": ("cfp", "pgd_at"),
+        "fig14_corruptions": ("corruptions", None),
+    }
+)
+
+
+def _robustness_panels(fig):
+    """(dataset, model, method) -> the runs drawn: one training setting per panel (that of
+    its first run, as for the class-wise figures). Figure 3 puts every method of a (dataset,
+    model) in one panel ('all'); figure 11 draws PGD-AT; figure 14 each corrupted run's method."""
+    rids = corruption_runs() if fig == "fig14_corruptions" else ROBUSTNESS_RUNS
+    panels = {}
+    for rid in rids:
+        r = RUNS[rid]
+        method = r.config["method"]
+        if fig == "fig11_cfp" and method != "pgd_at":
+            continue
+        key = (r.dataset, r.config["model"], "all" if fig == "fig03_frl_errors" else method)
+        panels.setdefault(key, []).append(rid)
+    return {key: [r for r in rids if _setting(RUNS[r]) == _setting(RUNS[rids[0]])] for key, rids in panels.items()}
+
+
+ROBUSTNESS_PANELS = {fig: _robustness_panels(fig) for fig in ROBUSTNESS_FIGURE_KINDS}
+_classwise_figure_panels = figure_panels
+
+
+def figure_panels(fig):
+    """As above, plus the robustness figures 3, 11 and 14."""
+    if fig in ROBUSTNESS_PANELS:
+        return sorted(ROBUSTNESS_PANELS[fig])
+    return _classwise_figure_panels(fig)
+
+
+def robustness_panel_runs_arg(wildcards):
+    return " ".join(ROBUSTNESS_PANELS[wildcards.fig][(wildcards.dataset, wildcards.model, wildcards.method)])
+
+
+def robustness_figure_table(wildcards):
+    return ROBUSTNESS_TABLES[_ROBUSTNESS_FIGURE_TABLE[wildcards.fig]]
