@@ -21,6 +21,7 @@ include: "workflow/rules/explain.smk"
 include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/mitigation.smk"
 
 
 rule all:

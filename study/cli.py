@@ -41,7 +41,7 @@ def cmd_plan(args) -> int:
     runs = plan_runs(params)
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "groups": r.groups, "evaluations": r.evaluations,
-                           "config": r.config} for r in runs], indent=2))
+                           "checkpoints": r.checkpoints, "config": r.config} for r in runs], indent=2))
     else:
         print(f"preset {params['preset']}: {len(runs)} runs")
         for r in runs:
@@ -67,7 +67,7 @@ def cmd_train(args) -> int:
     set_threads(args.threads)
     splits = load_prepared(args.data)
     result = train_run(args.run_config, splits, args.run_dir, device=args.device,
-                       stop_after=args.stop_after, progress=not args.no_progress)
+                       stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from)
     return 0 if result.finished or args.stop_after is not None else 1
 
 
@@ -79,7 +79,7 @@ def cmd_evaluate(args) -> int:
     set_threads(args.threads)
     splits = load_prepared(args.data)
     evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=args.device,
-                 progress=not args.no_progress, shard=args.shard)
+                 progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
     return 0
 
 
@@ -124,7 +124,7 @@ def cmd_figure(args) -> int:
 
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
-                          records=args.records, by=args.by)
+                          records=args.records, by=args.by, methods=args.methods)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -201,7 +201,8 @@ def cmd_corruptions(args) -> int:
     set_threads(args.threads)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
                          per_class=args.per_class, batch_size=args.batch_size, seed=args.seed,
-                         device="cpu" if args.device == "auto" else args.device)
+                         device="cpu" if args.device == "auto" else args.device,
+                         source=args.source, raw_dir=args.raw_dir, mirror=args.mirror)
     return 0
 
 
@@ -253,12 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", parents=[common], help="train (or resume) one run")
     p.add_argument("--run-config", type=_json_arg, required=True, help="resolved run config (JSON or @file)")
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
+    p.add_argument("--init-from", default=None,
+                   help="model file of the parent run that a fine-tuning method (init_from) starts from")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
     p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
     p.add_argument("--out", required=True, help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
+    p.add_argument("--checkpoint", default="last", choices=["last", "best"],
+                   help="last (model.pt) or best on validation (model_best.pt; recorded as <evaluation>@best)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("evaluate-pretrained", help="per-sample evaluation of a pretrained ImageNet model")
@@ -285,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figure", help="draw one figure from the tables")
     p.add_argument("kind", choices=["classwise", "epochs", "discrepancy", "rank_agreement", "confusion",
-                                    "logit_similarity", "corruptions", "cfp", "frl_errors"])
+                                    "logit_similarity", "corruptions", "cfp", "frl_errors", "mitigation",
+                                    "policy_epochs"])
     p.add_argument("--table", default=None, help="results/tables/classwise.csv (or epochs.csv)")
     p.add_argument("--dataset", default=None)
     p.add_argument("--model", default=None)
@@ -295,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
     p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
     p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
+    p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
     p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
     p.set_defaults(func=cmd_figure)
 
@@ -332,8 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 when a check fails (after writing the results)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("corruptions", parents=[common], help="per-sample CIFAR-10-C (regenerated) evaluation")
+    p = sub.add_parser("corruptions", parents=[common], help="per-sample CIFAR-10-C evaluation")
     p.add_argument("--corruptions", nargs="+", required=True)
+    p.add_argument("--source", choices=["auto", "official", "regenerated"], default="auto",
+                   help="official archive, regenerated images, or auto: official when CIFAR-10-C.tar is found")
+    p.add_argument("--raw-dir", default="data/raw", help="where CIFAR-10-C.tar is looked for after the mirror")
+    p.add_argument("--mirror", default=None, help="local mirror folder (default: $STUDY_DATA_MIRROR)")
     p.add_argument("--severities", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--per-class", type=int, default=None, help="test images per class (default: all)")
     p.add_argument("--batch-size", type=int, default=256)

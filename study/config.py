@@ -167,6 +167,7 @@ def _check_group_names(params: Mapping, group: Mapping, dataset: str) -> None:
                 f"experiment group {gname!r}: unknown method {method!r}; "
                 f"defined in params 'methods': {', '.join(sorted(methods))}"
             )
+        _check_method(params, method)
     for ev in group.get("evaluations", params["evaluate"]["default"]):
         if ev not in evaluations:
             raise ConfigError(
@@ -250,6 +251,24 @@ def _check_features(params: Mapping) -> None:
                               f"defined in params 'evaluations': {', '.join(sorted(evaluations))}")
 
 
+def _check_method(params: Mapping, name: str) -> None:
+    """A method's `base` and `init_from` names exist and its policies can be built."""
+    from study.train.adversary import Adversary
+    from study.train.policies import build_policies
+
+    definition = method_definition(params, name)
+    parent = definition.get("init_from")
+    if parent is not None and parent not in params["methods"]:
+        raise ConfigError(f"method {name!r}: init_from names unknown method {parent!r}; "
+                          f"defined: {', '.join(sorted(params['methods']))}")
+    method = resolve_method(params, name)
+    try:
+        Adversary(method.get("adversary"))
+        build_policies(method, 10, 10, [1] * 10)
+    except (ValueError, KeyError) as err:
+        raise ConfigError(f"method {name!r}: {err}") from err
+
+
 def dataset_variant(params: Mapping, dataset: str) -> str:
     from study.data.registry import get_dataset_info
 
@@ -295,6 +314,13 @@ class RunSpec:
     config: dict
     groups: list[str] = field(default_factory=list)
     evaluations: list[str] = field(default_factory=list)
+    #: checkpoints to evaluate: `last` (model.pt) and, for runs with a validation split,
+    #: `best` (model_best.pt, chosen on validation robust accuracy)
+    checkpoints: list[str] = field(default_factory=lambda: ["last"])
+
+    @property
+    def init_from(self) -> str | None:
+        return self.config.get("init_from")
 
     @property
     def dataset(self) -> str:
@@ -305,8 +331,26 @@ class RunSpec:
         return self.config["data_variant"]
 
 
+def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -> dict:
+    """A method's params entry with its `base` chain merged in (the derived method wins)."""
+    methods = params["methods"]
+    if name not in methods:
+        raise ConfigError(f"unknown method {name!r}; defined in params 'methods': {', '.join(sorted(methods))}")
+    if name in _seen:
+        raise ConfigError(f"method {name!r}: circular `base` chain {' -> '.join([*_seen, name])}")
+    method = copy.deepcopy(dict(methods[name] or {}))
+    base = method.pop("base", None)
+    if base is None:
+        return method
+    return deep_merge(method_definition(params, base, (*_seen, name)), method)
+
+
 def resolve_method(params: Mapping, name: str) -> dict:
-    method = copy.deepcopy(dict(params["methods"][name]))
+    """The policies of a method (study.train.policies), fractions resolved; without the
+    run-level keys `train` and `init_from` (run_config puts those into the run)."""
+    method = method_definition(params, name)
+    method.pop("train", None)
+    method.pop("init_from", None)
     adv = method.get("adversary")
     if adv:
         for key in ("eps", "alpha"):
@@ -347,7 +391,10 @@ def run_config(
     """
     dataset = dataset if dataset is not None else group_datasets(group)[0]
     params = dataset_params(params, dataset)
+    definition = method_definition(params, method)
     train = deep_merge(deep_merge(params["train"], group.get("train", {})), cell or {})
+    # A fine-tuning method (FRL) brings its own schedule, over the group's settings.
+    train = deep_merge(train, definition.get("train", {}))
     epoch_eval = copy.deepcopy(train["epoch_eval"])
     if epoch_eval.get("attack"):
         epoch_eval["attack"] = resolve_evaluation(params, epoch_eval["attack"])
@@ -370,7 +417,26 @@ def run_config(
     }
     if dataset == "synthetic":
         cfg["synthetic"] = params["data"]["synthetic"]
+    # Keys below appear only when used, so runs without them keep their run ids.
+    if train.get("validation"):
+        cfg["validation"] = {"fraction": float(train["validation"]["fraction"])}
+    if definition.get("init_from"):
+        # The parent's run id (slug + hash of its config) is part of the child's config:
+        # a changed parent is a new child.
+        cfg["init_from"] = run_id(run_config(params, group, model, definition["init_from"], seed,
+                                             dataset=dataset, cell=cell))
     return cfg
+
+
+def _run_chain(params: Mapping, group: Mapping, model: str, method: str, seed: int, dataset: str,
+               cell: Mapping) -> list[dict]:
+    """The configs of a run and of the runs it fine-tunes (its init_from chain), parents first."""
+    chain = [method]
+    while (parent := method_definition(params, chain[-1]).get("init_from")) is not None:
+        if parent in chain:
+            raise ConfigError(f"method {method!r}: circular init_from chain {chain + [parent]}")
+        chain.append(parent)
+    return [run_config(params, group, model, name, seed, dataset=dataset, cell=cell) for name in reversed(chain)]
 
 
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
@@ -391,6 +457,7 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
     Order: groups as written, then dataset, grid cell, model, method, seed.
     """
     runs: dict[str, RunSpec] = {}
+    checkpoints: dict[str, set[str]] = {}
     for group in params["experiments"]:
         cells = grid_combinations(group)
         for dataset in group_datasets(group):
@@ -400,14 +467,20 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
                 for model in group["models"]:
                     for method in group["methods"]:
                         for seed in group["seeds"]:
-                            cfg = run_config(params, group, model, method, seed, dataset=dataset, cell=cell)
-                            rid = run_id(cfg)
-                            spec = runs.setdefault(rid, RunSpec(rid, cfg))
-                            if group["group"] not in spec.groups:
-                                spec.groups.append(group["group"])
-                            for ev in evaluations:
-                                if ev not in spec.evaluations:
-                                    spec.evaluations.append(ev)
+                            for cfg in _run_chain(params, group, model, method, seed, dataset, cell):
+                                rid = run_id(cfg)
+                                spec = runs.setdefault(rid, RunSpec(rid, cfg))
+                                if group["group"] not in spec.groups:
+                                    spec.groups.append(group["group"])
+                                for ev in evaluations:
+                                    if ev not in spec.evaluations:
+                                        spec.evaluations.append(ev)
+                                has_val = bool(cfg.get("validation"))
+                                wanted = group.get("checkpoints", ["last", "best"] if has_val else ["last"])
+                                if "best" in wanted and not has_val:
+                                    raise ConfigError(f"experiment group {group['group']!r}: checkpoint 'best' "
+                                                      "needs a validation split (train.validation)")
+                                checkpoints.setdefault(rid, set()).update(wanted)
     if params.get("features"):
         base = list(runs.values())
         # The source models are compared with the models trained on their datasets, so they
@@ -417,6 +490,8 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
             con.source_run.evaluations += [e for e in extra if e not in con.source_run.evaluations]
         for spec in feature_runs(params, base):
             runs.setdefault(spec.run_id, spec)
+    for rid, spec in runs.items():
+        spec.checkpoints = [c for c in ("last", "best") if c in checkpoints.get(rid, {"last"})]
     return list(runs.values())
 
 

@@ -80,12 +80,30 @@ def train_minutes(cfg: Mapping) -> int:
     return _minutes(cfg["epochs"] * per_epoch, floor=15)
 
 
-def evaluate_minutes(cfg: Mapping, evaluation: Mapping) -> int:
+def attack_steps(evaluation: Mapping) -> int:
+    """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
+    AutoAttack's standard version is APGD-CE (100), APGD-T (9 targets x 100), FAB-T (9 x 100)
+    and Square (5000 queries, forward only, counted as a third of a step); a shard of it is
+    split from that total by the caller."""
+    kind = evaluation.get("type", "clean")
+    if kind == "autoattack":
+        iters, targets = evaluation.get("iterations", 100), evaluation.get("targets", 9)
+        attacks = evaluation.get("attacks") or ["apgd-ce", "apgd-t", "fab-t", "square"]
+        per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * targets, "fab": iters,
+               "fab-t": iters * targets, "square": evaluation.get("queries", 5000) // 3}
+        return sum(per.get(a, iters) for a in attacks)
+    if kind == "square":
+        return evaluation.get("queries", 5000) // 3
+    return evaluation.get("steps", 0) * evaluation.get("restarts", 1)
+
+
+def evaluate_minutes(cfg: Mapping, evaluation: Mapping, shards: int = 1) -> int:
     _, test, _, side = _facts(cfg)
     per_class = evaluation.get("test_per_class")
     if per_class:
         test = min(test, per_class * 100)
-    steps = evaluation.get("steps", 0) * evaluation.get("restarts", 1)
+    test = math.ceil(test / shards)
+    steps = attack_steps(evaluation)
     return _minutes(test * (1 + BACKWARD * steps) * forward_gflops(cfg["model"], side) * 1e9, floor=10)
 
 

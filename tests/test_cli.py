@@ -10,13 +10,18 @@ def test_plan_lists_the_runs_of_a_preset(repo_root):
     plan = json.loads(run_study("plan", "--preset", "ci", "--json", cwd=repo_root).stdout)
     assert out.startswith(f"preset ci: {len(plan)} runs")
     assert all(r["run_id"] in out for r in plan)
-    original = [r for r in plan if not r["config"].get("constructed")]
+    original = [r for r in plan if not r["config"].get("constructed") and "mitigation" not in r["groups"]]
     # baseline 2; LeNet and an Adam setting for figures 5, 6; the L2-robust source of D_R
     assert len(original) == 5
     assert {r["config"]["method"] for r in original} == {"standard", "pgd_at", "pgd_at_l2"}
-    assert sorted(r["config"]["constructed"]["kind"] for r in plan if r not in original) == [
+    assert sorted(r["config"]["constructed"]["kind"] for r in plan if r["config"].get("constructed")) == [
         "d_det", "d_nr", "d_r", "d_rand"]
-    assert all(r["evaluations"][0] == "clean" for r in plan)
+    assert all(r["evaluations"][0] == "clean" for r in plan if r in original)
+    # mitigation: 34 methods (FRL's parent among them), with best and last checkpoints
+    mitigation = [r for r in plan if "mitigation" in r["groups"]]
+    assert len(mitigation) == 34 and all("best" in r["checkpoints"] for r in mitigation)
+    baseline = [r for r in plan if "baseline" in r["groups"]]
+    assert all(r["checkpoints"] == ["last"] for r in baseline)
 
 
 def test_unknown_dataset_names_the_valid_ones(tmp_path):

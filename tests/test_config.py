@@ -42,9 +42,11 @@ def test_deep_merge_overlays_nested_keys_and_replaces_lists():
 def test_paper_is_the_default_with_published_settings(repo_root):
     params = _load(repo_root)
     assert params["preset"] == "paper"
-    runs = [r for r in plan_runs(params) if "baseline" in r.groups]
-    # 2 models x 2 methods x 3 seeds
-    assert len(runs) == 12
+    runs = plan_runs(params)
+    # baseline: 2 models x 2 methods x 3 seeds
+    assert len([r for r in runs if "baseline" in r.groups]) == 12
+    # mitigation: 34 methods x 3 seeds
+    assert len([r for r in runs if "mitigation" in r.groups]) == 34 * 3
     cfg = runs[0].config
     assert cfg["epochs"] == 200 and cfg["batch_size"] == 128
     assert cfg["optimizer"] == {"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": False}

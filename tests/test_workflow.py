@@ -71,8 +71,10 @@ def test_paper_preset_dry_run_lists_every_job(project):
     params, runs, cons = _plan(project, "paper")
     assert counts["train"] == len(runs)
     # sharded evaluations (AutoAttack, Square: 10 shards each) are merged; the rest run whole
-    sharded = [(r, e) for r in runs for e in r.evaluations if e in ("autoattack", "square")]
-    assert counts["evaluate"] + counts["merge_shards"] == sum(len(r.evaluations) for r in runs)
+    sharded = [(r, e) for r in runs if "last" in r.checkpoints for e in r.evaluations if e in ("autoattack", "square")]
+    last = sum(len(r.evaluations) for r in runs if "last" in r.checkpoints)
+    best = sum(len(r.evaluations) for r in runs if "best" in r.checkpoints)
+    assert counts["evaluate"] + counts["merge_shards"] == last and counts["evaluate_best"] == best
     assert counts["merge_shards"] == len(sharded) and counts["evaluate_shard"] == 10 * len(sharded)
     assert counts.get("construct", 0) == len(cons)
     # the baseline grid: 2 models x 2 methods x 3 seeds, trained on the original data
@@ -82,18 +84,25 @@ def test_paper_preset_dry_run_lists_every_job(project):
     assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
     assert counts["figure_rank_agreement"] == 5  # one per dataset
     # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
-    checked = [r for r in runs if set(r.groups) & set(params["robustness"]["groups"]) and not r.config.get("constructed")]
+    checked = [r for r in runs
+               if set(r.groups) & set(params["robustness"]["groups"]) and not r.config.get("constructed")]
     assert counts["check"] == len(checked)
     assert counts["corruptions"] == sum(r.dataset == "cifar10" for r in checked)
+    # mitigation: 34 methods x 3 seeds on CIFAR-10 and on CIFAR-100, best and last checkpoints
+    mitigation = [r for r in runs if any(g.startswith("mitigation") for g in r.groups)]
+    assert len(mitigation) == 34 * 3 * 2 and all(r.checkpoints == ["last", "best"] for r in mitigation)
+    assert counts["figure_mitigation"] == counts["figure_policy_epochs"] == 2
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_jobs = [j for j in jobs if re.match(r"(local)?rule (train|evaluate|evaluate_shard|construct):", j)]
+    gpu_rules = r"(local)?rule (train|evaluate|evaluate_shard|evaluate_best|construct):"
+    gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
-    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts["evaluate_shard"] + counts.get("construct", 0)
+    assert len(gpu_jobs) == (counts["train"] + counts["evaluate"] + counts["evaluate_shard"] + counts["evaluate_best"]
+                             + counts.get("construct", 0))
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -123,7 +132,11 @@ def test_demo_preset_dry_run(project):
     counts = _job_counts(out)
     _, runs, _ = _plan(project, "demo")
     assert counts["train"] == len(runs)
-    assert counts["evaluate"] + counts["merge_shards"] == sum(len(r.evaluations) for r in runs)
+    last = sum(len(r.evaluations) for r in runs if "last" in r.checkpoints)
+    assert counts["evaluate"] + counts["merge_shards"] == last
+    # mitigation: 3 methods and FRL's parent, clean and PGD of their best checkpoints
+    mitigation = [r for r in runs if "mitigation" in r.groups]
+    assert len(mitigation) == 4 and counts["evaluate_best"] == 2 * len(mitigation)
     # the robustness suite on the two baseline runs: AutoAttack in 2 shards, Square whole, CIFAR-10-C
     assert counts["evaluate_shard"] == 4 and counts["corruptions"] == 2 and counts["check"] == 2
     assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
@@ -153,7 +166,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
         "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
         "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
         "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
-        "fig03_frl_errors", "fig11_cfp", "fig14_corruptions"}
+        "fig03_frl_errors", "fig11_cfp", "fig14_corruptions", "fig13_mitigation", "fig13_policy_epochs"}
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     original = [r for r in runs if not r.config.get("constructed")]
@@ -162,7 +175,8 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert sum("fig07_epochs" in f for f in figures) >= 2 * len(panels)
     assert sum("fig12_features" in f for f in figures) == 4  # bars and examples, PNG and PDF
     classwise = (project / "results/tables/classwise.csv").read_text()
-    assert classwise.count("\n") == 1 + 10 * sum(len(r.evaluations) for r in runs)  # header + classes
+    records = sum(len(r.evaluations) * len(r.checkpoints) for r in runs)
+    assert classwise.count("\n") == 1 + 10 * records  # header + runs x evaluations x checkpoints x classes
     metrics = json.loads((project / "results/metrics.json").read_text())
     assert {f"synthetic/{m}/{e}" for m in ("small_cnn/standard", "small_cnn/pgd_at", "lenet/standard")
             for e in ("clean", "pgd3")} <= set(metrics)
@@ -178,6 +192,12 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert {"autoattack", "square"} <= set(attacks["eval"])
     corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
     assert set(corruptions["run_id"]) == {r.run_id for r in baseline}
+    # figure 13: every mitigation method of the paper grid, best checkpoint, in the table beside it
+    fig13 = pd.read_csv(project / "results/figures/fig13_mitigation/synthetic__small_cnn__all.csv")
+    paper = yaml.safe_load((project / "params.yaml").read_text())["experiments"]
+    grid = next(g for g in paper if g["group"] == "mitigation")["methods"]
+    assert set(grid) <= set(fig13[fig13["checkpoint"] == "best"]["method"])
+    assert {"last", "best"} == set(fig13[fig13["method"] == "frl_reweight_remargin"]["checkpoint"])
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {

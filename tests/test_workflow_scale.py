@@ -12,7 +12,8 @@ from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_minutes
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
-MODEL_COMMAND = re.compile(r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*)\b", re.M)
+MODEL_COMMAND = re.compile(
+    r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*|check|corruptions|construct)\b", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,8 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run):
     out, _ = paper_dry_run
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
-    assert len(model_jobs) == counts["train"] + counts["evaluate"] + sum(
+    model_rules = ("train", "evaluate", "evaluate_shard", "evaluate_best", "check", "corruptions", "construct")
+    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + sum(
         v for k, v in counts.items() if "pretrained" in k)
     for job in model_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)

@@ -1,6 +1,11 @@
-"""Evaluate a trained run on CIFAR-10-C regenerated offline (study.data.corruptions), per
-sample and per class, resumably: each (corruption, severity) is written as a part file
-beside the output and skipped when the job is run again."""
+"""Evaluate a trained run on CIFAR-10-C, per sample and per class, resumably: each
+(corruption, severity) is written as a part file beside the output and skipped when the job
+is run again.
+
+The images come from the official archive (study.data.cifar10c) or are regenerated offline
+(study.data.corruptions); `source` chooses: `official`, `regenerated`, or `auto` (official
+when the archive is found and the run's test set is the official CIFAR-10 one, else
+regenerated). Records and tables say which was used in `corruption_variant`."""
 
 from __future__ import annotations
 
@@ -11,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import torch
 
+from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import corrupt
 from study.data.prepared import Splits, stratified_subset
 from study.evaluate.predict import predict
@@ -19,7 +26,36 @@ from study.evaluate.records import read_records, write_records
 from study.metrics.classwise import class_accuracy
 from study.train.engine import load_trained_model
 
-CORRUPTION_VARIANT = "regenerated"  # every result from these images carries this label
+SOURCES = ("auto", "official", "regenerated")
+
+
+def resolve_source(
+    source: str, splits: Splits, raw_dir: str | Path = "data/raw", mirror: str | Path | None = None
+) -> tuple[str, Path | None]:
+    """(`official` and the verified archive) or (`regenerated`, None) for a requested source."""
+    if source not in SOURCES:
+        raise ValueError(f"corruption source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source == "regenerated":
+        return "regenerated", None
+    if source == "auto":
+        # The archive follows the official test-set order: other data (the JPEG variant is
+        # grouped by class, synthetic data is not CIFAR) falls back to regenerated images.
+        official_data = splits.meta.get("dataset") == "cifar10" and splits.meta.get("variant") == "official"
+        if not official_data or locate_cifar10c(raw_dir, mirror) is None:
+            return "regenerated", None
+    # `official` may download it; a found but corrupt archive raises rather than falling back
+    return "official", find_cifar10c(raw_dir, mirror)
+
+
+def _official_images(archive: Path, corruption: str, severity: int, idx: torch.Tensor,
+                     labels: torch.Tensor) -> torch.Tensor:
+    x, archive_labels = read_cifar10c(archive, corruption, severity, idx)
+    if not torch.equal(archive_labels, labels):
+        # the indices only mean the same images if the prepared test set is in the official order
+        raise ValueError(f"{archive}: labels of the chosen test images differ from the prepared test set's "
+                         f"({int((archive_labels != labels).sum())} of {len(labels)}); the official archive "
+                         "needs the official CIFAR-10 test set in its order (use --source regenerated otherwise)")
+    return x
 
 
 def evaluate_corruptions(
@@ -33,11 +69,17 @@ def evaluate_corruptions(
     batch_size: int = 256,
     seed: int = 0,
     device: str = "cpu",
+    source: str = "auto",
+    raw_dir: str | Path = "data/raw",
+    mirror: str | Path | None = None,
 ) -> Path:
-    """Per-sample records (index, label, pred, corruption, severity) for every pair."""
+    """Per-sample records (index, label, pred, corruption, severity) for every pair; the
+    archive for `source` official/auto is looked for in `mirror`, then `raw_dir`."""
     run_dir, out = Path(run_dir), Path(out)
     if splits.test_x.shape[1:] != (3, 32, 32):
         raise ValueError(f"CIFAR-10-C needs 32x32 RGB test images, got {tuple(splits.test_x.shape[1:])}")
+    variant, archive = resolve_source(source, splits, raw_dir, mirror)
+    print(f"CIFAR-10-C images: {variant}" + (f" ({archive})" if archive else ""), file=sys.stderr)
     cfg = json.loads((run_dir / "config.json").read_text())
     model, _ = load_trained_model(run_dir, device)
     idx = stratified_subset(splits.test_y, per_class)
@@ -49,23 +91,30 @@ def evaluate_corruptions(
             part = parts_dir / f"{corruption}-{severity}.parquet"
             if part.exists():
                 done, done_meta = read_records(part)
-                # reuse a part only if it was made for the same samples and seed
-                if done["index"].tolist() == idx.tolist() and done_meta.get("seed") == seed:
+                # reuse a part only if it was made for the same samples, seed and images (parts
+                # written before the official archive was supported are all regenerated)
+                if (done["index"].tolist() == idx.tolist() and done_meta.get("seed") == seed
+                        and done_meta.get("corruption_variant", "regenerated") == variant):
                     frames.append(done)
                     continue
             t0 = time.perf_counter()
-            x = corrupt(images, corruption, int(severity), seed=seed)
+            if archive is not None:
+                x = _official_images(archive, corruption, int(severity), idx, labels)
+            else:
+                x = corrupt(images, corruption, int(severity), seed=seed)
             pred = predict(model, x, labels, batch_size=batch_size, device=device).pred
             frame = pd.DataFrame({"index": idx.numpy(), "label": labels.numpy(), "pred": pred,
                                   "corruption": corruption, "severity": int(severity)})
-            write_records(frame, part, {"corruption": corruption, "severity": int(severity), "seed": seed})
+            write_records(frame, part, {"corruption": corruption, "severity": int(severity), "seed": seed,
+                                        "corruption_variant": variant})
             frames.append(frame)
             acc = float((frame["pred"] == frame["label"]).mean())
             print(f"{corruption} {severity}: {100 * acc:.1f}% [{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
     meta = {"run_id": run_dir.name, "run_config": cfg, "dataset": cfg["dataset"], "data_variant": cfg["data_variant"],
-            "corruption_variant": CORRUPTION_VARIANT, "class_names": list(splits.class_names),
+            "corruption_variant": variant, "class_names": list(splits.class_names),
             "evaluation": {"name": "corruptions", "type": "corruptions", "corruptions": list(corruptions),
-                           "severities": [int(s) for s in severities], "per_class": per_class, "seed": seed}}
+                           "severities": [int(s) for s in severities], "per_class": per_class, "seed": seed,
+                           "source": source}}
     write_records(pd.concat(frames, ignore_index=True), out, meta)
     return out
 

@@ -27,8 +27,10 @@ def evaluate_run(
     device: str = "auto",
     progress: bool = True,
     shard: tuple[int, int] | None = None,
+    checkpoint: str = "last",
 ) -> Path:
-    """Classify the test set (or its first `test_per_class` per class) clean or under attack.
+    """Classify the test set (or its first `test_per_class` per class) clean or under attack,
+    with the run's `last` model or its `best` on validation (evaluation named `<name>@best`).
 
     `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
     its own attack seed; `study merge-shards` joins the parts into one record."""
@@ -40,7 +42,11 @@ def evaluate_run(
             f"{splits.meta.get('dataset')} ({splits.meta.get('variant')})"
         )
     dev = select_device(device)
-    model, arch = load_trained_model(run_dir, dev)
+    model, arch = load_trained_model(run_dir, dev, checkpoint=checkpoint)
+    evaluation = dict(evaluation)
+    if checkpoint != "last":
+        evaluation["name"] = f"{evaluation['name']}@{checkpoint}"
+    evaluation["checkpoint"] = checkpoint
     return evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
                           device=dev, progress=progress, shard=shard)
 

@@ -11,7 +11,8 @@ from study.figures.classwise import plot_classwise
 from study.figures.epochs import plot_epochs
 from study.figures.style import run_title, save_figure
 
-FIGURE_KINDS = ("classwise", "epochs", "discrepancy", "rank_agreement", "confusion", "logit_similarity")
+FIGURE_KINDS = ("classwise", "epochs", "discrepancy", "rank_agreement", "confusion", "logit_similarity",
+                "mitigation", "policy_epochs")
 # Columns that tell two training settings of one (dataset, model, method) apart.
 _SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
@@ -53,6 +54,7 @@ def make_figure(
     runs: Sequence[str] | None = None,
     records: Sequence[str | Path] | None = None,
     by: str | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[Path]:
     """One figure. classwise/epochs: one (dataset, model, method), `runs` picks its training
     setting when the study has several; the other kinds: see study.figures.make_explain."""
@@ -63,7 +65,7 @@ def make_figure(
                                       evaluations=evaluations, runs=runs)
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
-    if kind not in ("classwise", "epochs"):
+    if kind not in ("classwise", "epochs", "mitigation", "policy_epochs"):
         from study.figures.make_explain import make_explanation_figure
 
         return make_explanation_figure(kind, out_stem, table=table_path, records=records, runs=runs, by=by,
@@ -73,6 +75,8 @@ def make_figure(
     table_path = Path(table_path)
     if not table_path.exists():
         raise FileNotFoundError(f"table {table_path} does not exist; `study tables` makes it")
+    if kind in ("mitigation", "policy_epochs"):
+        return _make_mitigation(kind, table_path, out_stem, dataset, model, methods)
     table = pd.read_csv(table_path)
     if runs:
         table = table[table["run_id"].isin(runs)]
@@ -88,3 +92,24 @@ def make_figure(
     else:
         fig = plot_epochs(rows, title=title)
     return save_figure(fig, out_stem)
+
+
+def _make_mitigation(kind: str, table_path: Path, out_stem: str | Path, dataset: str, model: str,
+                     methods: Sequence[str] | None) -> list[Path]:
+    """Figure 13 for one (dataset, model): every method in `methods` (all in the table if None);
+    the mitigation figure also writes its table as `<out_stem>.csv`."""
+    from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
+    from study.io import atomic_path
+
+    table = pd.read_csv(table_path)
+    rows = table[(table["dataset"] == dataset) & (table["model"] == model)]
+    if rows.empty:
+        raise ValueError(f"no rows for dataset={dataset} model={model} in {table_path}")
+    methods = list(methods) if methods else list(dict.fromkeys(rows["method"]))
+    title = f"{run_title(dataset=dataset, model=model)}  ·  {len(methods)} methods"
+    if kind == "policy_epochs":
+        return save_figure(plot_policy_epochs(rows, methods, title=title), out_stem)
+    summary = mitigation_table(rows, methods)
+    with atomic_path(Path(f"{out_stem}.csv")) as tmp:
+        summary.to_csv(tmp, index=False)
+    return [*save_figure(plot_mitigation(summary, title=title), out_stem), Path(f"{out_stem}.csv")]

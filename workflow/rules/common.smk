@@ -95,12 +95,18 @@ def train_mem_mb(wildcards):
 
 def evaluate_runtime(wildcards):
     run = run_of(wildcards)
+    shards = int(wildcards.shards) if "shards" in wildcards.keys() else 1
     return resources_estimate.evaluate_minutes(
-        run.config, resolve_evaluation(config, wildcards.evaluation, dataset=run.dataset))
+        run.config, resolve_evaluation(config, wildcards.evaluation, dataset=run.dataset), shards=shards)
 
 
 def evaluate_mem_mb(wildcards):
     return resources_estimate.mem_mb(run_of(wildcards).config, floor=6000)
+
+
+# Runs of the `mitigation*` groups (figure 13) stay out of the other figures.
+def is_mitigation_run(run):
+    return any(g.startswith("mitigation") for g in run.groups)
 
 
 def all_models():
@@ -113,7 +119,9 @@ def eval_file(run_id, evaluation):
 
 
 def all_evaluations():
-    return [eval_file(rid, ev) for rid, run in RUNS.items() for ev in run.evaluations]
+    return [
+        eval_file(rid, ev) for rid, run in RUNS.items() if "last" in run.checkpoints for ev in run.evaluations
+    ] + best_evaluations()
 
 
 def evaluation_arg(wildcards):
@@ -144,16 +152,21 @@ FIGURES = {
     "fig08_rank_agreement": ("rank_agreement", None),
     "fig09_confusion": ("confusion", None),
     "fig10_logit_similarity": ("logit_similarity", None),
+    "fig13_mitigation": ("mitigation", None),
+    "fig13_policy_epochs": ("policy_epochs", None),
 }
 
 
 def figure_panels(fig):
     """(dataset, model, method) combinations a figure is drawn for."""
     kind, method = FIGURES[fig]
+    if kind in MITIGATION_PANELS:
+        return MITIGATION_PANELS[kind]()
     keys = {
         (r.dataset, r.config["model"], r.config["method"])
         for r in RUNS.values()
         if (method is None or r.config["method"] == method) and not r.config.get("constructed")
+        and not is_mitigation_run(r)
     }
     return sorted(keys)
 
@@ -206,7 +219,7 @@ def _index_runs():
     for rid, run in RUNS.items():
         for g in run.groups:
             groups.setdefault(g, []).append(rid)
-        if run.config.get("constructed"):  # models trained on constructed data are figure 12's
+        if run.config.get("constructed") or is_mitigation_run(run):  # figure 12's and figure 13's
             continue
         panels.setdefault((run.dataset, run.config["model"], run.config["method"]), []).append(rid)
         datasets.setdefault(run.dataset, []).append(rid)
@@ -389,7 +402,9 @@ def corruption_args(wildcards):
     args = ["--corruptions", *cc["names"], "--severities", *map(str, cc["severities"]), "--seed", str(cc["seed"])]
     if cc.get("per_class"):
         args += ["--per-class", str(cc["per_class"])]
-    return " ".join(args)
+    # the official archive is looked for in the mirror, then in the raw-data folder
+    args += ["--source", cc.get("source", "auto"), "--raw-dir", shlex.quote(f"{DATA}/raw")]
+    return " ".join([*args, mirror_arg(wildcards)]).strip()
 
 
 ROBUSTNESS_TABLES = {
@@ -441,3 +456,42 @@ def robustness_panel_runs_arg(wildcards):
 
 def robustness_figure_table(wildcards):
     return ROBUSTNESS_TABLES[_ROBUSTNESS_FIGURE_TABLE[wildcards.fig]]
+
+
+# ---------------------------------------------------------------- mitigation (figure 13)
+# Runs of the `mitigation*` groups: fine-tuning parents (init_from), best checkpoints
+# (model_best.pt, evaluated as <evaluation>@best), and one figure-13 panel per
+# (dataset, model) with every method (method wildcard `all`).
+def run_parent_model(wildcards):
+    parent = run_of(wildcards).init_from
+    return [f"{run_dir(parent)}/model.pt"] if parent else []
+
+
+def init_from_arg(wildcards, input):
+    return f"--init-from {input.parent[0]}" if input.parent else ""
+
+
+def best_eval_file(run_id, evaluation):
+    return f"{RESULTS}/evaluations/{run_id}/{evaluation}@best.parquet"
+
+
+def best_evaluations():
+    return [best_eval_file(rid, ev) for rid, run in RUNS.items() if "best" in run.checkpoints for ev in run.evaluations]
+
+
+def _mitigation_panels():
+    return sorted({(r.dataset, r.config["model"], "all") for r in RUNS.values() if is_mitigation_run(r)})
+
+
+MITIGATION_PANELS = {"mitigation": _mitigation_panels, "policy_epochs": _mitigation_panels}
+
+
+def mitigation_methods(wildcards):
+    """The methods of a figure-13 panel, in the order the groups list them."""
+    names = []
+    for r in RUNS.values():
+        c = r.config
+        if is_mitigation_run(r) and (r.dataset, c["model"]) == (wildcards.dataset, wildcards.model):
+            if c["method"] not in names:
+                names.append(c["method"])
+    return " ".join(names)

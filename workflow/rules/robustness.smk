@@ -20,8 +20,8 @@ rule evaluate_shard:
     threads: 8
     resources:
         gpu=1,
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=evaluate_mem_mb,
+        runtime=evaluate_runtime,
     shell:
         "study evaluate --data {input.data} --run-dir {params.run_dir} --evaluation {params.evaluation}"
         " --shard {wildcards.shard}/{wildcards.shards} --out {output.records} --threads {threads}"
@@ -64,7 +64,8 @@ rule check:
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
     threads: 8
     resources:
-        mem_mb=8000,
+        gpu=1,
+        mem_mb=evaluate_mem_mb,
         runtime=60,
     shell:
         "study check --data {input.data} --run-dir {params.run_dir} --records {input.records}"
@@ -85,6 +86,7 @@ rule corruptions:
         args=corruption_args,
     threads: 8
     resources:
+        gpu=1,
         mem_mb=16000,
         runtime=240,
     shell:

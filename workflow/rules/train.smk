@@ -5,6 +5,7 @@
 rule train:
     input:
         data=run_data,
+        parent=run_parent_model,
     output:
         model=f"{RESULTS}/runs/{{run_id}}/model.pt",
         epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
@@ -13,6 +14,7 @@ rule train:
     params:
         config=run_config_arg,
         run_dir=lambda w: run_dir(w.run_id),
+        init_from=init_from_arg,
     threads: 8
     resources:
         gpu=1,
@@ -20,7 +22,7 @@ rule train:
         runtime=train_runtime,
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
-        " --threads {threads} --no-progress 2> {log}"
+        " {params.init_from} --threads {threads} --no-progress 2> {log}"
 
 
 rule train_all:

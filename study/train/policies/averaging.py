@@ -1,0 +1,87 @@
+"""Weight-averaging policies: an exponential average of the model's weights, per epoch.
+
+CFA (Wei et al. 2023) averages with decay 0.85 from epoch 50 of 200; `start` is that
+point as a fraction of the run's epochs, so short presets average over their last 75%.
+FAWA averages an epoch's weights in only if that model's worst-class validation robust
+accuracy reaches `threshold` (0.2 in CFA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from study.train.policies.stats import EpochStats
+
+AVERAGING_TYPES = ("none", "ema", "fawa")
+
+
+class NoAveraging:
+    active = False
+
+    def __init__(self, epochs: int):
+        self.epochs = epochs
+        self.average: dict[str, torch.Tensor] | None = None
+
+    def update(self, model: nn.Module, stats: EpochStats) -> bool:
+        """Fold the model's weights after `stats.epoch` into the average; True if it did."""
+        return False
+
+    def state_dict(self) -> dict:
+        return {"average": self.average}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.average = state["average"]
+
+
+class EMA(NoAveraging):
+    active = True
+
+    def __init__(self, epochs: int, decay: float = 0.85, start: float = 0.25):
+        super().__init__(epochs)
+        if not 0 <= decay < 1:
+            raise ValueError(f"averaging.decay must be in [0, 1), got {decay}")
+        self.decay = float(decay)
+        self.start_epoch = max(1, round(float(start) * epochs))
+
+    def accepts(self, stats: EpochStats) -> bool:
+        return stats.epoch >= self.start_epoch
+
+    def update(self, model: nn.Module, stats: EpochStats) -> bool:
+        if not self.accepts(stats):
+            return False
+        current = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if self.average is None:
+            self.average = current
+            return True
+        for key, value in current.items():
+            # A resumed average comes back on the CPU; keep it beside the model.
+            avg = self.average[key] = self.average[key].to(value.device)
+            if value.is_floating_point():
+                avg.mul_(self.decay).add_(value, alpha=1 - self.decay)
+            else:  # counters such as BatchNorm's num_batches_tracked
+                avg.copy_(value)
+        return True
+
+
+class FAWA(EMA):
+    def __init__(self, epochs: int, decay: float = 0.85, start: float = 0.25, threshold: float = 0.2):
+        super().__init__(epochs, decay, start)
+        self.threshold = float(threshold)
+
+    def accepts(self, stats: EpochStats) -> bool:
+        return super().accepts(stats) and float(stats.val_robust_acc.min()) >= self.threshold
+
+
+def build_averaging(cfg: Mapping | None, epochs: int) -> NoAveraging:
+    cfg = dict(cfg or {"type": "none"})
+    kind = cfg.get("type", "none")
+    if kind == "none":
+        return NoAveraging(epochs)
+    if kind == "ema":
+        return EMA(epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25))
+    if kind == "fawa":
+        return FAWA(epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25), cfg.get("threshold", 0.2))
+    raise ValueError(f"unknown averaging type {kind!r}; valid: {', '.join(AVERAGING_TYPES)}")

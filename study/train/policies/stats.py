@@ -1,0 +1,73 @@
+"""Per-class statistics of one epoch, gathered by the engine and handed to the policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    # A class without samples has no accuracy; 0 keeps the formulas defined (and is rare:
+    # the engine's splits are stratified).
+    return torch.where(den > 0, num / den.clamp_min(1), torch.zeros_like(num))
+
+
+@dataclass
+class EpochStats:
+    """Counts of the epoch that just ended (float64 CPU tensors, one entry per class).
+
+    `train_*` come from the inputs the model was trained on (the adversarial examples),
+    `train_confusion[i, j]` counts training samples of class i predicted as j on them.
+    `val_*` come from the held-out validation split (None without one): clean and robust
+    (the epoch-evaluation attack) correct counts of the model being trained.
+    """
+
+    epoch: int
+    train_n: torch.Tensor
+    train_correct: torch.Tensor
+    train_confusion: torch.Tensor
+    val_n: torch.Tensor | None = None
+    val_clean_correct: torch.Tensor | None = None
+    val_robust_correct: torch.Tensor | None = None
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.train_n.shape[0])
+
+    @property
+    def train_robust_acc(self) -> torch.Tensor:
+        """t_k of CFA: each class's training robust accuracy."""
+        return _ratio(self.train_correct, self.train_n)
+
+    @property
+    def train_cfp(self) -> torch.Tensor:
+        """Class false-positive score (STUDY.md): samples of other classes predicted as c,
+        divided by all misclassified samples; zeros when nothing was misclassified."""
+        off = self.train_confusion - torch.diag(torch.diag(self.train_confusion))
+        total = off.sum()
+        return off.sum(dim=0) / total if total > 0 else torch.zeros(self.num_classes, dtype=torch.float64)
+
+    def _need_val(self, who: str) -> None:
+        if self.val_n is None:
+            raise ValueError(f"{who} needs validation statistics; set train.validation (e.g. fraction: 0.02)")
+
+    @property
+    def val_clean_acc(self) -> torch.Tensor:
+        self._need_val("val_clean_acc")
+        return _ratio(self.val_clean_correct, self.val_n)
+
+    @property
+    def val_robust_acc(self) -> torch.Tensor:
+        self._need_val("val_robust_acc")
+        return _ratio(self.val_robust_correct, self.val_n)
+
+    @property
+    def val_clean_err(self) -> torch.Tensor:
+        """FRL's standard error per class, 1 - a_c."""
+        return 1 - self.val_clean_acc
+
+    @property
+    def val_boundary_err(self) -> torch.Tensor:
+        """FRL's boundary error per class, a_c - r_c (correct clean, wrong under attack)."""
+        return self.val_clean_acc - self.val_robust_acc

@@ -1,0 +1,125 @@
+"""Target policies: which class (if any) the training attack pushes each sample towards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from study.train.policies.stats import EpochStats
+
+TARGET_TYPES = ("untargeted", "uniform", "cfp", "fixed")
+
+
+def uniform_other(y: torch.Tensor, num_classes: int, generator: torch.Generator) -> torch.Tensor:
+    """A target drawn uniformly from the classes other than y."""
+    shift = torch.randint(1, num_classes, y.shape, generator=generator, device=y.device)
+    return (y + shift) % num_classes
+
+
+class Untargeted:
+    targeted = False
+
+    def __init__(self, num_classes: int):
+        self.num_classes = num_classes
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        return None
+
+    def update(self, stats: EpochStats) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        pass
+
+
+class UniformTargets(Untargeted):
+    """A uniformly random target other than the true class (targeted AT)."""
+
+    targeted = True
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        return uniform_other(y, self.num_classes, generator)
+
+
+class CFPTargets(Untargeted):
+    """FAIR-TAT (Medi et al. 2025): y_t ~ softmax(temperature * CFP) over the classes other
+    than y, CFP from the previous epoch's training adversarial predictions; the first epoch
+    (no CFP yet) draws uniform targets."""
+
+    targeted = True
+
+    def __init__(self, num_classes: int, temperature: float = 2.0):
+        super().__init__(num_classes)
+        self.temperature = float(temperature)
+        self.cfp: torch.Tensor | None = None
+
+    def probabilities(self, y: torch.Tensor) -> torch.Tensor:
+        """(B, C) target distribution of each sample: softmax over the other classes."""
+        scores = (self.temperature * self.cfp).to(y.device, torch.float32).expand(y.shape[0], -1).clone()
+        scores[torch.arange(y.shape[0], device=y.device), y] = float("-inf")
+        return torch.softmax(scores, dim=1)
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        if self.cfp is None:
+            return uniform_other(y, self.num_classes, generator)
+        return torch.multinomial(self.probabilities(y), 1, generator=generator).squeeze(1)
+
+    def update(self, stats: EpochStats) -> None:
+        self.cfp = stats.train_cfp.clone()
+
+    def state_dict(self) -> dict:
+        return {"cfp": self.cfp}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.cfp = state["cfp"]
+
+
+class FixedTarget(Untargeted):
+    """Attacks aimed at one critical class: a class index, or `weakest` (the class with the
+    lowest training robust accuracy in the previous epoch; uniform targets before that).
+    Samples of the target class itself get a uniform target among the others."""
+
+    targeted = True
+
+    def __init__(self, num_classes: int, target_class: int | str = "weakest"):
+        super().__init__(num_classes)
+        if target_class != "weakest" and not (isinstance(target_class, int) and 0 <= target_class < num_classes):
+            raise ValueError(f"targets.class must be 'weakest' or a class index 0..{num_classes - 1}, "
+                             f"got {target_class!r}")
+        self.mode = target_class
+        self.target: int | None = None if target_class == "weakest" else int(target_class)
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        other = uniform_other(y, self.num_classes, generator)
+        if self.target is None:
+            return other
+        fixed = torch.full_like(y, self.target)
+        return torch.where(y == self.target, other, fixed)
+
+    def update(self, stats: EpochStats) -> None:
+        if self.mode == "weakest":
+            self.target = int(torch.argmin(stats.train_robust_acc))
+
+    def state_dict(self) -> dict:
+        return {"target": self.target}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.target = state["target"]
+
+
+def build_targets(cfg: Mapping | None, num_classes: int) -> Untargeted:
+    cfg = dict(cfg or {"type": "untargeted"})
+    kind = cfg.get("type", "untargeted")
+    if kind == "untargeted":
+        return Untargeted(num_classes)
+    if kind == "uniform":
+        return UniformTargets(num_classes)
+    if kind == "cfp":
+        return CFPTargets(num_classes, cfg.get("temperature", 2.0))
+    if kind == "fixed":
+        return FixedTarget(num_classes, cfg.get("class", "weakest"))
+    raise ValueError(f"unknown targets type {kind!r}; valid: {', '.join(TARGET_TYPES)}")
