@@ -22,6 +22,7 @@ include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/features.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/mitigation.smk"
+include: "workflow/rules/bench.smk"
 
 
 rule all:

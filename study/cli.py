@@ -224,6 +224,19 @@ def cmd_robustness_tables(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from study.bench import run_bench
+    from study.bench.run import ALL_TASKS
+
+    report = run_bench(args.out, data=args.data, model=args.model, images=args.images,
+                       test_images=args.test_images, tasks=args.tasks or ALL_TASKS, device=args.device, seed=args.seed,
+                       batch_size=args.batch_size, threads=args.threads, accuracy_epochs=args.accuracy_epochs,
+                       progress=not args.no_progress)
+    print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')} "
+          f"(accuracy_ok: {report.get('accuracy_ok')})", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="study", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -358,6 +371,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corruptions", nargs="*", default=[], help="corruption records (study corruptions)")
     p.add_argument("--out-dir", default="results/tables")
     p.set_defaults(func=cmd_robustness_tables)
+
+    p = sub.add_parser("bench", help="time the engine against a plain reference loop (docs/performance.md)")
+    p.add_argument("--out", default="results/bench/cpu.json", help="JSON report; the table goes beside it (.md)")
+    p.add_argument("--data", default=None, help="prepared dataset file (default: synthetic CIFAR-sized data)")
+    p.add_argument("--model", default="preact_resnet18")
+    p.add_argument("--images", type=int, default=1024, help="training images (class-stratified)")
+    p.add_argument("--test-images", type=int, default=256, help="test images of the evaluation tasks")
+    p.add_argument("--tasks", nargs="+", default=None,
+                   help="standard_epoch, pgd10_at_epoch, trades_epoch, pgd20_eval, autoattack_eval (default: all)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--accuracy-epochs", type=int, default=2,
+                   help="PGD-10 AT epochs before both sides' accuracy is compared (the last is timed)")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("manifest", help="write the manifest of all figures")
     p.add_argument("--out", required=True)

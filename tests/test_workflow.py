@@ -231,3 +231,13 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert "up to date" in status
     shown = _run([dvc, "metrics", "show", "--json"], project)
     assert "synthetic/small_cnn/pgd_at/pgd3" in shown
+
+
+def test_bench_target_runs_study_bench_with_the_configured_setting(project):
+    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "2", "bench_all"], project)
+    assert _job_counts(out) == {"bench": 1, "bench_all": 1, "total": 2}
+    command = re.search(r"study bench --out results/bench/cpu\.json .*", out).group(0)
+    assert "--device cpu --model preact_resnet18 --images 250 --test-images 40" in command
+    # the GPU setting reads the prepared CIFAR-10 it names, so its DAG prepares that first
+    out = _run([BIN / "snakemake", "-n", "--cores", "2", "results/bench/cuda.json"], project)
+    assert _job_counts(out)["prepare"] == 1

@@ -495,3 +495,31 @@ def mitigation_methods(wildcards):
             if c["method"] not in names:
                 names.append(c["method"])
     return " ".join(names)
+
+
+# ---------------------------------------------------------------- bench (issue 7)
+def bench_setting(wildcards):
+    settings = config.get("bench", {}).get("settings", {})
+    if wildcards.name not in settings:
+        raise ValueError(f"unknown bench setting {wildcards.name!r}; params.yaml bench.settings: "
+                         f"{', '.join(settings) or 'none'}")
+    return settings[wildcards.name]
+
+
+def bench_data(wildcards):
+    data = bench_setting(wildcards).get("data")
+    return [data] if data else []
+
+
+def bench_args(wildcards, input):
+    s = bench_setting(wildcards)
+    args = ["--device", s["device"], "--model", s["model"], "--images", str(s["images"]),
+            "--test-images", str(s["test_images"]), "--no-progress"]
+    if input.data:
+        args += ["--data", shlex.quote(input.data[0])]
+    if s.get("tasks"):
+        args += ["--tasks", *s["tasks"]]
+    for key in ("batch_size", "accuracy_epochs", "seed"):
+        if key in s:
+            args += [f"--{key.replace('_', '-')}", str(s[key])]
+    return " ".join(args)

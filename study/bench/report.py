@@ -1,0 +1,93 @@
+"""The bench's numbers: one side's throughput record, the accuracy check, the Markdown table."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+
+def side_record(images: int, seconds: float, flops_per_image: float, basis: str) -> dict:
+    """Throughput and achieved FLOP/s of one side of a task (`add_fractions` adds the fraction
+    of peak once the peak is final)."""
+    rate = images / seconds
+    return {"images": int(images), "seconds": float(seconds), "images_per_s": rate,
+            "flops_per_image": float(flops_per_image), "flop_per_s": flops_per_image * rate, "peak_basis": basis}
+
+
+def add_fractions(tasks: Mapping[str, dict], peak: Mapping[str, float]) -> None:
+    for r in tasks.values():
+        for side in ("engine", "reference"):
+            r[side]["fraction_of_peak"] = r[side]["flop_per_s"] / peak[r[side]["peak_basis"]]
+
+
+def accuracy_check(engine: Mapping[str, float], reference: Mapping[str, float], n: int) -> dict:
+    """Differences of the two models' accuracies against 3 binomial standard errors of a
+    difference of two independent accuracies on n images (floor 0.02)."""
+    out: dict = {"n": n, "engine": dict(engine), "reference": dict(reference), "metrics": {}}
+    ok = True
+    for metric in engine:
+        p = (engine[metric] + reference[metric]) / 2
+        tol = max(0.02, 3 * math.sqrt(2) * math.sqrt(p * (1 - p) / n))
+        diff = engine[metric] - reference[metric]
+        out["metrics"][metric] = {"difference": diff, "tolerance": tol, "ok": abs(diff) <= tol}
+        ok &= abs(diff) <= tol
+    out["ok"] = bool(ok)
+    return out
+
+
+def _load(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
+
+
+def markdown(report: Mapping) -> str:
+    """A table of the tasks with the settings and hardware above it and the accuracy check below."""
+    s, hw, peak = report["settings"], report["hardware"], report["peak"]
+    peaks = ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" + (f" (start {peak['start'][k] / 1e9:.1f}, end "
+                                                       f"{peak['end'][k] / 1e9:.1f})" if "start" in peak else "")
+                      for k, v in peak["flops"].items())
+    lines = [
+        "# study bench: our engine against a plain reference loop",
+        "",
+        f"- model `{s['model']}`, forward {report['model']['forward_flops'] / 1e9:.3g} GFLOPs/image; "
+        f"data {s['data']} ({s['train_images']} train / {s['test_images']} test images); "
+        f"batch {s['batch_size']}; seed {s['seed']}",
+        f"- hardware: {hw['device_name']}; {hw['cpu_model']}; torch {hw['torch']}; "
+        f"{hw['threads']} threads" + (f"; CUDA {hw['cuda_name']}" if hw.get("cuda_name") else "")
+        + f"; 1-min load average {_load(hw.get('load_average_1min_start'))} at the start, "
+        f"{_load(hw.get('load_average_1min_end'))} at the end",
+        f"- measured peak ({peak['method']}): {peaks}",
+        "- training tasks: the second epoch (the first carries warm-up); images/s are training "
+        "images per second, evaluations test images per second",
+        "",
+        "| task | engine img/s | reference img/s | speedup | engine s | reference s | GFLOP/img "
+        "| engine GFLOP/s (of peak) | reference GFLOP/s (of peak) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for task, r in report["tasks"].items():
+        e, ref = r["engine"], r["reference"]
+        lines.append(
+            f"| {task} | {_num(e['images_per_s'])} | {_num(ref['images_per_s'])} | {r['speedup']:.2f}x "
+            f"| {e['seconds']:.2f} | {ref['seconds']:.2f} | {e['flops_per_image'] / 1e9:.3g} "
+            f"| {e['flop_per_s'] / 1e9:.3g} ({100 * e['fraction_of_peak']:.1f}% {e['peak_basis']}) "
+            f"| {ref['flop_per_s'] / 1e9:.3g} ({100 * ref['fraction_of_peak']:.1f}% {ref['peak_basis']}) |")
+    overhead = {t: r for t, r in report["tasks"].items() if "engine_epoch_overhead_seconds" in r}
+    if overhead:
+        parts = [f"{t} {r['engine_epoch_overhead_seconds']:.2f} s"
+                 + (f" ({r['speedup_without_engine_overhead']:.2f}x without it)"
+                    if r["speedup_without_engine_overhead"] else "") for t, r in overhead.items()]
+        lines += ["", "Engine epochs include a per-epoch clean evaluation (1 image per class) and a checkpoint "
+                  "write, re-timed: " + "; ".join(parts) + "."]
+    acc = report.get("accuracy")
+    if acc:
+        lines += ["", f"Accuracy after {s['accuracy_epochs']} epochs of PGD-10 AT, on the {acc['n']} test "
+                  "images (both models evaluated with the package's `predict`):", "",
+                  "| metric | engine | reference | difference | tolerance | ok |", "|---|---:|---:|---:|---:|---|"]
+        for metric, m in acc["metrics"].items():
+            lines.append(f"| {metric} | {acc['engine'][metric]:.3f} | {acc['reference'][metric]:.3f} "
+                         f"| {m['difference']:+.3f} | {m['tolerance']:.3f} | {'yes' if m['ok'] else 'no'} |")
+        lines += ["", f"accuracy_ok: {str(report['accuracy_ok']).lower()}"]
+    return "\n".join(lines) + "\n"

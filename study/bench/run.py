@@ -1,0 +1,260 @@
+"""`study bench`: time our engine and the plain reference loop on the same tasks, data,
+model and initial weights, in one process, and write the result as JSON plus a table."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from study.bench import ours, reference
+from study.bench.peak import FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
+from study.bench.report import accuracy_check, add_fractions, markdown, side_record
+from study.data.prepared import Splits, load_prepared, stratified_subset
+from study.data.synthetic import make_synthetic
+from study.device import describe, select_device, set_threads
+from study.io import atomic_write_json, atomic_write_text
+from study.models.registry import MODEL_NAMES, build_model, count_flops
+from study.provenance import provenance
+from study.train.engine import build_run_model, channel_stats
+
+ALL_TASKS = ("standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval")
+#: The cheap AutoAttack both sides run: APGD-CE alone, 10 iterations, 1 restart.
+AUTOATTACK_CUSTOM = {"version": "custom", "attacks": ["apgd-ce"], "iterations": 10}
+WARMUP_IMAGES = 2  # evaluations: one untimed call per side first, so neither pays first-call costs
+
+
+def _check_args(tasks: Sequence[str], model: str, accuracy_epochs: int, batch_size: int) -> list[str]:
+    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    bad = [t for t in tasks if t not in ALL_TASKS]
+    if bad or not tasks:
+        raise ValueError(f"unknown task(s) {bad or tasks}; valid tasks: {', '.join(ALL_TASKS)}")
+    if model not in MODEL_NAMES:
+        raise ValueError(f"unknown model {model!r}; valid models: {', '.join(MODEL_NAMES)}")
+    if "pgd10_at_epoch" in tasks and accuracy_epochs < 2:
+        raise ValueError(f"accuracy_epochs must be >= 2 (the second epoch is the timed one), got {accuracy_epochs}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    # Canonical order: the PGD-AT model is trained before the evaluations that use it.
+    return [t for t in ALL_TASKS if t in tasks]
+
+
+def _load(data: str | Path | None, images: int, test_images: int, seed: int) -> Splits:
+    if data is not None:
+        return load_prepared(data)
+    return make_synthetic(num_classes=10, train_per_class=max(1, math.ceil(images / 10)),
+                          test_per_class=max(1, math.ceil(test_images / 10)), image_size=32, seed=seed)
+
+
+def _hardware(dev: torch.device) -> dict:
+    cpu = platform.processor() or ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name")) or cpu
+    except (OSError, StopIteration):
+        pass
+    return {"device": str(dev), "device_name": describe(dev), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "cpu_model": cpu,
+            "cuda_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+            "cuda_version": torch.version.cuda, "provenance": provenance(dev),
+            # Other processes on the machine slow both sides; the load says how busy it was.
+            "load_average_1min_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+
+
+def _ratio(n_a: int, sec_a: float, n_b: int, sec_b: float) -> float | None:
+    """(n_a / sec_a) / (n_b / sec_b); None where a time is not positive."""
+    return (n_a / sec_a) / (n_b / sec_b) if sec_a > 0 and sec_b > 0 else None
+
+
+class _Bench:
+    """State shared by the tasks of one bench run."""
+
+    def __init__(self, splits: Splits, model: str, per_class: int, test_per_class: int, *, dev: torch.device,
+                 seed: int, batch_size: int, accuracy_epochs: int, progress: bool, tmp: Path):
+        self.splits, self.model_name, self.per_class = splits, model, per_class
+        self.dev, self.seed, self.batch_size = dev, seed, batch_size
+        self.accuracy_epochs, self.progress, self.tmp = accuracy_epochs, progress, tmp
+        self.params, self.params_path = ours.load_bench_params()
+        self.train_idx = stratified_subset(splits.train_y, per_class)
+        test_idx = stratified_subset(splits.test_y, test_per_class)
+        self.test_x, self.test_y = splits.test_x[test_idx], splits.test_y[test_idx]
+        self.test_hwc, self.test_np = reference.hwc_numpy(self.test_x), self.test_y.numpy()
+        self.peak = measure_peak(dev)
+        self.forward = count_flops(self._fresh_model(), splits.image_shape)
+        self.at_models: dict[str, torch.nn.Module] = {}  # side -> model after PGD-10 AT
+        self.cache: dict[str, np.ndarray] = {}  # engine predictions reused by the accuracy check
+        self.same_init: bool | None = None
+
+    def _fresh_model(self) -> torch.nn.Module:
+        """The engine's architecture and initial weights (build_run_model after manual_seed)."""
+        mean, std = channel_stats(self.splits.train_x[self.train_idx])
+        torch.manual_seed(self.seed)
+        s = self.splits
+        return build_model(self.model_name, s.num_classes, in_channels=s.image_shape[0],
+                           image_size=s.image_shape[1], mean=tuple(mean), std=tuple(std))
+
+    def _sides(self, task: str, engine: tuple[int, float], ref: tuple[int, float], flops: float,
+               accounting: str, **extra) -> dict:
+        sides = {side: side_record(n, sec, flops, peak_basis(self.dev, side, task))
+                 for side, (n, sec) in (("engine", engine), ("reference", ref))}
+        speedup = sides["engine"]["images_per_s"] / sides["reference"]["images_per_s"]
+        return {**sides, "speedup": speedup, "flops_accounting": accounting, **extra}
+
+    def train(self, task: str) -> dict:
+        epochs = self.accuracy_epochs if task == "pgd10_at_epoch" else 2
+        cfg = ours.train_config(self.params, self.splits, task, self.model_name, per_class=self.per_class,
+                                epochs=epochs, batch_size=self.batch_size, seed=self.seed)
+        run_dir = self.tmp / task
+        eng = ours.train_task(cfg, self.splits, run_dir, self.dev, self.progress)
+
+        model = self._fresh_model()
+        torch.manual_seed(self.seed)
+        engine_init, _ = build_run_model(cfg, self.splits, self.splits.train_x[self.train_idx])
+        self.same_init = all(torch.equal(a, b) for a, b in
+                             zip(model.state_dict().values(), engine_init.state_dict().values(), strict=True))
+        method = cfg["method_config"]
+        adversary = method.get("adversary")
+        torch.manual_seed(self.seed)  # the reference's shuffling, augmentation and random starts
+        ref_seconds = reference.train_reference(
+            model.to(self.dev), reference.hwc_numpy(self.splits.train_x[self.train_idx]),
+            self.splits.train_y[self.train_idx].numpy(), method=ours.TRAIN_METHODS[task], epochs=epochs,
+            batch_size=self.batch_size, optimizer=cfg["optimizer"], schedule=cfg["schedule"],
+            adversary=adversary, beta=float((method.get("loss") or {}).get("beta", 6.0)), device=self.dev,
+            padding=cfg["augment"].get("crop_padding", 0), flip=cfg["augment"].get("flip", False))
+        if task == "pgd10_at_epoch":
+            self.at_models = {"engine": ours.trained_model(run_dir, self.dev), "reference": model.eval()}
+        flops, accounting = task_flops(task, self.forward, steps=int((adversary or {}).get("steps", 0)))
+        n = eng["images"]
+        return self._sides(task, (n, eng["seconds"]), (n, ref_seconds[1]), flops, accounting,
+                           epochs=epochs, timed_epoch=2, engine_epoch_seconds=eng["epoch_seconds"],
+                           reference_epoch_seconds=ref_seconds, method=cfg["method"], adversary=adversary,
+                           same_initial_weights=self.same_init, engine_epoch_overhead_seconds=eng["overhead"],
+                           speedup_without_engine_overhead=_ratio(n, eng["seconds"] - eng["overhead"], n,
+                                                                  ref_seconds[1]),
+                           note="engine epoch time from meta.json: includes its per-epoch clean evaluation "
+                                "of 1 image per class and the checkpoint write (re-timed as "
+                                "engine_epoch_overhead_seconds)")
+
+    def _eval_models(self) -> tuple[torch.nn.Module, torch.nn.Module, str]:
+        if "engine" in self.at_models:
+            m = self.at_models["engine"]
+            return m, copy.deepcopy(m), f"the engine's PGD-10 AT model after {self.accuracy_epochs} epochs"
+        m = self._fresh_model().to(self.dev).eval()
+        return m, copy.deepcopy(m), f"untrained (seed {self.seed}): run pgd10_at_epoch too for a trained one"
+
+    def evaluate(self, task: str) -> dict:
+        eng_model, ref_model, which = self._eval_models()
+        x, y, hwc, ynp, dev = self.test_x, self.test_y, self.test_hwc, self.test_np, self.dev
+        w = WARMUP_IMAGES
+        if task == "pgd20_eval":
+            ev = ours.evaluation(self.params, "pgd20")
+
+            def ref_run(n):
+                return reference.eval_pgd(ref_model, hwc[:n], ynp[:n], eps=ev["eps"], alpha=ev["alpha"],
+                                          steps=int(ev["steps"]), batch_size=int(ev["batch_size"]), device=dev)
+        else:
+            ev = ours.evaluation(self.params, "autoattack", **AUTOATTACK_CUSTOM)
+
+            def ref_run(n):
+                return reference.eval_autoattack(ref_model, hwc[:n], ynp[:n], attack=ev,
+                                                 batch_size=int(ev["batch_size"]), device=dev, seed=self.seed)
+        ours.timed_predict(eng_model, x[:w], y[:w], ev, device=dev, seed=self.seed)
+        ref_run(w)
+        eng_s, eng_pred = ours.timed_predict(eng_model, x, y, ev, device=dev, seed=self.seed)
+        ref_s, ref_pred = ref_run(len(y))
+        if task == "pgd20_eval":
+            self.cache["engine_pgd20"] = eng_pred.pred
+            flops, accounting = task_flops(task, self.forward, steps=int(ev["steps"]))
+        else:
+            attacked = float(np.mean(eng_pred.broken_by != "clean"))
+            flops, accounting = task_flops(task, self.forward, iterations=int(ev["iterations"]), attacked=attacked)
+        n = len(y)
+        return self._sides(task, (n, eng_s), (n, ref_s), flops, accounting, evaluated_model=which,
+                           attack={k: ev[k] for k in ev if k not in ("shards", "test_per_class")},
+                           robust_accuracy={"engine": ours.accuracy(eng_pred.pred, y),
+                                            "reference": ours.accuracy(ref_pred, y)})
+
+    def accuracy(self) -> dict:
+        """Clean and PGD-20 accuracy of the two PGD-AT models, both through `predict`."""
+        ev = ours.evaluation(self.params, "pgd20")
+        accs = {}
+        for side, model in self.at_models.items():
+            clean = ours.timed_predict(model, self.test_x, self.test_y, None, device=self.dev, seed=self.seed)[1]
+            robust = self.cache.get("engine_pgd20") if side == "engine" else None
+            if robust is None:
+                robust = ours.timed_predict(model, self.test_x, self.test_y, ev, device=self.dev,
+                                            seed=self.seed)[1].pred
+            accs[side] = {"clean": ours.accuracy(clean.pred, self.test_y),
+                          "pgd20": ours.accuracy(robust, self.test_y)}
+        return accuracy_check(accs["engine"], accs["reference"], len(self.test_y))
+
+
+def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "preact_resnet18",
+              images: int = 1024, test_images: int = 256, tasks: Sequence[str] = ALL_TASKS,
+              device: str = "auto", seed: int = 0, batch_size: int = 128, threads: int | None = None,
+              accuracy_epochs: int = 2, progress: bool = True) -> dict:
+    """Time each task for the engine and the reference; write `out` (JSON) and `out`.md.
+
+    Training tasks use the first `images` training images (class-stratified), evaluations
+    the first `test_images` test images; `data` is a prepared dataset file, None for
+    synthetic CIFAR-sized data. Nothing about the timings is asserted."""
+    tasks = _check_args(tasks, model, accuracy_epochs, batch_size)
+    set_threads(threads)
+    dev = select_device(device)
+    started = time.time()
+    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    splits = _load(data, images, test_images, seed)
+    per_class, test_per_class = images // splits.num_classes, test_images // splits.num_classes
+    if per_class < 1 or test_per_class < 1:
+        raise ValueError(f"images and test_images must be >= the number of classes ({splits.num_classes}); "
+                         f"got {images} and {test_images}")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="study-bench-") as tmp:
+        bench = _Bench(splits, model, per_class, test_per_class, dev=dev, seed=seed, batch_size=batch_size,
+                       accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp))
+        for task in tasks:
+            results[task] = bench.train(task) if task in ours.TRAIN_METHODS else bench.evaluate(task)
+            if progress:
+                r = results[task]
+                print(f"{task}: engine {r['engine']['images_per_s']:.3g} img/s, reference "
+                      f"{r['reference']['images_per_s']:.3g} img/s, {r['speedup']:.1f}x", file=sys.stderr, flush=True)
+        acc = bench.accuracy() if bench.at_models else None
+        peak = combine_peaks(bench.peak, measure_peak(dev))
+        add_fractions(results, peak["flops"])
+        if acc and progress:
+            print(f"accuracy after PGD-10 AT: engine {acc['engine']}, reference {acc['reference']}, "
+                  f"ok {acc['ok']}", file=sys.stderr, flush=True)
+    hardware = _hardware(dev)
+    hardware["load_average_1min_start"] = load_start
+    report = {
+        "format": "study.bench/1",
+        "settings": {"data": str(data) if data is not None else "synthetic", "model": model,
+                     "train_images": int(bench.train_idx.numel()), "test_images": int(bench.test_y.numel()),
+                     "tasks": tasks, "device": device, "seed": seed, "batch_size": batch_size,
+                     "threads": threads, "accuracy_epochs": accuracy_epochs, "params": bench.params_path,
+                     "autoattack_custom": AUTOATTACK_CUSTOM, "eval_warmup_images": WARMUP_IMAGES,
+                     "seeds": {"data": seed, "model_init": seed, "engine_runs": seed, "reference": seed,
+                               "evaluations": seed}},
+        "hardware": hardware,
+        "peak": peak,
+        "flops_convention": FLOPS_CONVENTION,
+        "model": {"name": model, "forward_flops": bench.forward,
+                  "parameters": sum(p.numel() for p in bench._fresh_model().parameters())},
+        "tasks": results,
+        "accuracy": acc,
+        "accuracy_ok": acc["ok"] if acc else None,
+        "wall_seconds": time.time() - started,
+    }
+    out = Path(out)
+    atomic_write_json(out, report)
+    atomic_write_text(out.with_suffix(".md"), markdown(report))
+    return report

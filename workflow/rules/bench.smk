@@ -1,0 +1,29 @@
+# Speed (issue 7): `study bench` times the training engine and the evaluations against a
+# plain PyTorch reference loop in one process (docs/performance.md). Not part of
+# results/figures/all: a bench measures the machine, not the study.
+
+
+rule bench:
+    input:
+        data=bench_data,
+    output:
+        report=f"{RESULTS}/bench/{{name}}.json",
+        table=f"{RESULTS}/bench/{{name}}.md",
+    log:
+        f"{RESULTS}/logs/bench/{{name}}.log",
+    wildcard_constraints:
+        name=r"[A-Za-z0-9_]+",
+    params:
+        args=bench_args,
+    threads: 8
+    resources:
+        gpu=lambda w: 1 if bench_setting(w)["device"] != "cpu" else 0,
+        mem_mb=16000,
+        runtime=120,
+    shell:
+        "study bench --out {output.report} {params.args} --threads {threads} 2> {log}"
+
+
+rule bench_all:
+    input:
+        expand(f"{RESULTS}/bench/{{name}}.json", name=config.get("bench", {}).get("default", [])),
