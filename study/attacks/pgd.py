@@ -46,7 +46,8 @@ def frozen_params(model: nn.Module) -> Iterator[nn.Module]:
 
 def _per_sample(value: float | Tensor, name: str, x: Tensor) -> Tensor:
     """``value`` as an fp32 tensor of shape (B, 1, ..., 1) that broadcasts against ``x``."""
-    t = torch.as_tensor(value, dtype=torch.float32, device=x.device)
+    on_host = not (isinstance(value, Tensor) and value.device.type != "cpu")
+    t = torch.as_tensor(value, dtype=torch.float32)
     if t.dim() == 0:
         t = t.expand(x.shape[0])
     if t.shape != (x.shape[0],):
@@ -54,9 +55,11 @@ def _per_sample(value: float | Tensor, name: str, x: Tensor) -> Tensor:
             f"{name} must be a float or a tensor of shape ({x.shape[0]},), got shape "
             f"{tuple(t.shape)}"
         )
-    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
+    # Values are checked where they live on the host; a device tensor (the engine's
+    # class-wise eps) is not, as reading it back would stall the GPU at every batch.
+    if on_host and (not bool(torch.isfinite(t).all()) or bool((t < 0).any())):
         raise ValueError(f"{name} must be finite and >= 0, got {t.tolist()}")
-    return t.view(-1, *([1] * (x.dim() - 1)))
+    return t.to(x.device).view(-1, *([1] * (x.dim() - 1)))
 
 
 def _flat_norm(t: Tensor) -> Tensor:
