@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 demo: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/local --cores $(CORES) \
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
 		--config preset=demo -- results/figures/all
 	@echo "figures: results/figures/ (manifest: results/figures/all)"
 

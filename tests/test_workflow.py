@@ -154,10 +154,11 @@ def test_bad_config_is_reported_before_any_job(project):
 @pytest.mark.slow
 def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     def snakemake(*options):
-        return [BIN / "snakemake", "--profile", "workflow/profiles/local", "--cores", "2", *options,
+        return [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", *options,
                 "--config", "preset=ci", "--", "results/figures/all"]
 
-    _run(snakemake(), project)
+    out = _run(snakemake(), project)
+    assert " --threads 1 " in out and " --threads 2 " not in out  # the cpu profile: one thread per job
 
     _, runs, _ = _plan(project, "ci")
     manifest = (project / "results/figures/all").read_text().splitlines()

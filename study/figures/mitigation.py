@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from study.figures.style import ATTACK_COLORS, CLEAN_COLOR, figure_style, pretty_eval, pretty_method
 from study.metrics.intervals import wilson_interval
@@ -181,6 +182,7 @@ def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str 
                 ax.plot(g["epoch"], g[col], lw=1, label=str(name))
             ax.set_title(pretty_mitigation(m), fontsize=8)
             ax.set_xlabel("epoch")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(dict(_POLICY_COLUMNS)[col], fontsize=7)
             ax.grid(alpha=0.3)
         handles, labels = axes.flat[0].get_legend_handles_labels()
