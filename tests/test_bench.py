@@ -99,8 +99,12 @@ def test_cli_bench_writes_the_report(tmp_path, capsys):
     from study.cli import main
 
     out = tmp_path / "b" / "cli.json"
-    rc = main(["bench", "--out", str(out), "--model", "small_cnn", "--images", "20", "--test-images", "10",
-               "--tasks", "pgd20_eval", "--device", "cpu", "--threads", "1", "--no-progress"])
+    threads = torch.get_num_threads()  # --threads sets them for the process: keep the other tests' count
+    try:
+        rc = main(["bench", "--out", str(out), "--model", "small_cnn", "--images", "20", "--test-images", "10",
+                   "--tasks", "pgd20_eval", "--device", "cpu", "--threads", "1", "--no-progress"])
+    finally:
+        torch.set_num_threads(threads)
     assert rc == 0
     report = json.loads(out.read_text())
     assert list(report["tasks"]) == ["pgd20_eval"] and report["settings"]["model"] == "small_cnn"

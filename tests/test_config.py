@@ -43,8 +43,9 @@ def test_paper_is_the_default_with_published_settings(repo_root):
     params = _load(repo_root)
     assert params["preset"] == "paper"
     runs = plan_runs(params)
-    # baseline: 2 models x 2 methods x 3 seeds
-    assert len([r for r in runs if "baseline" in r.groups]) == 12
+    # baseline: 2 models x 3 methods (standard, PGD-AT, TRADES for figure 3) x 3 seeds
+    baseline = [r for r in runs if "baseline" in r.groups]
+    assert len(baseline) == 18 and {r.config["method"] for r in baseline} == {"standard", "pgd_at", "trades"}
     # mitigation: 34 methods x 3 seeds
     assert len([r for r in runs if "mitigation" in r.groups]) == 34 * 3
     cfg = runs[0].config

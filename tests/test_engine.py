@@ -93,7 +93,13 @@ def test_killed_process_resumes_from_checkpoint(tmp_path, synthetic_file, tiny_r
     straight = tmp_path / "straight"
     from study.data.prepared import load_prepared
 
-    train_run(cfg, load_prepared(synthetic_file), straight, device="cpu", progress=False)
+    # the same thread count as the subprocess: CPU reductions split by thread count round differently
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        train_run(cfg, load_prepared(synthetic_file), straight, device="cpu", progress=False)
+    finally:
+        torch.set_num_threads(threads)
     pd.testing.assert_frame_equal(epochs, pd.read_csv(straight / "epochs.csv"))
 
 

@@ -77,9 +77,9 @@ def test_paper_preset_dry_run_lists_every_job(project):
     assert counts["evaluate"] + counts["merge_shards"] == last and counts["evaluate_best"] == best
     assert counts["merge_shards"] == len(sharded) and counts["evaluate_shard"] == 10 * len(sharded)
     assert counts.get("construct", 0) == len(cons)
-    # the baseline grid: 2 models x 2 methods x 3 seeds, trained on the original data
+    # the baseline grid: 2 models x 3 methods x 3 seeds, trained on the original data
     baseline = [r for r in runs if "baseline" in r.groups]
-    assert len(baseline) == 12 and {r.config["seed"] for r in baseline} == {0, 1, 2}
+    assert len(baseline) == 18 and {r.config["seed"] for r in baseline} == {0, 1, 2}
     assert counts["prepare"] == 5  # mnist, svhn, cifar10, cifar100, tinyimagenet
     assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
     assert counts["figure_rank_agreement"] == 5  # one per dataset
@@ -87,7 +87,11 @@ def test_paper_preset_dry_run_lists_every_job(project):
     checked = [r for r in runs
                if set(r.groups) & set(params["robustness"]["groups"]) and not r.config.get("constructed")]
     assert counts["check"] == len(checked)
-    assert counts["corruptions"] == sum(r.dataset == "cifar10" for r in checked)
+    # CIFAR-10-C: every CIFAR-10 model of its groups, the fairness-trained ones included
+    corrupted = [r for r in runs if set(r.groups) & set(params["robustness"]["corruptions"]["groups"])
+                 and r.dataset == "cifar10" and not r.config.get("constructed")]
+    assert "mitigation" in params["robustness"]["corruptions"]["groups"]
+    assert counts["corruptions"] == len(corrupted) > sum(r.dataset == "cifar10" for r in checked)
     # mitigation: 34 methods x 3 seeds on CIFAR-10 and on CIFAR-100, best and last checkpoints
     mitigation = [r for r in runs if any(g.startswith("mitigation") for g in r.groups)]
     assert len(mitigation) == 34 * 3 * 2 and all(r.checkpoints == ["last", "best"] for r in mitigation)
@@ -137,8 +141,12 @@ def test_demo_preset_dry_run(project):
     # mitigation: 3 methods and FRL's parent, clean and PGD of their best checkpoints
     mitigation = [r for r in runs if "mitigation" in r.groups]
     assert len(mitigation) == 4 and counts["evaluate_best"] == 2 * len(mitigation)
-    # the robustness suite on the two baseline runs: AutoAttack in 2 shards, Square whole, CIFAR-10-C
-    assert counts["evaluate_shard"] == 4 and counts["corruptions"] == 2 and counts["check"] == 2
+    # the robustness suite on the two baseline runs: AutoAttack in 2 shards, Square whole, checks;
+    # CIFAR-10-C for every CIFAR-10 model (baseline, LeNet, the four mitigation runs), none of MNIST
+    assert counts["evaluate_shard"] == 4 and counts["check"] == 2
+    cifar = [r for r in runs if r.dataset == "cifar10" and not r.config.get("constructed")
+             and r.config["method"] != "pgd_at_l2"]
+    assert counts["corruptions"] == len(cifar) == 7
     assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
 
 
