@@ -6,12 +6,12 @@ from collections.abc import Mapping
 
 import torch
 
-from study.train.policies.stats import EpochStats
+from study.train.policies.stats import EpochStats, StatelessPolicy
 
 EPSILON_TYPES = ("fixed", "cfa", "remargin")
 
 
-class FixedEpsilon:
+class FixedEpsilon(StatelessPolicy):
     """The adversary's eps for every class."""
 
     def __init__(self, eps: float, num_classes: int):
@@ -20,15 +20,6 @@ class FixedEpsilon:
 
     def class_eps(self) -> torch.Tensor:
         return torch.full((self.num_classes,), self.eps, dtype=torch.float64)
-
-    def update(self, stats: EpochStats) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: Mapping) -> None:
-        pass
 
 
 class CFAEpsilon(FixedEpsilon):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 
-from study.train.policies.stats import EpochStats
+from study.train.policies.stats import EpochStats, StatelessPolicy
 
 LOSS_TYPES = ("ce", "trades", "mixed")
 
@@ -22,7 +22,7 @@ def trades_kl(adv_logits: torch.Tensor, clean_logits: torch.Tensor) -> torch.Ten
     return F.kl_div(F.log_softmax(adv_logits, dim=1), F.softmax(clean_logits, dim=1), reduction="none").sum(dim=1)
 
 
-class CELoss:
+class CELoss(StatelessPolicy):
     """Cross-entropy on the adversarial example (Madry et al. 2018)."""
 
     inner = "ce"            # the loss the training attack ascends
@@ -36,15 +36,6 @@ class CELoss:
 
     def per_sample(self, clean_logits, adv_logits, y, w_nat, w_bndy) -> torch.Tensor:
         return w_nat[y] * F.cross_entropy(adv_logits, y, reduction="none")
-
-    def update(self, stats: EpochStats) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: Mapping) -> None:
-        pass
 
 
 class TradesLoss(CELoss):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -71,3 +72,17 @@ class EpochStats:
     def val_boundary_err(self) -> torch.Tensor:
         """FRL's boundary error per class, a_c - r_c (correct clean, wrong under attack)."""
         return self.val_clean_acc - self.val_robust_acc
+
+
+class StatelessPolicy:
+    """The policy life without state: nothing to adapt after an epoch, nothing to save.
+    The plain choice of each policy (fixed eps, untargeted, CE, no weights) inherits it."""
+
+    def update(self, stats: EpochStats) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        pass

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
-from study.train.policies.stats import EpochStats
+from study.train.policies.stats import EpochStats, StatelessPolicy
 
 TARGET_TYPES = ("untargeted", "uniform", "cfp", "fixed")
 
@@ -17,7 +17,7 @@ def uniform_other(y: torch.Tensor, num_classes: int, generator: torch.Generator)
     return (y + shift) % num_classes
 
 
-class Untargeted:
+class Untargeted(StatelessPolicy):
     targeted = False
 
     def __init__(self, num_classes: int):
@@ -25,15 +25,6 @@ class Untargeted:
 
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
         return None
-
-    def update(self, stats: EpochStats) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: Mapping) -> None:
-        pass
 
 
 class UniformTargets(Untargeted):

@@ -10,27 +10,18 @@ from collections.abc import Mapping
 
 import torch
 
-from study.train.policies.stats import EpochStats
+from study.train.policies.stats import EpochStats, StatelessPolicy
 
 WEIGHT_TYPES = ("none", "balanced", "static", "boost", "frl")
 
 
-class NoWeights:
+class NoWeights(StatelessPolicy):
     def __init__(self, num_classes: int):
         self.num_classes = num_classes
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         ones = torch.ones(self.num_classes, dtype=torch.float64)
         return ones, ones
-
-    def update(self, stats: EpochStats) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: Mapping) -> None:
-        pass
 
 
 class StaticWeights(NoWeights):
