@@ -56,6 +56,18 @@ def tiny_run_config(ci_params):
     return cfg
 
 
+@pytest.fixture(scope="session")
+def standard_run(tmp_path_factory, synthetic_splits, ci_params) -> Path:
+    """A finished 2-epoch standard run of the ci preset, shared by the tests that only read it."""
+    from study.config import plan_runs
+    from study.train.engine import train_run
+
+    cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
+    run_dir = tmp_path_factory.mktemp("runs") / "std"
+    train_run({**cfg, "epochs": 2}, synthetic_splits, run_dir, device="cpu", progress=False)
+    return run_dir
+
+
 def run_study(*args: str, cwd: Path | None = None, check: bool = True, env: dict | None = None):
     """Run the installed `study` command as a user would."""
     exe = shutil.which("study") or str(Path(sys.executable).parent / "study")

@@ -13,13 +13,11 @@ from scipy import ndimage
 
 import study.data.cifar10c as cifar10c
 import study.data.corruptions as corruptions
-from study.config import plan_runs
 from study.data.cifar10c import find_cifar10c, load_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import CORRUPTIONS, OFFICIAL_CORRUPTIONS, SEVERITIES, corrupt, motion_kernel
 from study.data.download import ChecksumError, DataUnavailableError
 from study.evaluate.corruptions import corruption_table, evaluate_corruptions, resolve_source
 from study.evaluate.records import read_records
-from study.train.engine import train_run
 
 
 @pytest.fixture(scope="module")
@@ -238,30 +236,24 @@ def test_auto_uses_the_archive_only_for_the_official_cifar10_test_set(tmp_path, 
     assert resolve_source("auto", synthetic_splits, raw) == ("regenerated", None)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory, synthetic_splits, ci_params):
-    cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
-    run_dir = tmp_path_factory.mktemp("runs") / "std"
-    train_run({**cfg, "epochs": 1}, synthetic_splits, run_dir, device="cpu", progress=False)
-    return run_dir
-
-
-def test_records_say_which_images_were_used(run, synthetic_splits, tmp_path, no_mirror, monkeypatch):
+def test_records_say_which_images_were_used(standard_run, synthetic_splits, tmp_path, no_mirror, monkeypatch):
     raw, out = tmp_path / "raw", tmp_path / "corruptions.parquet"
-    evaluate_corruptions(run, synthetic_splits, ["fog"], [2], out, per_class=3, raw_dir=raw)  # auto, no archive
+    # auto, no archive
+    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, raw_dir=raw)
     frame, meta = read_records(out)
     assert meta["corruption_variant"] == "regenerated" and meta["evaluation"]["source"] == "auto"
     # the archive for this test set (same labels, same order): `official` reads it
     _, md5 = make_archive(raw / "CIFAR-10-C.tar", synthetic_splits.test_y.numpy(), names=("fog",))
     monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, md5=md5))
-    evaluate_corruptions(run, synthetic_splits, ["fog"], [2], out, per_class=3, source="official", raw_dir=raw)
+    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, source="official", raw_dir=raw)
     frame2, meta2 = read_records(out)
     assert meta2["corruption_variant"] == "official" and len(frame2) == 30
     assert frame2["index"].tolist() == frame["index"].tolist()
     table = corruption_table([out])
     assert (table["corruption_variant"] == "official").all() and set(table["severity"]) == {2}
     # a part of the other variant is not reused
-    evaluate_corruptions(run, synthetic_splits, ["fog"], [2], out, per_class=3, source="regenerated", raw_dir=raw)
+    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, source="regenerated",
+                         raw_dir=raw)
     frame3, meta3 = read_records(out)
     assert meta3["corruption_variant"] == "regenerated" and frame3["pred"].tolist() == frame["pred"].tolist()
     # an archive for another test order is refused
@@ -269,5 +261,5 @@ def test_records_say_which_images_were_used(run, synthetic_splits, tmp_path, no_
     _, md5 = make_archive(raw / "CIFAR-10-C.tar", shuffled, names=("fog",))
     monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, md5=md5))
     with pytest.raises(ValueError, match="official CIFAR-10 test set in its order"):
-        evaluate_corruptions(run, synthetic_splits, ["fog"], [3], tmp_path / "x.parquet", per_class=3,
+        evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [3], tmp_path / "x.parquet", per_class=3,
                              source="official", raw_dir=raw)

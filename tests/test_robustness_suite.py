@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from study.config import plan_runs, resolve_evaluation
+from study.config import resolve_evaluation
 from study.data.corruptions import CORRUPTIONS, corrupt
 from study.evaluate.corruptions import corruption_table, evaluate_corruptions
 from study.evaluate.records import read_records
@@ -16,25 +16,16 @@ from study.evaluate.run import evaluate_run
 from study.evaluate.shards import merge_shards
 from study.figures.make import make_figure
 from study.robustness_tables import robustness_tables
-from study.train.engine import train_run
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, synthetic_splits, ci_params):
-    cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
-    run_dir = tmp_path_factory.mktemp("runs") / "std"
-    train_run({**cfg, "epochs": 2}, synthetic_splits, run_dir, device="cpu", progress=False)
-    return run_dir
-
-
-@pytest.fixture(scope="module")
-def records(run, synthetic_splits, ci_params, tmp_path_factory):
+def records(standard_run, synthetic_splits, ci_params, tmp_path_factory):
     out = tmp_path_factory.mktemp("evaluations")
     paths = {}
     for name in ("clean", "pgd3", "autoattack", "square"):
         ev = resolve_evaluation(ci_params, name)
         paths[name] = out / f"{name}.parquet"
-        evaluate_run(run, synthetic_splits, ev, paths[name], device="cpu", progress=False)
+        evaluate_run(standard_run, synthetic_splits, ev, paths[name], device="cpu", progress=False)
     return paths
 
 
@@ -51,27 +42,28 @@ def test_autoattack_and_square_records_name_the_breaking_attack(records, ci_para
     assert len(aa) == len(sq) == 4 * 10
 
 
-def test_autoattack_is_reproducible_with_its_seed(run, synthetic_splits, ci_params, tmp_path):
+def test_autoattack_is_reproducible_with_its_seed(standard_run, synthetic_splits, ci_params, tmp_path):
     ev = {**resolve_evaluation(ci_params, "autoattack"), "test_per_class": 1}
     for name in ("a", "b"):
-        evaluate_run(run, synthetic_splits, ev, tmp_path / f"{name}.parquet", device="cpu", progress=False)
+        evaluate_run(standard_run, synthetic_splits, ev, tmp_path / f"{name}.parquet", device="cpu", progress=False)
     a, b = read_records(tmp_path / "a.parquet")[0], read_records(tmp_path / "b.parquet")[0]
     assert a["pred"].tolist() == b["pred"].tolist() and a["broken_by"].tolist() == b["broken_by"].tolist()
 
 
-def test_shards_merge_into_one_record(run, synthetic_splits, ci_params, tmp_path):
+def test_shards_merge_into_one_record(standard_run, synthetic_splits, ci_params, tmp_path):
     ev = resolve_evaluation(ci_params, "pgd3")
     parts = []
     for i in range(3):
         parts.append(tmp_path / f"{i}-of-3.parquet")
-        evaluate_run(run, synthetic_splits, ev, parts[-1], device="cpu", progress=False, shard=(i, 3))
+        evaluate_run(standard_run, synthetic_splits, ev, parts[-1], device="cpu", progress=False, shard=(i, 3))
     merged, meta = read_records(merge_shards(parts, tmp_path / "pgd3.parquet"))
     assert meta["shards"] == 3 and meta["n"] == len(merged) == len(synthetic_splits.test_y)
     assert merged["index"].tolist() == sorted(merged["index"]) and not merged["index"].duplicated().any()
     with pytest.raises(ValueError, match="expected shards"):
         merge_shards(parts[:2], tmp_path / "x.parquet")
     with pytest.raises(ValueError, match="shard index"):
-        evaluate_run(run, synthetic_splits, ev, tmp_path / "y.parquet", device="cpu", progress=False, shard=(3, 3))
+        evaluate_run(standard_run, synthetic_splits, ev, tmp_path / "y.parquet", device="cpu", progress=False,
+                     shard=(3, 3))
 
 
 def test_corruptions_are_deterministic_and_grow_with_severity(synthetic_splits):
@@ -95,9 +87,9 @@ def test_contrast_matches_its_definition():
     assert y[0, :, 0, :].tolist() == [[63, 191], [100, 100], [75, 125]]
 
 
-def test_corruption_records_tables_and_figures(run, synthetic_splits, records, tmp_path):
+def test_corruption_records_tables_and_figures(standard_run, synthetic_splits, records, tmp_path):
     out = tmp_path / "corruptions.parquet"
-    evaluate_corruptions(run, synthetic_splits, ["contrast", "gaussian_noise"], [1, 5], out, per_class=3)
+    evaluate_corruptions(standard_run, synthetic_splits, ["contrast", "gaussian_noise"], [1, 5], out, per_class=3)
     frame, meta = read_records(out)
     assert meta["corruption_variant"] == "regenerated" and len(frame) == 2 * 2 * 30
     # resumable: the parts are reused
@@ -119,7 +111,7 @@ def test_corruption_records_tables_and_figures(run, synthetic_splits, records, t
     frl = pd.read_csv(paths["frl"])
     assert set(frl["eval"]) == {"pgd3", "autoattack", "square"}
     assert np.allclose(frl["standard_error"] + frl["boundary_error"], frl["robust_error"])
-    cfg = json.loads((run / "config.json").read_text())
+    cfg = json.loads((standard_run / "config.json").read_text())
     for kind, path in (("corruptions", cc), ("cfp", paths["cfp"]), ("frl_errors", paths["frl"])):
         written = make_figure(kind, path, tmp_path / "fig" / kind, dataset=cfg["dataset"], model=cfg["model"],
                               method="all" if kind == "frl_errors" else cfg["method"])
