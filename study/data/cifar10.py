@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from study.data.download import ArchiveSpec
-from study.data.prepared import Splits
+from study.data.splits import Splits
 
 CLASS_NAMES: tuple[str, ...] = (
     "airplane",

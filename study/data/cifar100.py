@@ -14,7 +14,7 @@ import torch
 # The batch format is CIFAR-10's; its restricted unpickler is reused.
 from study.data.cifar10 import read_pickled_members
 from study.data.download import ArchiveSpec
-from study.data.prepared import Splits
+from study.data.splits import Splits
 
 ARCHIVE = ArchiveSpec(
     filename="cifar-100-python.tar.gz",

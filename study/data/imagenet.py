@@ -25,7 +25,7 @@ import torch
 
 from study.data.download import ArchiveSpec, archive_checksums
 from study.data.images import resize_center_crop
-from study.data.prepared import Splits
+from study.data.splits import Splits
 from study.data.tinyimagenet import short_names
 
 NUM_CLASSES = 1000

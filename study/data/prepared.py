@@ -4,13 +4,15 @@ variant so that training and evaluation never touch the raw archives."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from study.data.download import fetch_archive, resolve_mirror
+from study.data.registry import check_variant, get_dataset_info, get_source
+from study.data.splits import Splits
 from study.io import atomic_torch_save, load_torch
 
 PREPARED_FORMAT = "study.prepared/1"
@@ -21,65 +23,6 @@ _TENSOR_KEYS = ("train_x", "train_y", "test_x", "test_y")
 
 class PreparedDataError(RuntimeError):
     """A prepared dataset file is unreadable or does not hold a valid dataset."""
-
-
-@dataclass
-class Splits:
-    """Train and test images (uint8, N x C x H x W) with int64 labels indexing `class_names`."""
-
-    train_x: torch.Tensor
-    train_y: torch.Tensor
-    test_x: torch.Tensor
-    test_y: torch.Tensor
-    class_names: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.class_names = list(self.class_names)
-        if not self.class_names or not all(isinstance(c, str) for c in self.class_names):
-            raise ValueError(f"class_names must be a non-empty list of str, got {self.class_names}")
-        if len(set(self.class_names)) != len(self.class_names):
-            raise ValueError(f"class_names must be distinct, got {self.class_names}")
-        if not isinstance(self.meta, dict):
-            raise ValueError(f"meta must be a dict, got {type(self.meta).__name__}")
-        for split in ("train", "test"):
-            self._check_split(split)
-        if self.train_x.shape[1:] != self.test_x.shape[1:]:
-            raise ValueError(
-                f"train and test images differ in shape: {tuple(self.train_x.shape[1:])} vs "
-                f"{tuple(self.test_x.shape[1:])}"
-            )
-
-    def _check_split(self, split: str) -> None:
-        x, y = getattr(self, f"{split}_x"), getattr(self, f"{split}_y")
-        if not isinstance(x, torch.Tensor) or x.dtype != torch.uint8 or x.dim() != 4:
-            raise ValueError(
-                f"{split}_x must be a uint8 tensor of shape (N, C, H, W), got {_describe(x)}"
-            )
-        if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.dim() != 1:
-            raise ValueError(f"{split}_y must be a 1-D int64 tensor, got {_describe(y)}")
-        if len(x) != len(y):
-            raise ValueError(f"{split}_x has {len(x)} images but {split}_y has {len(y)} labels")
-        if len(y) and (int(y.min()) < 0 or int(y.max()) >= len(self.class_names)):
-            raise ValueError(
-                f"{split}_y holds labels in [{int(y.min())}, {int(y.max())}]; valid labels are "
-                f"0..{len(self.class_names) - 1} for classes {self.class_names}"
-            )
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.class_names)
-
-    @property
-    def image_shape(self) -> tuple[int, int, int]:
-        c, h, w = self.train_x.shape[1:]
-        return int(c), int(h), int(w)
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"{value.dtype} tensor of shape {tuple(value.shape)}"
-    return type(value).__name__
 
 
 def _check_plain(value: Any, where: str) -> None:
@@ -146,48 +89,6 @@ def load_prepared(path: str | os.PathLike) -> Splits:
         raise PreparedDataError(f"prepared dataset {path} is invalid: {err}; {remake}") from err
 
 
-def stratified_subset(
-    labels: torch.Tensor,
-    per_class: int | None,
-    offset: int = 0,
-    class_names: Sequence[str] | None = None,
-) -> torch.Tensor:
-    """Sorted indices of the first `per_class` samples of each class, in dataset order,
-    after skipping the first `offset` of each class. `per_class=None` keeps all the rest.
-
-    Classes are the labels present in `labels`; `class_names` only improves error messages."""
-    if labels.dim() != 1 or labels.dtype not in (torch.int64, torch.int32, torch.int16):
-        raise ValueError(f"labels must be a 1-D integer tensor, got {_describe(labels)}")
-    if per_class is not None and per_class < 0:
-        raise ValueError(f"per_class must be >= 0 or None, got {per_class}")
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset}")
-    labels = labels.cpu().long()
-    if len(labels) == 0:
-        return torch.zeros(0, dtype=torch.int64)
-    if int(labels.min()) < 0:
-        raise ValueError(f"labels must be >= 0, found {int(labels.min())}")
-
-    counts = torch.bincount(labels)
-    present = torch.nonzero(counts).flatten()
-    needed = offset + (per_class or 0)
-    for c in present.tolist():
-        if int(counts[c]) < needed:
-            name = f"{class_names[c]!r} (label {c})" if class_names is not None else f"label {c}"
-            wanted = f"{offset} skipped + {per_class} taken" if per_class else f"{offset} skipped"
-            raise ValueError(f"class {name} has {int(counts[c])} samples, fewer than {wanted}")
-
-    # Rank of each sample within its class, computed without a per-class loop.
-    order = torch.argsort(labels, stable=True)
-    starts = torch.cumsum(counts, 0) - counts
-    rank = torch.empty_like(labels)
-    rank[order] = torch.arange(len(labels)) - starts[labels[order]]
-    keep = rank >= offset
-    if per_class is not None:
-        keep &= rank < offset + per_class
-    return torch.nonzero(keep).flatten()
-
-
 def _add_counts(splits: Splits) -> None:
     for split in ("train", "test"):
         y = getattr(splits, f"{split}_y")
@@ -197,8 +98,6 @@ def _add_counts(splits: Splits) -> None:
 
 def _check_loaded(name: str, variant: str, splits: Splits) -> None:
     """Loaded data must match the registry's class list (or count) and image shape."""
-    from study.data.registry import get_dataset_info
-
     info = get_dataset_info(name)
     if info.class_names is not None and tuple(splits.class_names) != info.class_names:
         raise ValueError(
@@ -230,16 +129,10 @@ def prepare_dataset(
     `synthetic` holds keyword arguments for generated datasets (those without archives);
     datasets loaded from archives ignore it. `options` are keyword arguments of a manually
     placed dataset's loader (e.g. ImageNet's `per_class`)."""
-    # Imported here: the registry imports the loaders, which build Splits from this module.
-    from study.data.download import fetch_archive
-    from study.data.registry import check_variant, get_dataset_info, get_source
-
     get_dataset_info(name)  # raises, listing the valid names, for an unknown dataset
     check_variant(name, variant)
     source = get_source(name, variant)
     if source.manual:
-        from study.data.download import resolve_mirror
-
         splits = source.load(Path(raw_dir), resolve_mirror(mirror), **dict(options or {}))
         _check_loaded(name, variant, splits)
     elif source.archives:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from study.data import cifar10, cifar100, imagenet, mnist, svhn, tinyimagenet
 from study.data.download import ArchiveSpec
-from study.data.prepared import Splits
+from study.data.splits import Splits
 from study.data.synthetic import make_synthetic
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from study.data.download import ArchiveSpec
-from study.data.prepared import Splits
+from study.data.splits import Splits
 
 CLASS_NAMES: tuple[str, ...] = tuple(str(d) for d in range(10))
 IMAGE_SHAPE = (3, 32, 32)

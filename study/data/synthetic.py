@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from study.data.prepared import Splits
+from study.data.splits import Splits
 
 # The class colour is what even a small CNN with global pooling picks up in an epoch or
 # two; the pattern adds spatial structure. Sample noise is a colour shift plus smooth

@@ -19,7 +19,7 @@ import torch
 
 from study.data.download import ArchiveSpec
 from study.data.images import decode_rgb
-from study.data.prepared import Splits
+from study.data.splits import Splits
 
 ARCHIVE = ArchiveSpec(
     filename="tiny-imagenet-200.zip",
