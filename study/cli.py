@@ -134,7 +134,7 @@ def cmd_construct(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.features.build import build_constructed
-    from study.train.engine import load_trained_model
+    from study.runs import load_trained_model
 
     set_threads(args.threads)
     device = select_device(args.device)

@@ -16,7 +16,7 @@ from study.io import atomic_path
 from study.metrics.classwise import class_accuracy, discrepancy
 from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
-from study.tables import identity
+from study.runs import identity
 
 ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
 

@@ -16,28 +16,7 @@ import pandas as pd
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
-
-SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
-
-
-def identity(run_id: str, cfg: dict) -> dict:
-    """The columns that say which run a row comes from (and its training setting)."""
-    return {
-        "run_id": run_id,
-        "dataset": cfg["dataset"],
-        "data_variant": cfg["data_variant"],
-        "model": cfg["model"],
-        "method": cfg["method"],
-        "seed": cfg["seed"],
-        "optimizer": cfg["optimizer"]["name"],
-        "lr": cfg["optimizer"]["lr"],
-        "schedule": cfg["schedule"]["name"],
-        "weight_decay": cfg["optimizer"]["weight_decay"],
-        "epochs": cfg["epochs"],
-        "train_per_class": cfg.get("train_per_class"),
-        # "original", or the constructed dataset (d_r, d_nr, d_rand, d_det) the run trained on
-        "train_data": (cfg.get("constructed") or {}).get("kind", "original"),
-    }
+from study.runs import SETTING_COLUMNS, identity
 
 
 def build_tables(
@@ -58,7 +37,7 @@ def build_tables(
         raise FileNotFoundError("no evaluation records given (results/evaluations/<run>/<evaluation>.parquet)")
     classwise = pd.concat(blocks, ignore_index=True)
     summary = summary_table(classwise)
-    seeds = seed_aggregate(classwise, by=["dataset", "data_variant", "model", "method", *SETTING, "eval"])
+    seeds = seed_aggregate(classwise, by=["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval"])
 
     epoch_frames = []
     for path in map(Path, epochs):

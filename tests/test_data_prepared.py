@@ -5,14 +5,8 @@ from data_archives import make_cifar10_jpeg_archive, make_cifar10_official_archi
 from study.data import registry
 from study.data.cifar10 import load_cifar10_jpeg, load_cifar10_official
 from study.data.download import MIRROR_ENV, ArchiveSpec, DataUnavailableError
-from study.data.prepared import (
-    PreparedDataError,
-    Splits,
-    load_prepared,
-    prepare_dataset,
-    save_prepared,
-    stratified_subset,
-)
+from study.data.prepared import PreparedDataError, load_prepared, prepare_dataset, save_prepared
+from study.data.splits import Splits, stratified_subset
 
 
 def _splits(n_train=6, n_test=4, classes=("a", "b", "c")):

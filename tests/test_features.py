@@ -92,7 +92,8 @@ def test_other_indices_never_start_from_the_image_itself():
 def test_build_writes_prepared_data_with_provenance(tmp_path, model, synthetic_splits, kind):
     built = build_constructed(kind, model, synthetic_splits, tmp_path / "out.pt", tmp_path / "chunks", SETTINGS,
                               {"key": "k1", "source_run": "src"}, progress=False)
-    from study.data.prepared import load_prepared, stratified_subset
+    from study.data.prepared import load_prepared
+    from study.data.splits import stratified_subset
 
     loaded = load_prepared(tmp_path / "out.pt")
     subset = stratified_subset(synthetic_splits.train_y, 3)

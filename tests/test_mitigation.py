@@ -10,7 +10,8 @@ import torch
 
 from study.config import ConfigError, load_params, plan_runs, run_config, run_id
 from study.io import load_torch
-from study.train.engine import load_trained_model, train_run
+from study.runs import load_trained_model
+from study.train.engine import train_run
 
 ADAPTIVE = {
     "targets": {"type": "cfp", "temperature": 2.0},

@@ -8,7 +8,8 @@ import pytest
 import torch
 from conftest import run_study
 
-from study.data.prepared import Splits, save_prepared
+from study.data.prepared import save_prepared
+from study.data.splits import Splits
 from study.evaluate.pretrained import evaluate_pretrained
 from study.evaluate.records import read_records
 from study.models.imagenet_resnet import IMAGENET_MEAN, IMAGENET_STD, ImageNetResNet50

@@ -6,7 +6,7 @@ from torch import nn
 
 from study.data.augment import to_float
 from study.evaluate.checks import model_checks, record_checks, summarize
-from study.evaluate.predict import predict
+from study.predict import predict
 
 EPS = 24 / 255
 PGD = {"type": "pgd", "norm": "linf", "eps": EPS, "alpha": EPS / 8, "steps": 20, "restarts": 2}
@@ -28,7 +28,7 @@ class NearestMean(nn.Module):
 
 
 def _subset(splits, per_class=5):
-    from study.data.prepared import stratified_subset
+    from study.data.splits import stratified_subset
 
     idx = stratified_subset(splits.test_y, per_class)
     return splits.test_x[idx], splits.test_y[idx], idx

@@ -14,10 +14,11 @@ import numpy as np
 import torch
 
 from study.config import load_params, resolve_evaluation, run_config
-from study.data.prepared import Splits, stratified_subset
-from study.evaluate.predict import Predictions, predict
+from study.data.splits import Splits, stratified_subset
 from study.io import atomic_torch_save, load_torch
-from study.train.engine import load_trained_model, train_run
+from study.predict import Predictions, predict
+from study.runs import load_trained_model
+from study.train.engine import train_run
 
 #: The bench task -> the params.yaml method its training epoch runs.
 TRAIN_METHODS = {"standard_epoch": "standard", "pgd10_at_epoch": "pgd_at", "trades_epoch": "trades"}

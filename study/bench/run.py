@@ -19,13 +19,14 @@ import torch
 from study.bench import ours, reference
 from study.bench.peak import FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
 from study.bench.report import accuracy_check, add_fractions, markdown, side_record
-from study.data.prepared import Splits, load_prepared, stratified_subset
+from study.data.prepared import load_prepared
+from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic
 from study.device import describe, select_device, set_threads
 from study.io import atomic_write_json, atomic_write_text
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
-from study.train.engine import build_run_model, channel_stats
+from study.train.setup import build_run_model, channel_stats
 
 ALL_TASKS = ("standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval")
 #: The cheap AutoAttack both sides run: APGD-CE alone, 10 iterations, 1 restart.

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from study.data.prepared import Splits, stratified_subset
+from study.data.splits import Splits, stratified_subset
 from study.evaluate.checks import model_checks, record_checks, summarize
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
-from study.train.engine import load_trained_model
+from study.runs import load_trained_model
 
 
 def check_run(

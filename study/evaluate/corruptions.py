@@ -20,11 +20,11 @@ import torch
 
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import corrupt
-from study.data.prepared import Splits, stratified_subset
-from study.evaluate.predict import predict
+from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
 from study.metrics.classwise import class_accuracy
-from study.train.engine import load_trained_model
+from study.predict import predict
+from study.runs import load_trained_model
 
 SOURCES = ("auto", "official", "regenerated")
 
@@ -121,7 +121,7 @@ def evaluate_corruptions(
 
 def corruption_table(records: Sequence[str | Path]) -> pd.DataFrame:
     """Class x corruption x severity accuracy (with Wilson intervals) of every run."""
-    from study.tables import identity
+    from study.runs import identity
 
     blocks = []
     for path in records:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from study.data.download import file_checksums
-from study.data.prepared import Splits
+from study.data.splits import Splits
 from study.device import select_device
 from study.evaluate.run import evaluate_model
 from study.models.pretrained import get_pretrained_spec, load_pretrained, weights_path

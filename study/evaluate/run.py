@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from study.data.prepared import Splits, stratified_subset
+from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device
-from study.evaluate.predict import predict
 from study.evaluate.records import records_frame, write_records
-from study.train.engine import load_trained_model
+from study.predict import predict
+from study.runs import load_trained_model
 
 
 def evaluate_run(

@@ -7,7 +7,6 @@ one would, and finished chunks are never recomputed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -18,7 +17,8 @@ import torch
 from torch import nn
 
 from study.data.augment import to_float
-from study.data.prepared import Splits, save_prepared, stratified_subset
+from study.data.prepared import save_prepared
+from study.data.splits import Splits, stratified_subset
 from study.features.construct import (
     REPRESENTATION_KINDS,
     check_kind,
@@ -31,12 +31,6 @@ from study.features.construct import (
 from study.io import atomic_torch_save, load_torch
 
 SETTINGS_KEYS = ("per_class", "chunk_size", "seed", "representation", "relabel")
-
-
-def settings_key(kind: str, source_runs: Mapping[str, str], settings: Mapping) -> str:
-    """Short hash naming a construction: what it is built from and how."""
-    blob = json.dumps({"kind": kind, "sources": dict(source_runs), "settings": dict(settings)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
 def _to_uint8(x: torch.Tensor) -> torch.Tensor:

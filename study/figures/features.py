@@ -121,7 +121,7 @@ def example_sets(original, constructed: Sequence, per_set: int = 8) -> dict[str,
     """The same training images (one per class, up to `per_set`) from the original set and
     from each constructed set. A constructed set holds, in order, the images of the
     stratified subset it was built from, so position i is the same source image in all."""
-    from study.data.prepared import stratified_subset
+    from study.data.splits import stratified_subset
 
     settings = constructed[0].meta["constructed"]["settings"]
     subset = stratified_subset(original.train_y, settings["per_class"])

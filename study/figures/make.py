@@ -10,11 +10,11 @@ import pandas as pd
 from study.figures.classwise import plot_classwise
 from study.figures.epochs import plot_epochs
 from study.figures.style import run_title, save_figure
+from study.runs import SETTING_COLUMNS
 
 FIGURE_KINDS = ("classwise", "epochs", "discrepancy", "rank_agreement", "confusion", "logit_similarity",
                 "mitigation", "policy_epochs")
 # Columns that tell two training settings of one (dataset, model, method) apart.
-_SETTING = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
 
 def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> pd.DataFrame:
@@ -24,7 +24,7 @@ def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> p
     if rows.empty:
         have = table[["dataset", "model", "method"]].drop_duplicates().to_records(index=False).tolist()
         raise ValueError(f"no rows for dataset={dataset} model={model} method={method}; the table has {have}")
-    settings = rows[[c for c in _SETTING if c in rows]].drop_duplicates()
+    settings = rows[[c for c in SETTING_COLUMNS if c in rows]].drop_duplicates()
     if len(settings) > 1:
         raise ValueError(
             f"{len(settings)} training settings of {dataset}/{model}/{method} in the table; "

@@ -1,0 +1,43 @@
+"""The study's configuration, one module per job:
+
+    core      the error type, fractions ('8/255'), merging, per-dataset settings
+    params    params.yaml + preset + overrides, the schema, the checks of every name used
+    grid      the cells of an experiment group's grid
+    methods   method (`base` chains) and evaluation resolution
+    plan      the runs, constructions and feature runs of the configured study
+
+Run ids, training settings and run files live in `study.runs`. The names below are the
+package's public face, so callers need not know which module holds what.
+"""
+
+from study.config.core import (
+    PER_DATASET_SECTIONS,
+    ConfigError,
+    dataset_params,
+    dataset_variant,
+    deep_merge,
+    group_datasets,
+    parse_fraction,
+    set_dotted,
+)
+from study.config.grid import grid_combinations
+from study.config.methods import check_method, method_definition, resolve_evaluation, resolve_method
+from study.config.params import available_presets, load_params, read_yaml, validate_params
+from study.config.plan import (
+    Construction,
+    RunSpec,
+    constructions,
+    feature_runs,
+    plan_runs,
+    prepared_name,
+    run_config,
+)
+from study.runs import run_id, run_key
+
+__all__ = [
+    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
+    "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
+    "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
+    "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",
+    "validate_params",
+]

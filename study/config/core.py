@@ -1,0 +1,85 @@
+"""The primitives every part of the configuration uses: the error type, fractions such as
+'8/255', merging of mappings, and the settings of one dataset (`per_dataset`)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+
+_FRACTION = re.compile(r"^\s*(-?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
+
+# Sections of params that `per_dataset.<name>` may override for runs on that dataset
+# (MNIST's PGD-AT budget eps 0.3, 40 steps of 0.01, differs from CIFAR's 8/255).
+PER_DATASET_SECTIONS = ("methods", "evaluations", "evaluate", "train")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or malformed."""
+
+
+def parse_fraction(value: float | int | str) -> float:
+    """Accept 0.031, 8 or the string '8/255' (how attack budgets are written in papers)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"expected a number or 'a/b', got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        m = _FRACTION.match(value)
+        if m:
+            return float(m.group(1)) / float(m.group(2))
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"expected a number or a fraction like '8/255', got {value!r}")
+
+
+def deep_merge(base: Mapping, over: Mapping) -> dict:
+    """Recursively merge `over` onto `base`; lists and scalars in `over` replace."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def set_dotted(tree: Mapping, path: str, value: object) -> dict:
+    """`tree` with `value` merged at the dotted `path` (mappings merge, other values replace)."""
+    patch = value
+    for key in reversed(path.split(".")):
+        patch = {key: patch}
+    return deep_merge(tree, patch)
+
+
+def group_datasets(group: Mapping) -> list[str]:
+    """A group names one `dataset` or a list of `datasets` (each dataset x model x method x seed is a run)."""
+    if "datasets" in group:
+        return list(group["datasets"])
+    return [group["dataset"]]
+
+
+def dataset_params(params: Mapping, dataset: str) -> dict:
+    """params with `per_dataset[dataset]` merged over its sections; unchanged for other datasets.
+
+    Precedence, lowest first: params.yaml, preset, per_dataset entry (params.yaml's, then the
+    preset's, merged key by key), an experiment group's own `train` and `grid`.
+    """
+    over = (params.get("per_dataset") or {}).get(dataset)
+    if not over:
+        return dict(params)
+    out = dict(params)
+    for section in PER_DATASET_SECTIONS:
+        if section in over:
+            out[section] = deep_merge(params[section], over[section])
+    return out
+
+
+def dataset_variant(params: Mapping, dataset: str) -> str:
+    """The variant of `dataset` the study uses (data.variants, else the registry's first)."""
+    from study.data.registry import get_dataset_info
+
+    variants = params.get("data", {}).get("variants", {}) or {}
+    return variants.get(dataset, get_dataset_info(dataset).variants[0])

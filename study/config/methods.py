@@ -1,0 +1,70 @@
+"""Method and evaluation resolution: a method's `base` chain merged into one definition of
+its policies, an evaluation's settings for one dataset, fractions turned into numbers."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+from study.config.core import ConfigError, dataset_params, deep_merge, parse_fraction
+
+# The policies that only make sense with an adversary, and their value that needs none.
+_ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
+
+
+def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -> dict:
+    """A method's params entry with its `base` chain merged in (the derived method wins)."""
+    methods = params["methods"]
+    if name not in methods:
+        raise ConfigError(f"unknown method {name!r}; defined in params 'methods': {', '.join(sorted(methods))}")
+    if name in _seen:
+        raise ConfigError(f"method {name!r}: circular `base` chain {' -> '.join([*_seen, name])}")
+    method = copy.deepcopy(dict(methods[name] or {}))
+    base = method.pop("base", None)
+    if base is None:
+        return method
+    return deep_merge(method_definition(params, base, (*_seen, name)), method)
+
+
+def resolve_method(params: Mapping, name: str) -> dict:
+    """The policies of a method (study.train.policies), fractions resolved; without the
+    run-level keys `train` and `init_from` (run_config puts those into the run)."""
+    method = method_definition(params, name)
+    method.pop("train", None)
+    method.pop("init_from", None)
+    adv = method.get("adversary")
+    if adv:
+        for key in ("eps", "alpha"):
+            adv[key] = parse_fraction(adv[key])
+    return method
+
+
+def check_method(params: Mapping, name: str) -> None:
+    """A method's `base` and `init_from` name methods that exist, and its policies are
+    consistent (the policy names themselves are checked by the params schema)."""
+    definition = method_definition(params, name)
+    parent = definition.get("init_from")
+    if parent is not None and parent not in params["methods"]:
+        raise ConfigError(f"method {name!r}: init_from names unknown method {parent!r}; "
+                          f"defined: {', '.join(sorted(params['methods']))}")
+    method = resolve_method(params, name)
+    adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items() if (method.get(k) or {}).get("type", plain) != plain]
+    if method.get("adversary") is None and adaptive:
+        raise ConfigError(f"method {name!r}: policies {adaptive} need an adversary; the method has adversary: null")
+
+
+def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -> dict:
+    """One evaluation's settings, with `per_dataset[dataset]` applied when a dataset is given."""
+    if dataset is not None:
+        params = dataset_params(params, dataset)
+    if name not in params["evaluations"]:
+        raise ConfigError(f"unknown evaluation {name!r}; defined: {', '.join(sorted(params['evaluations']))}")
+    ev = copy.deepcopy(dict(params["evaluations"][name]))
+    for key in ("eps", "alpha"):
+        if key in ev:
+            ev[key] = parse_fraction(ev[key])
+    ev["name"] = name
+    ev.setdefault("test_per_class", params["evaluate"].get("test_per_class"))
+    ev.setdefault("batch_size", params["evaluate"].get("batch_size", 256))
+    ev.setdefault("seed", params["evaluate"].get("seed", 0))
+    return ev

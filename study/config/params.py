@@ -1,0 +1,156 @@
+"""Loading the study's parameters: params.yaml, the preset overlay its `preset` key names,
+command-line overrides, the JSON-schema check, and the checks that every name an
+experiment group uses is defined, so a typo fails before any job runs.
+
+Both front ends (Snakemake and the `study` command) resolve the configuration through
+`load_params`, so a preset means the same thing whichever tool selects it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
+from study.config.grid import grid_combinations
+from study.config.methods import check_method
+
+DEFAULT_PARAMS = Path("params.yaml")
+DEFAULT_PRESETS = Path("workflow/presets")
+DEFAULT_SCHEMA = Path("workflow/schemas/params.schema.yaml")
+
+
+def available_presets(presets_dir: Path = DEFAULT_PRESETS) -> list[str]:
+    return sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {path}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def validate_params(params: Mapping, schema_path: Path = DEFAULT_SCHEMA) -> None:
+    schema = read_yaml(Path(schema_path))
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors[:10]:
+            where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            lines.append(f"  {where}: {err.message}")
+        raise ConfigError("invalid configuration:\n" + "\n".join(lines))
+
+
+def load_params(
+    params_path: Path | str = DEFAULT_PARAMS,
+    overrides: Mapping | None = None,
+    presets_dir: Path | str = DEFAULT_PRESETS,
+    schema_path: Path | str = DEFAULT_SCHEMA,
+    base: Mapping | None = None,
+) -> dict:
+    """params.yaml, then the preset named by its `preset` key (or by the overrides), then
+    the overrides (command-line values win over the preset they select)."""
+    overrides = dict(overrides or {})
+    params = dict(base) if base is not None else read_yaml(Path(params_path))
+    preset = overrides.get("preset", params.get("preset"))
+    if preset is not None:
+        preset_file = Path(presets_dir) / f"{preset}.yaml"
+        if not preset_file.exists():
+            raise ConfigError(
+                f"unknown preset {preset!r}; valid presets: {', '.join(available_presets(Path(presets_dir)))}"
+            )
+        params = deep_merge(params, read_yaml(preset_file))
+    params = deep_merge(params, overrides)
+    params["preset"] = preset
+    validate_params(params, Path(schema_path))
+    for dataset in params.get("per_dataset") or {}:
+        # The merged settings of each dataset must be as valid as the global ones.
+        try:
+            validate_params(dataset_params(params, dataset), Path(schema_path))
+        except ConfigError as err:
+            raise ConfigError(f"per_dataset.{dataset}: {err}") from None
+    _check_references(params)
+    _check_features(params)
+    return params
+
+
+def _check_references(params: Mapping) -> None:
+    """Names used by experiment groups must be defined, so a typo fails before any job runs."""
+    from study.data.registry import DATASETS, check_variant
+
+    valid = ", ".join(sorted(DATASETS))
+    for dataset, variant in (params["data"].get("variants") or {}).items():
+        if dataset not in DATASETS:
+            raise ConfigError(f"data.variants: unknown dataset {dataset!r}; valid: {valid}")
+        check_variant(dataset, variant)
+    for dataset in params.get("per_dataset") or {}:
+        if dataset not in DATASETS:
+            raise ConfigError(f"per_dataset: unknown dataset {dataset!r}; valid: {valid}")
+    for group in params["experiments"]:
+        for dataset in group_datasets(group):
+            if dataset not in DATASETS:
+                raise ConfigError(f"experiment group {group['group']!r}: unknown dataset {dataset!r}; valid: {valid}")
+            check_variant(dataset, dataset_variant(params, dataset))
+            _check_group_names(dataset_params(params, dataset), group, dataset)
+        grid_combinations(group)  # a malformed grid fails here, before any job
+
+
+def _check_group_names(params: Mapping, group: Mapping, dataset: str) -> None:
+    """Models, methods and evaluations of one group on one dataset (settings resolved for it)."""
+    from study.models.registry import MODEL_NAMES
+
+    gname = group["group"]
+    methods = params["methods"]
+    evaluations = params["evaluations"]
+    for name, ev in evaluations.items():
+        if "type" not in ev:
+            raise ConfigError(
+                f"evaluation {name!r} on {dataset!r} has no 'type'; a per_dataset evaluation that is not "
+                "defined in 'evaluations' must give its full settings"
+            )
+    for model in group["models"]:
+        if model not in MODEL_NAMES:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
+            )
+    for method in group["methods"]:
+        if method not in methods:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown method {method!r}; "
+                f"defined in params 'methods': {', '.join(sorted(methods))}"
+            )
+        check_method(params, method)
+    for ev in group.get("evaluations", params["evaluate"]["default"]):
+        if ev not in evaluations:
+            raise ConfigError(
+                f"experiment group {gname!r}: unknown evaluation {ev!r} on {dataset!r}; "
+                f"defined in params 'evaluations' (and per_dataset.{dataset}): {', '.join(sorted(evaluations))}"
+            )
+
+
+def _check_features(params: Mapping) -> None:
+    feats = params.get("features")
+    if not feats:
+        return
+    methods, evaluations = params["methods"], params["evaluations"]
+    for role in ("standard", "robust"):
+        if feats["sources"][role]["method"] not in methods:
+            raise ConfigError(f"features.sources.{role}: unknown method {feats['sources'][role]['method']!r}; "
+                              f"defined in params 'methods': {', '.join(sorted(methods))}")
+    if feats["train"]["method"] not in methods:
+        raise ConfigError(f"features.train.method: unknown method {feats['train']['method']!r}")
+    for ev in feats["train"]["evaluations"]:
+        if ev not in evaluations:
+            raise ConfigError(f"features.train.evaluations: unknown evaluation {ev!r}; "
+                              f"defined in params 'evaluations': {', '.join(sorted(evaluations))}")

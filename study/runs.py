@@ -1,0 +1,146 @@
+"""What a training run is on disk: its id, its directory's files, its identity columns, and
+loading its trained model. Training writes these files and evaluation reads them; both
+import this module and neither imports the other.
+
+A run id is a readable slug plus a short hash of the resolved run config, so presets never
+collide and a changed hyperparameter is a new run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from study.io import atomic_torch_save, load_torch
+from study.models.registry import build_model
+
+#: the model files of a run: `last` (final weights) and `best` (best on validation)
+CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt"}
+CONFIG_FILE = "config.json"
+STATE_FILE = "checkpoint.pt"
+EPOCHS_FILE = "epochs.csv"
+META_FILE = "meta.json"
+VALIDATION_FILE = "validation.json"
+
+#: the columns that name a run's training setting (everything but dataset, model, method, seed)
+SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
+
+
+def _short_hash(obj: object) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def run_key(cfg: Mapping) -> str:
+    """Short hash of everything that determines a run's result."""
+    return _short_hash(cfg)
+
+
+def construction_key(kind: str, source_runs: Mapping[str, str], settings: Mapping) -> str:
+    """Short hash naming a constructed dataset: what it is built from and how."""
+    blob = json.dumps({"kind": kind, "sources": dict(source_runs), "settings": dict(settings)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def _slug_number(x: float) -> str:
+    return f"{x:g}".replace("-", "m").replace("+", "")
+
+
+def run_id(cfg: Mapping) -> str:
+    """`<dataset>-<model>-<method>-<optimizer+lr>-<schedule>-wd<wd>-e<epochs>-s<seed>-<hash>`."""
+    opt, sched = cfg["optimizer"], cfg["schedule"]
+    slug = "-".join(
+        [
+            cfg["dataset"]
+            + ("" if cfg["data_variant"] in ("official", "default") else f"_{cfg['data_variant']}")
+            + (f"_{cfg['constructed']['kind']}" if cfg.get("constructed") else ""),
+            cfg["model"],
+            cfg["method"],
+            f"{opt['name']}{_slug_number(opt['lr'])}",
+            sched["name"],
+            f"wd{_slug_number(opt['weight_decay'])}",
+            f"e{cfg['epochs']}",
+            f"s{cfg['seed']}",
+        ]
+    )
+    return f"{slug}-{run_key(cfg)}"
+
+
+def training_setting(cfg: Mapping) -> dict:
+    """The training setting of a run: the one definition the plan, the tables and the
+    figures share (a run is dataset x model x method x setting x seed)."""
+    return {
+        "optimizer": cfg["optimizer"]["name"],
+        "lr": cfg["optimizer"]["lr"],
+        "schedule": cfg["schedule"]["name"],
+        "weight_decay": cfg["optimizer"]["weight_decay"],
+        "epochs": cfg["epochs"],
+        "train_per_class": cfg.get("train_per_class"),
+        # "original", or the constructed dataset (d_r, d_nr, d_rand, d_det) the run trained on
+        "train_data": (cfg.get("constructed") or {}).get("kind", "original"),
+    }
+
+
+def setting_tuple(cfg: Mapping) -> tuple:
+    """`training_setting` as a hashable tuple in SETTING_COLUMNS order."""
+    setting = training_setting(cfg)
+    return tuple(setting[c] for c in SETTING_COLUMNS)
+
+
+def identity(run_id: str, cfg: Mapping) -> dict:
+    """The columns that say which run a table row comes from (and its training setting)."""
+    return {
+        "run_id": run_id,
+        "dataset": cfg["dataset"],
+        "data_variant": cfg["data_variant"],
+        "model": cfg["model"],
+        "method": cfg["method"],
+        "seed": cfg["seed"],
+        **training_setting(cfg),
+    }
+
+
+def read_run_config(run_dir: str | Path) -> dict:
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: {Path(run_dir).name} is not a trained run (`study train`)")
+    return json.loads(path.read_text())
+
+
+def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, cfg: Mapping,
+               epoch: int) -> None:
+    """The weights a model file stands for (the averaged ones where the method averages),
+    plus the raw trained weights when they differ."""
+    blob = {"state_dict": {k: v.detach().cpu() for k, v in out_model.state_dict().items()},
+            "arch": arch, "run_key": run_key(cfg), "epoch": epoch}
+    if out_model is not raw_model:
+        blob["raw_state_dict"] = {k: v.detach().cpu() for k, v in raw_model.state_dict().items()}
+    atomic_torch_save(blob, path)
+
+
+def model_from_arch(arch: Mapping) -> torch.nn.Module:
+    """An untrained model of the architecture a model file records."""
+    return build_model(
+        arch["name"], arch["num_classes"], in_channels=arch["in_channels"], image_size=arch["image_size"],
+        mean=tuple(arch["mean"]), std=tuple(arch["std"]),
+    )
+
+
+def load_trained_model(
+    run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: str = "last"
+) -> tuple[torch.nn.Module, dict]:
+    """The final (`last`) or best-on-validation (`best`) model of a finished run, in eval
+    mode, with its architecture record."""
+    if checkpoint not in CHECKPOINT_FILES:
+        raise ValueError(f"unknown checkpoint {checkpoint!r}; valid: {', '.join(CHECKPOINT_FILES)}")
+    path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
+    blob = load_torch(path)
+    model = model_from_arch(blob["arch"])
+    model.load_state_dict(blob["state_dict"])
+    return model.to(device).eval(), blob["arch"]
