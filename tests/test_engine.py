@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from study.io import load_torch
-from study.train.engine import EPOCH_COLUMNS, TrainingDivergedError, channel_stats, load_trained_model, train_run
+from study.runs import load_trained_model
+from study.train.engine import EPOCH_COLUMNS, TrainingDivergedError, channel_stats, train_run
 from study.train.optim import lr_factor
 
 

@@ -1,0 +1,113 @@
+"""What an epoch leaves behind: class-wise accuracy of the output model on the fixed test
+subset and on the validation split, one `epochs.csv` row per class, the best checkpoint
+chosen on validation, and the line the log shows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from study.io import atomic_write_text
+from study.predict import class_counts, predict
+from study.train.epoch import EpochPolicyState, EpochTotals
+from study.train.policies import EpochStats
+from study.train.setup import RunState
+
+EPOCH_COLUMNS = [
+    "epoch", "class", "class_name", "n", "clean_acc", "robust_acc",
+    "train_n", "train_acc", "train_loss", "lr", "weight", "epsilon",
+    # The policy state used in the epoch (weight and epsilon above, too), the class's CFP on
+    # the epoch's training inputs, and the validation accuracies of the output model.
+    "weight_boundary", "beta", "cfp", "val_n", "val_clean_acc", "val_robust_acc", "averaged",
+]
+
+
+def class_accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: Mapping | None,
+                   dev: torch.device, seed: int, num_classes: int):
+    """(n, clean correct, robust correct or None) per class, as float64 CPU tensors."""
+    labels_np = labels.numpy()
+    clean = predict(model, images, labels, attack=None, device=dev, seed=seed)
+    n, clean_ok = class_counts(clean.pred, labels_np, num_classes)
+    robust_ok = None
+    if attack:
+        robust = predict(model, images, labels, attack=attack, device=dev, seed=seed)
+        _, robust_ok = class_counts(robust.pred, labels_np, num_classes)
+        robust_ok = torch.as_tensor(robust_ok, dtype=torch.float64)
+    return (torch.as_tensor(n, dtype=torch.float64), torch.as_tensor(clean_ok, dtype=torch.float64), robust_ok)
+
+
+def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> EpochStats:
+    """`stats` with the validation accuracies of `model` filled in (unchanged without a split)."""
+    if not state.has_validation:
+        return stats
+    val = class_accuracy(model, state.x_val, state.y_val, state.cfg["epoch_eval"].get("attack"), state.dev,
+                         int(state.cfg["seed"]), state.num_classes)
+    return EpochStats(stats.epoch, stats.train_n, stats.train_correct, stats.train_confusion, *val)
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num / den) if den else float("nan")
+
+
+def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochStats, val_out: EpochStats,
+               policy_state: EpochPolicyState, evaluated: tuple, averaged: bool) -> list[dict]:
+    """One record per class: test-subset accuracy, training counts, the policy state, validation."""
+    n_eval, clean_ok, robust_ok = evaluated
+    lr = state.scheduler.get_last_lr()[0]
+    count, correct, loss = totals.count.cpu().numpy(), totals.correct.cpu().numpy(), totals.loss.cpu().numpy()
+    cfp = stats.train_cfp
+    has_val = state.has_validation
+    rows = []
+    for c in range(state.num_classes):
+        rows.append({
+            "epoch": epoch,
+            "class": c,
+            "class_name": state.class_names[c],
+            "n": int(n_eval[c]),
+            "clean_acc": _ratio(clean_ok[c], n_eval[c]),
+            "robust_acc": _ratio(robust_ok[c], n_eval[c]) if robust_ok is not None else float("nan"),
+            "train_n": int(count[c]),
+            "train_acc": _ratio(correct[c], count[c]),
+            "train_loss": _ratio(loss[c], count[c]),
+            "lr": float(lr),
+            "weight": float(policy_state.w_nat[c]),
+            "epsilon": float(policy_state.class_eps[c]) if state.adversary.active else 0.0,
+            "weight_boundary": float(policy_state.w_bndy[c]),
+            "beta": float(policy_state.class_beta[c]),
+            "cfp": float(cfp[c]),
+            "val_n": int(stats.val_n[c]) if has_val else 0,
+            "val_clean_acc": float(val_out.val_clean_acc[c]) if has_val else float("nan"),
+            "val_robust_acc": float(val_out.val_robust_acc[c]) if has_val else float("nan"),
+            "averaged": int(averaged),
+        })
+    return rows
+
+
+def validation_score(val_out: EpochStats, has_attack: bool) -> float:
+    """The best checkpoint's criterion: validation robust accuracy (clean accuracy without
+    an epoch attack), never the test set."""
+    correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
+    return float(correct.sum() / val_out.val_n.sum())
+
+
+def write_epochs_csv(path: Path, records: list[dict]) -> None:
+    frame = pd.DataFrame.from_records(records, columns=EPOCH_COLUMNS)
+    atomic_write_text(path, frame.to_csv(index=False))
+
+
+def epoch_line(epoch: int, epochs: int, rows: list[dict], seconds: float) -> str:
+    """The log line of an epoch: loss, training accuracy, test-subset accuracy and its worst class."""
+    clean = np.array([r["clean_acc"] for r in rows])
+    robust = np.array([r["robust_acc"] for r in rows])
+    train_acc = np.nansum([r["train_acc"] * r["train_n"] for r in rows]) / max(1, sum(r["train_n"] for r in rows))
+    loss = np.nansum([r["train_loss"] * r["train_n"] for r in rows]) / max(1, sum(r["train_n"] for r in rows))
+    worst = rows[int(np.nanargmin(clean))]["class_name"] if np.isfinite(clean).any() else "-"
+    line = (f"epoch {epoch}/{epochs}  loss {loss:.3f}  train acc {100 * train_acc:.1f}%  "
+            f"eval clean {100 * np.nanmean(clean):.1f}% (worst {worst})")
+    if np.isfinite(robust).any():
+        line += f"  robust {100 * np.nanmean(robust):.1f}%"
+    return line + f"  [{seconds:.1f}s]"

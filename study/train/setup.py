@@ -1,0 +1,236 @@
+"""Setting up a training run: its data on the device, its model, optimizer, schedule,
+adversary and policies, and (when a checkpoint exists) the state it resumes from."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from study.data.splits import Splits, stratified_subset
+from study.device import describe, select_device
+from study.io import atomic_write_json, load_torch
+from study.models.registry import build_model
+from study.runs import CONFIG_FILE, STATE_FILE, VALIDATION_FILE, run_key
+from study.train.adversary import Adversary
+from study.train.checkpoint import load_checkpoint, restore_rng
+from study.train.optim import build_optimizer, build_scheduler
+from study.train.policies import FixedEpsilon, Policies, build_policies
+from study.train.validation import validation_split
+
+
+@dataclass
+class RunState:
+    """Everything the epoch loop reads and changes; what `checkpoint.pt` saves of it is
+    enough to continue bit for bit."""
+
+    cfg: Mapping
+    run_dir: Path
+    dev: torch.device
+    class_names: list[str]
+    x_train: torch.Tensor  # uint8, on the device
+    y_train: torch.Tensor
+    x_eval: torch.Tensor  # the fixed test subset of the per-epoch records (CPU)
+    y_eval: torch.Tensor
+    x_val: torch.Tensor | None  # the held-out validation split (CPU), if the protocol has one
+    y_val: torch.Tensor | None
+    model: torch.nn.Module
+    arch: dict
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    adversary: Adversary
+    policies: Policies
+    cpu_gen: torch.Generator
+    dev_gen: torch.Generator
+    shadow: torch.nn.Module | None = None  # holds the averaged weights, for evaluation
+    records: list[dict] = field(default_factory=list)
+    timings: list[float] = field(default_factory=list)
+    start_epoch: int = 0
+    best: dict = field(default_factory=lambda: {"score": float("-inf"), "epoch": 0})
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def epochs(self) -> int:
+        return int(self.cfg["epochs"])
+
+    @property
+    def has_validation(self) -> bool:
+        return self.x_val is not None
+
+    @property
+    def classwise_eps(self) -> bool:
+        # Per-sample eps only where a policy varies it, so plain PGD-AT keeps its exact attack path.
+        return type(self.policies.epsilon) is not FixedEpsilon
+
+    @property
+    def inner_loss(self) -> str:
+        return self.policies.loss.inner if self.adversary.active else "ce"
+
+    def output_model(self) -> torch.nn.Module:
+        """The model a checkpoint stands for: the averaged one where the method averages."""
+        if self.policies.averaging.average is None:
+            return self.model
+        self.shadow.load_state_dict(self.policies.averaging.average)
+        return self.shadow
+
+
+def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[list[float], list[float]]:
+    """Per-channel mean and std of uint8 images in [0,1] units, without a float copy of the set."""
+    c = images.shape[1]
+    total = torch.zeros(c, dtype=torch.float64)
+    total_sq = torch.zeros(c, dtype=torch.float64)
+    count = 0
+    for start in range(0, images.shape[0], chunk):
+        x = images[start : start + chunk].to("cpu", torch.float64) / 255.0
+        total += x.sum(dim=(0, 2, 3))
+        total_sq += (x * x).sum(dim=(0, 2, 3))
+        count += x.shape[0] * x.shape[2] * x.shape[3]
+    mean = total / count
+    std = (total_sq / count - mean * mean).clamp_min(1e-12).sqrt()
+    return mean.tolist(), std.tolist()
+
+
+def build_run_model(cfg: Mapping, splits: Splits, train_x: torch.Tensor) -> tuple[torch.nn.Module, dict]:
+    """The run's model, normalised with its training images' channel statistics, and the
+    architecture record that the model files keep."""
+    mean, std = channel_stats(train_x)
+    arch = {
+        "name": cfg["model"],
+        "num_classes": len(splits.class_names),
+        "in_channels": int(splits.train_x.shape[1]),
+        "image_size": int(splits.train_x.shape[2]),
+        "mean": mean,
+        "std": std,
+    }
+    model = build_model(
+        arch["name"], arch["num_classes"], in_channels=arch["in_channels"],
+        image_size=arch["image_size"], mean=tuple(mean), std=tuple(std),
+    )
+    return model, arch
+
+
+def check_run_dir(run_dir: Path, cfg: Mapping) -> None:
+    """A run directory holds one config; a new one is written, a different one refused."""
+    path = run_dir / CONFIG_FILE
+    if path.exists():
+        existing = json.loads(path.read_text())
+        if run_key(existing) != run_key(cfg):
+            raise ValueError(
+                f"{run_dir} already holds a run with a different config "
+                f"(key {run_key(existing)} != {run_key(cfg)}); use a new run directory"
+            )
+    else:
+        atomic_write_json(path, cfg)
+
+
+def check_data(cfg: Mapping, splits: Splits) -> None:
+    """The prepared data is the dataset (and constructed set) the run was planned on."""
+    got = (splits.meta.get("dataset"), splits.meta.get("variant"))
+    want = (cfg["dataset"], cfg["data_variant"])
+    if got != want:
+        raise ValueError(f"run expects dataset {want[0]} ({want[1]}) but the prepared data is {got[0]} ({got[1]})")
+    want_con, got_con = cfg.get("constructed"), splits.meta.get("constructed")
+    if (want_con or {}).get("key") != (got_con or {}).get("key"):
+        raise ValueError(
+            f"run expects training data {want_con['kind'] + ' ' + want_con['key'] if want_con else 'original'} "
+            f"but the prepared data is {got_con['kind'] + ' ' + got_con['key'] if got_con else 'original'}"
+        )
+
+
+def _split_data(cfg: Mapping, splits: Splits, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(training indices, validation indices or None); the validation indices are recorded."""
+    train_idx = stratified_subset(splits.train_y, cfg.get("train_per_class"))
+    val_idx = None
+    if cfg.get("validation"):
+        train_idx, val_idx = validation_split(train_idx, splits.train_y, cfg["validation"]["fraction"])
+        atomic_write_json(run_dir / VALIDATION_FILE, {"fraction": cfg["validation"]["fraction"],
+                                                      "indices": val_idx.tolist()})
+    return train_idx, val_idx
+
+
+def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunState:
+    """A fresh run's state (seeded), before any checkpoint is read."""
+    dev = select_device(device)
+    seed = int(cfg["seed"])
+    num_classes = len(splits.class_names)
+    # The order of everything that draws random numbers below is part of the records.
+    torch.manual_seed(seed)
+    cpu_gen = torch.Generator().manual_seed(seed)
+    dev_gen = torch.Generator(device=dev).manual_seed(seed + 1)
+
+    train_idx, val_idx = _split_data(cfg, splits, run_dir)
+    eval_idx = stratified_subset(splits.test_y, cfg["epoch_eval"]["per_class"])
+    model, arch = build_run_model(cfg, splits, splits.train_x[train_idx])
+    model = model.to(dev)
+    if dev.type == "cuda":
+        model = model.to(memory_format=torch.channels_last)
+    epochs, batch_size = int(cfg["epochs"]), int(cfg["batch_size"])
+    optimizer = build_optimizer(model.parameters(), cfg["optimizer"])
+    scheduler = build_scheduler(optimizer, cfg["schedule"], epochs, math.ceil(train_idx.numel() / batch_size))
+    policies = build_policies(cfg["method_config"], num_classes, epochs,
+                              torch.bincount(splits.train_y[train_idx], minlength=num_classes))
+    if policies.needs_validation and val_idx is None:
+        raise ValueError(f"method {cfg['method']!r} adapts to validation statistics (FRL, FAWA); "
+                         "set train.validation (e.g. {fraction: 0.02}) for its experiment group")
+    return RunState(
+        cfg=cfg, run_dir=run_dir, dev=dev, class_names=list(splits.class_names),
+        x_train=splits.train_x[train_idx].to(dev), y_train=splits.train_y[train_idx].to(dev),
+        x_eval=splits.test_x[eval_idx], y_eval=splits.test_y[eval_idx],
+        x_val=None if val_idx is None else splits.train_x[val_idx],
+        y_val=None if val_idx is None else splits.train_y[val_idx],
+        model=model, arch=arch, optimizer=optimizer, scheduler=scheduler,
+        adversary=Adversary(cfg["method_config"].get("adversary")), policies=policies,
+        cpu_gen=cpu_gen, dev_gen=dev_gen,
+        shadow=copy.deepcopy(model) if policies.averaging.active else None,
+    )
+
+
+def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
+    """Continue from `checkpoint.pt` when there is one; else start (a fine-tuning run from
+    its parent's weights)."""
+    ckpt_path = state.run_dir / STATE_FILE
+    ckpt = load_checkpoint(ckpt_path)
+    if ckpt is None:
+        if state.cfg.get("init_from"):
+            _init_from_parent(state.model, state.cfg, init_from)
+        _log(f"training {state.run_dir.name} on {describe(state.dev)}: {state.x_train.shape[0]} images, "
+             f"{state.epochs} epochs")
+        return
+    if ckpt["run_key"] != run_key(state.cfg):
+        raise ValueError(f"{ckpt_path} belongs to another config; move it aside to start this run afresh")
+    state.model.load_state_dict(ckpt["model"])
+    state.optimizer.load_state_dict(ckpt["optimizer"])
+    state.scheduler.load_state_dict(ckpt["scheduler"])
+    restore_rng(ckpt["rng"], state.cpu_gen, state.dev_gen)
+    state.records, state.timings = list(ckpt["records"]), list(ckpt["timings"])
+    state.start_epoch = int(ckpt["epoch"])
+    state.policies.load_state_dict(ckpt.get("policies", {}))
+    state.best = dict(ckpt.get("best", state.best))
+    _log(f"resuming {state.run_dir.name} after epoch {state.start_epoch}/{state.epochs}")
+
+
+def _init_from_parent(model: torch.nn.Module, cfg: Mapping, path: str | Path | None) -> None:
+    parent = cfg["init_from"]
+    if path is None:
+        raise ValueError(f"run {cfg['method']!r} fine-tunes run {parent}; pass its model file (--init-from)")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: train the parent run {parent} first")
+    blob = load_torch(path)
+    if not parent.endswith(f"-{blob['run_key']}"):
+        raise ValueError(f"{path} holds run key {blob['run_key']}, but this run fine-tunes {parent}")
+    model.load_state_dict(blob["state_dict"])
+    _log(f"initialised from {parent} (epoch {blob['epoch']})")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
