@@ -11,7 +11,40 @@ from torch import nn
 
 from study.attacks.pgd import pgd_attack
 
-ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
+
+def _clean(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping, generator: torch.Generator):
+    return x, None
+
+
+def _pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping, generator: torch.Generator):
+    adv = pgd_attack(
+        model,
+        x,
+        y,
+        eps=attack["eps"],
+        alpha=attack["alpha"],
+        steps=attack["steps"],
+        restarts=attack.get("restarts", 1),
+        norm=attack.get("norm", "linf"),
+        random_start=attack.get("random_start", True),
+        generator=generator,
+    )
+    return adv, None
+
+
+def _autoattack(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: Mapping, generator: torch.Generator):
+    from study.attacks.autoattack import attack_list, autoattack_batch
+
+    # Each batch gets its own seed from the evaluation's generator, so a batch's
+    # result doesn't depend on the batches before it beyond that draw.
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
+    attacks = ["square"] if attack["type"] == "square" else attack_list(attack)
+    return autoattack_batch(model, x, y, {**attack, "seed": seed}, attacks)
+
+
+#: evaluation `type` -> the function that attacks a batch: (inputs to classify, broken_by or None)
+ATTACKS = {"clean": _clean, "pgd": _pgd, "autoattack": _autoattack, "square": _autoattack}
+ATTACK_TYPES = tuple(ATTACKS)
 
 
 def run_attack(
@@ -27,29 +60,8 @@ def run_attack_detailed(
     """(inputs to classify, per-sample name of the attack that broke each sample or None
     where the attack type has a single attack). AutoAttack and Square name 'clean' for a
     sample misclassified before any attack and '' for one that no attack broke."""
-    kind = (attack or {}).get("type", "clean")
-    if kind == "clean":
-        return x, None
-    if kind == "pgd":
-        return pgd_attack(
-            model,
-            x,
-            y,
-            eps=attack["eps"],
-            alpha=attack["alpha"],
-            steps=attack["steps"],
-            restarts=attack.get("restarts", 1),
-            norm=attack.get("norm", "linf"),
-            random_start=attack.get("random_start", True),
-            generator=generator,
-        ), None
-    if kind in ("autoattack", "square"):
-        from study.attacks.autoattack import attack_list, autoattack_batch
-
-        # Each batch gets its own seed from the evaluation's generator, so a batch's
-        # result doesn't depend on the batches before it beyond that draw.
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
-        cfg = {**attack, "seed": seed}
-        attacks = ["square"] if kind == "square" else attack_list(attack)
-        return autoattack_batch(model, x, y, cfg, attacks)
-    raise ValueError(f"unknown attack type {kind!r}; valid: {', '.join(ATTACK_TYPES)}")
+    attack = attack or {"type": "clean"}
+    kind = attack.get("type", "clean")
+    if kind not in ATTACKS:
+        raise ValueError(f"unknown attack type {kind!r}; valid: {', '.join(ATTACK_TYPES)}")
+    return ATTACKS[kind](model, x, y, attack, generator)
