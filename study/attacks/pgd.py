@@ -137,6 +137,45 @@ def _pgd_run(
     return delta.detach()
 
 
+def _check_attack(x: Tensor, y: Tensor, norm: str, loss: str | LossFn, steps: int, restarts: int) -> LossFn:
+    """Validate pgd_attack's arguments; the per-sample loss function to attack with."""
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; valid norms: {', '.join(NORMS)}")
+    if isinstance(loss, str):
+        if loss not in _LOSSES:
+            raise ValueError(
+                f"unknown loss {loss!r}; valid losses: {', '.join(LOSS_NAMES)} or a callable"
+            )
+        loss_fn = _LOSSES[loss]
+    elif callable(loss):
+        loss_fn = loss
+    else:
+        raise ValueError(f"loss must be one of {', '.join(LOSS_NAMES)} or a callable, got {loss!r}")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    if restarts < 1:
+        raise ValueError(f"restarts must be >= 1, got {restarts}")
+    if x.dim() < 2 or y.shape != (x.shape[0],):
+        raise ValueError(
+            f"need x of shape (B, ...) and y of shape (B,), got {tuple(x.shape)} and "
+            f"{tuple(y.shape)}"
+        )
+    return loss_fn
+
+
+def _attack_labels(x: Tensor, y: Tensor, targeted: bool, target: Tensor | None) -> Tensor:
+    """The labels the loss is computed on: the targets of a targeted attack, else the true labels."""
+    if targeted:
+        if target is None:
+            raise ValueError("targeted=True needs target (a tensor of shape (B,))")
+        if target.shape != y.shape:
+            raise ValueError(f"target must have shape {tuple(y.shape)}, got {tuple(target.shape)}")
+        return target.to(x.device)
+    if target is not None:
+        raise ValueError("target was given but targeted=False; pass targeted=True to use it")
+    return y.to(x.device)
+
+
 def pgd_attack(
     model: nn.Module,
     x: Tensor,
@@ -178,37 +217,8 @@ def pgd_attack(
     Returns a detached tensor like ``x`` (dtype, device) with every sample inside its
     eps-ball around ``x`` and in [0, 1].
     """
-    if norm not in NORMS:
-        raise ValueError(f"unknown norm {norm!r}; valid norms: {', '.join(NORMS)}")
-    if isinstance(loss, str):
-        if loss not in _LOSSES:
-            raise ValueError(
-                f"unknown loss {loss!r}; valid losses: {', '.join(LOSS_NAMES)} or a callable"
-            )
-        loss_fn = _LOSSES[loss]
-    elif callable(loss):
-        loss_fn = loss
-    else:
-        raise ValueError(f"loss must be one of {', '.join(LOSS_NAMES)} or a callable, got {loss!r}")
-    if steps < 0:
-        raise ValueError(f"steps must be >= 0, got {steps}")
-    if restarts < 1:
-        raise ValueError(f"restarts must be >= 1, got {restarts}")
-    if x.dim() < 2 or y.shape != (x.shape[0],):
-        raise ValueError(
-            f"need x of shape (B, ...) and y of shape (B,), got {tuple(x.shape)} and "
-            f"{tuple(y.shape)}"
-        )
-    if targeted:
-        if target is None:
-            raise ValueError("targeted=True needs target (a tensor of shape (B,))")
-        if target.shape != y.shape:
-            raise ValueError(f"target must have shape {tuple(y.shape)}, got {tuple(target.shape)}")
-        labels = target.to(x.device)
-    else:
-        if target is not None:
-            raise ValueError("target was given but targeted=False; pass targeted=True to use it")
-        labels = y.to(x.device)
+    loss_fn = _check_attack(x, y, norm, loss, steps, restarts)
+    labels = _attack_labels(x, y, targeted, target)
     x = x.detach()
     eps_t = _per_sample(eps, "eps", x)
     alpha_t = _per_sample(alpha, "alpha", x)

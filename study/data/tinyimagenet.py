@@ -47,44 +47,57 @@ def _text(zf: zipfile.ZipFile, member: str, archive: Path) -> str:
         raise ValueError(f"{archive} lacks {member}; is it tiny-imagenet-200.zip?") from None
 
 
+def _read_labels(zf: zipfile.ZipFile, archive: Path) -> tuple[list[str], dict[str, str], dict[str, int]]:
+    """(sorted wnids, their words, validation file name -> label)."""
+    top = "tiny-imagenet-200/"
+    wnids = sorted(w.strip() for w in _text(zf, top + "wnids.txt", archive).split() if w.strip())
+    if len(wnids) != NUM_CLASSES or len(set(wnids)) != NUM_CLASSES:
+        raise ValueError(f"{archive}: wnids.txt lists {len(set(wnids))} distinct ids, expected 200")
+    label = {w: i for i, w in enumerate(wnids)}
+    words = {}
+    for line in _text(zf, top + "words.txt", archive).splitlines():
+        wnid, _, names = line.partition("\t")
+        if wnid in label:
+            words[wnid] = names
+    val_labels = {}
+    for line in _text(zf, top + "val/val_annotations.txt", archive).splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 2:
+            if fields[1] not in label:
+                raise ValueError(f"{archive}: val_annotations.txt names unknown wnid {fields[1]!r}")
+            val_labels[fields[0]] = label[fields[1]]
+    return wnids, words, val_labels
+
+
+def _member_split(name: str, label: dict[str, int], val_labels: dict[str, int], archive: Path):
+    """("train" or "test", label) of a JPEG member, or None for one outside the labelled splits."""
+    parts = name.split("/")
+    if len(parts) == 5 and parts[1] == "train" and parts[3] == "images":
+        if parts[2] not in label:
+            raise ValueError(f"{archive}: {name} is in an unknown class folder {parts[2]!r}")
+        return "train", label[parts[2]]
+    if len(parts) == 4 and parts[1:3] == ["val", "images"]:
+        if parts[3] not in val_labels:
+            raise ValueError(f"{archive}: {name} has no line in val_annotations.txt")
+        return "test", val_labels[parts[3]]
+    return None  # test/images (unlabelled) and anything else
+
+
 def load_tinyimagenet(archive: str | Path) -> Splits:
     archive = Path(archive)
     with zipfile.ZipFile(archive) as zf:
-        top = "tiny-imagenet-200/"
-        wnids = sorted(w.strip() for w in _text(zf, top + "wnids.txt", archive).split() if w.strip())
-        if len(wnids) != NUM_CLASSES or len(set(wnids)) != NUM_CLASSES:
-            raise ValueError(f"{archive}: wnids.txt lists {len(set(wnids))} distinct ids, expected 200")
+        wnids, words, val_labels = _read_labels(zf, archive)
         label = {w: i for i, w in enumerate(wnids)}
-        words = {}
-        for line in _text(zf, top + "words.txt", archive).splitlines():
-            wnid, _, names = line.partition("\t")
-            if wnid in label:
-                words[wnid] = names
-        val_labels = {}
-        for line in _text(zf, top + "val/val_annotations.txt", archive).splitlines():
-            fields = line.split("\t")
-            if len(fields) >= 2:
-                if fields[1] not in label:
-                    raise ValueError(f"{archive}: val_annotations.txt names unknown wnid {fields[1]!r}")
-                val_labels[fields[0]] = label[fields[1]]
-
         items: dict[str, list[tuple[int, str, np.ndarray]]] = {"train": [], "test": []}
         for info in zf.infolist():
             name = info.filename
             if info.is_dir() or not name.lower().endswith(".jpeg"):
                 continue
-            parts = name.split("/")
-            if len(parts) == 5 and parts[1] == "train" and parts[3] == "images":
-                if parts[2] not in label:
-                    raise ValueError(f"{archive}: {name} is in an unknown class folder {parts[2]!r}")
-                split, y = "train", label[parts[2]]
-            elif len(parts) == 4 and parts[1:3] == ["val", "images"]:
-                if parts[3] not in val_labels:
-                    raise ValueError(f"{archive}: {name} has no line in val_annotations.txt")
-                split, y = "test", val_labels[parts[3]]
-            else:
-                continue  # test/images (unlabelled) and anything else
-            items[split].append((y, parts[-1], decode_rgb(zf.read(info), f"{archive}:{name}", IMAGE_SIZE)))
+            where = _member_split(name, label, val_labels, archive)
+            if where is not None:
+                split, y = where
+                items[split].append((y, name.split("/")[-1],
+                                     decode_rgb(zf.read(info), f"{archive}:{name}", IMAGE_SIZE)))
 
     arrays: dict[str, torch.Tensor] = {}
     for split, found in items.items():
