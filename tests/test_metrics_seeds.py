@@ -6,9 +6,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.collections import LineCollection
 
+from study.figures.features import plot_feature_classwise
+from study.figures.mitigation import mitigation_table
+from study.figures.robustness import _pooled, cfp_over_seeds, plot_cfp
 from study.metrics import class_accuracy, classwise_table, seed_aggregate, wilson_interval
 from study.metrics.discrepancy_intervals import bootstrap_discrepancy, discrepancy_summary
+from study.metrics.robustness import class_false_positive
 from study.metrics.seeds import accuracy_seed_interval, seed_interval, seed_summary
 
 NAMES = ["spread", "steady"]
@@ -135,3 +140,66 @@ def test_discrepancy_summary_interval_covers_the_seeds_and_is_the_bootstrap_for_
     out = discrepancy_summary(same, by=["eval"], n_boot=300).set_index("stat")
     for stat in ("worst", "best", "gap", "std", "mean"):
         assert (out.loc[stat, "ci_lo"], out.loc[stat, "ci_hi"]) == pytest.approx(boot[stat]), stat
+
+
+def test_mitigation_interval_widens_over_seeds_and_is_wilson_for_one():
+    ids = {"dataset": "d", "model": "m", "method": "at"}
+    seeds = per_seed_table(ids=ids)
+    table = mitigation_table(seeds).iloc[0]
+    worst = seeds.groupby("seed")["acc"].min()
+    assert table["n_seeds"] == 3
+    assert table["worst_lo"] <= worst.min() and table["worst_hi"] >= worst.max()
+    # identical seeds keep the test-sampling width of one seed (a t interval alone would be a point)
+    same = per_seed_table(spread=(0.3,) * 3, ids=ids)
+    row = same[(same["seed"] == 0) & (same["class"] == 0)].iloc[0]
+    assert (mitigation_table(same).iloc[0][["worst_lo", "worst_hi"]].tolist()
+            == pytest.approx(wilson_interval(row["correct"], row["n"]), rel=1e-12))
+    single = mitigation_table(seeds[seeds["seed"] == 1]).iloc[0]
+    worst_row = seeds[seeds["seed"] == 1].sort_values("acc").iloc[0]
+    assert (single["worst_lo"], single["worst_hi"]) == pytest.approx(
+        wilson_interval(worst_row["correct"], worst_row["n"]), rel=1e-12)
+
+
+def test_cfp_over_seeds_gives_one_bar_per_class_with_an_interval_over_the_seeds():
+    rows = []
+    for ids, frame in seed_records():
+        wrong = int((frame["pred"] != frame["label"]).sum())
+        rows.append(pd.DataFrame({**ids, "class": [0, 1], "class_name": NAMES, "misclassified": wrong,
+                                  "cfp": class_false_positive(frame, len(NAMES))}))
+    table = pd.concat(rows, ignore_index=True)
+    out = cfp_over_seeds(table).set_index("class")
+    for c in (0, 1):
+        values = table.loc[table["class"] == c, "cfp"]
+        assert out.loc[c, "cfp"] == pytest.approx(values.mean())
+        assert out.loc[c, "ci_lo"] <= values.min() and out.loc[c, "ci_hi"] >= values.max()
+    fig = plot_cfp(table, "t")
+    assert len(fig.axes[0].patches) == len(NAMES)  # one bar per class, not one per class and seed
+
+    one = cfp_over_seeds(table[table["seed"] == 0]).set_index("class")
+    k = table[table["seed"] == 0].set_index("class")
+    lo, hi = wilson_interval(k["cfp"] * k["misclassified"], k["misclassified"])
+    assert one["ci_lo"].tolist() == pytest.approx(lo.tolist()) and one["ci_hi"].tolist() == pytest.approx(hi.tolist())
+
+
+def test_corruption_accuracy_is_pooled_over_severities_within_a_run_and_averaged_over_runs():
+    blocks = []
+    for severity, spread in ((1, SPREAD), (2, tuple(a / 2 for a in SPREAD))):
+        table = per_seed_table(spread=spread)
+        blocks.append(table.assign(corruption="fog", severity=severity))
+    rows = pd.concat(blocks, ignore_index=True)
+    out = _pooled(rows, ["corruption", "class", "class_name"]).set_index("class")
+    per_run = rows.groupby(["class", "run_id"])[["correct", "n"]].sum()
+    acc = (per_run["correct"] / per_run["n"]).loc[0]
+    assert out.loc[0, "acc"] == pytest.approx(acc.mean())
+    assert out.loc[0, "n_seeds"] == len(SPREAD)
+    assert out.loc[0, "ci_lo"] <= acc.min() and out.loc[0, "ci_hi"] >= acc.max()
+
+
+def test_feature_figure_whiskers_cover_the_seeds():
+    seeds = per_seed_table(ids={"dataset": "d", "model": "m", "method": "standard"}).assign(training="d_r")
+    fig = plot_feature_classwise(seeds, "t")
+    ax = fig.axes[0]
+    segments = [seg for coll in ax.collections if isinstance(coll, LineCollection) for seg in coll.get_segments()]
+    spread = seeds[seeds["class"] == 0]["acc"] * 100
+    lo, hi = sorted(segments, key=lambda s: s[0][0])[0][:, 1]  # the whisker of class 0
+    assert lo <= spread.min() and hi >= spread.max()
