@@ -10,6 +10,7 @@ from study.metrics import (
     summary_table,
     wilson_interval,
 )
+from study.metrics.seeds import accuracy_seed_interval
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -185,7 +186,10 @@ def test_seed_aggregate_hand_values():
     assert agg.loc[0, "acc_std"] == pytest.approx(np.sqrt(0.02))  # ddof=1
     assert agg.loc[0, "n"] == 30 and agg.loc[0, "correct"] == 20
     assert agg.loc[0, "acc_pooled"] == pytest.approx(20 / 30)
-    assert (agg.loc[0, "ci_lo"], agg.loc[0, "ci_hi"]) == pytest.approx(wilson_interval(20, 30))
+    # over seeds and one seed's test images (mean n 15), not Wilson of the pooled 20 of 30
+    assert (agg.loc[0, "ci_lo"], agg.loc[0, "ci_hi"]) == pytest.approx(
+        accuracy_seed_interval(0.7, np.sqrt(0.02), 2, 15))
+    assert agg.loc[0, "ci_hi"] - agg.loc[0, "ci_lo"] > np.subtract(*wilson_interval(20, 30)[::-1])
     assert agg.loc[1, "acc"] == pytest.approx(0.45)
     assert agg.loc[1, "acc_centered"] == pytest.approx(0.45 - (0.7 + 0.45) / 2)
     assert agg.loc[1, "class_name"] == "y"

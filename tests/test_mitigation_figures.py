@@ -14,6 +14,7 @@ from study.figures.mitigation import (
     pretty_mitigation,
     split_eval,
 )
+from study.metrics import wilson_interval
 
 
 def classwise(accs_by_run):
@@ -40,8 +41,16 @@ def test_table_means_worst_class_seed_interval_and_checkpoints():
     assert last["mean"] == pytest.approx((0.5 + 0.6) / 2)
     assert last["worst"] == pytest.approx(0.3) and last["worst_class"] == "c1"
     assert last["worst_std"] == pytest.approx(np.std([0.2, 0.4], ddof=1))
+    # t over the 2 seeds (12.706) added in squares to the Wilson interval of one seed's 100 samples,
+    # clipped to the accuracies that exist
     half = 12.706 * np.std([0.2, 0.4], ddof=1) / math.sqrt(2)
-    assert last["worst_lo"] == pytest.approx(0.3 - half) and last["worst_hi"] == pytest.approx(0.3 + half)
+    w_lo, w_hi = wilson_interval(0.3 * 100, 100)
+    assert last["worst_lo"] == pytest.approx(max(0.0, 0.3 - math.hypot(half, 0.3 - w_lo)), abs=1e-4)
+    assert last["worst_hi"] == pytest.approx(min(1.0, 0.3 + math.hypot(half, w_hi - 0.3)), abs=1e-4)
+    mean_half = 12.706 * np.std([0.5, 0.6], ddof=1) / math.sqrt(2)
+    m_lo, m_hi = wilson_interval(0.55 * 300, 300)
+    assert last["mean_lo"] == pytest.approx(max(0.0, 0.55 - math.hypot(mean_half, 0.55 - m_lo)), abs=1e-4)
+    assert last["mean_hi"] == pytest.approx(min(1.0, 0.55 + math.hypot(mean_half, m_hi - 0.55)), abs=1e-4)
     best = table[(table["method"] == "trades_cfa") & (table["checkpoint"] == "best")].iloc[0]
     assert best["eval"] == "pgd3" and best["worst"] == pytest.approx(0.3)
     # one seed: a Wilson interval from the counts (30 of 100)

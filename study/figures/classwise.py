@@ -58,8 +58,9 @@ def plot_classwise(
     table (with `seed` and no `n_seeds`) is accepted too and aggregated here over
     seeds per evaluation; its rows then also serve as `seeds`. `seeds`, when given
     and holding more than one seed, adds each seed's value as a small dot.
-    Top panel: accuracy (%) with pooled 95% Wilson intervals. Bottom panel: accuracy
-    minus its mean over classes, same intervals shifted by that mean.
+    Top panel: accuracy (%) with 95% intervals over seeds and test images (Wilson for one
+    seed). Bottom panel: accuracy minus its mean over classes, same intervals shifted by
+    that mean.
     The title defaults to dataset | model | method from the table.
     """
     if "n_seeds" not in table.columns and "seed" in table.columns:
@@ -104,8 +105,8 @@ def plot_classwise(
             centred = rows["acc_centered"].to_numpy(dtype=float) * 100
             lo = rows["ci_lo"].to_numpy(dtype=float) * 100
             hi = rows["ci_hi"].to_numpy(dtype=float) * 100
-            # The mean over seeds can sit a hair outside the pooled interval when seeds
-            # saw different n; clip so error-bar lengths stay non-negative.
+            # Tables written before the intervals respected seeds (pooled Wilson) can have the
+            # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
             err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
             bar_style = {"width": bar_width, "color": colors[name], "linewidth": 0}
             err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8,
@@ -147,7 +148,7 @@ def plot_classwise(
         bottom.set_xlim(-0.6, num_classes - 0.4)
 
         n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns else 1
-        note = "bars: mean over {} seeds; whiskers: 95% Wilson interval{}".format(
+        note = "bars: mean over {} seeds; whiskers: 95% interval over seeds and test images{}".format(
             n_seeds, "; dots: single seeds" if show_seeds else "") if n_seeds > 1 else (
             "whiskers: 95% Wilson interval")
         # Anchored above the top panel (not a figure legend) so constrained layout

@@ -21,7 +21,7 @@ def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | No
                      title: str | None = None) -> Figure:
     """`summary`: discrepancy_summary output with columns `by`, method, role (clean | robust)
     and stat, value, ci_lo, ci_hi, seed_values. Top row: worst (v) and best (^) class with
-    bootstrap 95% intervals, joined by a line, seeds as dots; bottom row: max - min (bars)
+    95% intervals over seeds and test samples, joined by a line, seeds as dots; bottom row: max - min (bars)
     and standard deviation (diamonds). Columns: clean accuracy, robustness. `labels` maps a
     category of `by` to its tick label."""
     missing = [c for c in (by, "method", "role", "stat", "value", "ci_lo", "ci_hi") if c not in summary.columns]
@@ -84,9 +84,9 @@ def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | No
         axes[0, 0].set_ylabel("class accuracy (%)")
         axes[1, 0].set_ylabel("percentage points")
         n_seeds = int(summary["n_seeds"].max()) if "n_seeds" in summary.columns else 1
-        note = "whiskers: 95% bootstrap interval over test samples (seeds pooled)"
+        note = "whiskers: 95% bootstrap interval over test samples"
         if n_seeds > 1:
-            note += f"; dots: each of {n_seeds} seeds"
+            note = f"whiskers: 95% interval over seeds (t) and test samples (bootstrap); dots: each of {n_seeds} seeds"
         fig.legend(loc="outside lower center", ncols=len(methods), frameon=False, title=note, title_fontsize=8)
         fig.suptitle(title or f"class-wise discrepancy per {by}")
     return fig

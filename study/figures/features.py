@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from study.figures.style import eval_label, figure_style, pretty_dataset, pretty_model
-from study.metrics import wilson_interval
+from study.metrics.seeds import seed_summary
 
 # Order and names of the bars: the source models first, then what was trained on their datasets.
 TRAINING_LABELS = {
@@ -48,8 +48,8 @@ def feature_rows(classwise: pd.DataFrame, dataset: str, model: str, sources: Map
 
 
 def plot_feature_classwise(rows: pd.DataFrame, title: str) -> Figure:
-    """One panel per evaluation; per class, one bar per training set (mean over seeds) with
-    pooled 95% Wilson intervals."""
+    """One panel per evaluation; per class, one bar per training set (mean over seeds) with its
+    95% interval over seeds and test images (Wilson for a single run)."""
     # The evaluations that the models trained on constructed data have (sources may have more).
     shown = dict.fromkeys(rows.loc[~rows["training"].str.startswith("source_"), "eval"])
     evals = [e for e in shown if e == "clean"] + [e for e in shown if e != "clean"]
@@ -63,17 +63,16 @@ def plot_feature_classwise(rows: pd.DataFrame, title: str) -> Figure:
         for ax, ev in zip(axes, evals, strict=True):
             sub = rows[rows["eval"] == ev]
             for j, training in enumerate(trainings):
-                grp = sub[sub["training"] == training].groupby("class")
-                if not len(grp):
+                grp = sub[sub["training"] == training]
+                if grp.empty:
                     continue
-                acc = grp["acc"].mean() * 100
-                correct, n = grp["correct"].sum(), grp["n"].sum()
-                lo, hi = wilson_interval(correct.to_numpy(), n.to_numpy())
-                x = acc.index.to_numpy() + (j - (len(trainings) - 1) / 2) * width
-                mid = acc.to_numpy()
-                err = np.vstack([np.clip(mid - lo * 100, 0, None), np.clip(hi * 100 - mid, 0, None)])
-                ax.bar(x, acc.to_numpy(), width=width, color=_COLORS[training], label=TRAINING_LABELS[training])
-                ax.errorbar(x, acc.to_numpy(), yerr=err, fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+                bars = seed_summary(grp, ["class"]).sort_values("class")  # each run of a training set is a seed
+                x = bars["class"].to_numpy() + (j - (len(trainings) - 1) / 2) * width
+                mid = bars["acc"].to_numpy() * 100
+                lo, hi = bars["ci_lo"].to_numpy() * 100, bars["ci_hi"].to_numpy() * 100
+                err = np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
+                ax.bar(x, mid, width=width, color=_COLORS[training], label=TRAINING_LABELS[training])
+                ax.errorbar(x, mid, yerr=err, fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
             ax.axhline(100 / n_classes, color="grey", linewidth=0.8, linestyle=":")
             ax.set_ylim(0, 100)
             ax.set_ylabel("accuracy (%)")

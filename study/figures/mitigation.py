@@ -3,7 +3,8 @@
 `mitigation_table` turns the class-wise table (results/tables/classwise.csv) into one row
 per (method, evaluation, checkpoint): mean class accuracy and worst-class accuracy (the
 mean of the worst 10% of classes when there are 100 or more), averaged over seeds, with
-their spread and a 95% interval (t over seeds; Wilson from the test counts for one seed).
+their spread and a 95% interval over seeds and test images (study.metrics.seeds: t over seeds
+combined with Wilson over one seed's test counts; Wilson alone for one seed).
 It takes whatever evaluations the runs have (clean, PGD, AutoAttack, Square, ...);
 `<evaluation>@best` records are the best-on-validation checkpoint, the others the last.
 """
@@ -20,14 +21,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from study.figures.style import ATTACK_COLORS, CLEAN_COLOR, figure_style, pretty_eval, pretty_method
-from study.metrics.intervals import wilson_interval
+from study.metrics.seeds import accuracy_seed_interval
 
 _TOKENS = {"at": "PGD-AT", "pgd": "PGD", "trades": "TRADES", "fat": "FAT", "cfa": "CFA", "fairtat": "FAIR-TAT",
            "ema": "EMA", "fawa": "FAWA", "frl": "FRL", "reweight": "reweight", "remargin": "remargin"}
 _NAMED = {"cw_equal": "Cost-sensitive (equal)", "cw_critical": "Cost-sensitive (critical class)",
           "tat_weakest": "Targeted AT (weakest class)", "cosine_penalty": "Cosine penalty", "at": "PGD-AT"}
-# Two-sided 97.5% quantiles of Student's t for 1..10 degrees of freedom.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 TABLE_COLUMNS = ["dataset", "model", "method", "eval", "checkpoint", "n_seeds", "mean", "mean_std", "mean_lo",
                  "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class"]
 
@@ -55,23 +54,21 @@ def _per_run(group: pd.DataFrame) -> pd.Series:
     k = max(1, math.ceil(0.1 * len(group))) if len(group) >= 100 else 1
     worst = group.head(k)
     return pd.Series({
-        "mean": group["acc"].mean(), "n": group["n"].sum(), "correct": group["correct"].sum(),
-        "worst": worst["acc"].mean(), "worst_n": worst["n"].sum(), "worst_correct": worst["correct"].sum(),
+        "mean": group["acc"].mean(), "n": group["n"].sum(),
+        "worst": worst["acc"].mean(), "worst_n": worst["n"].sum(),
         "worst_class": ", ".join(worst["class_name"].astype(str)),
     })
 
 
-def _interval(values: np.ndarray, k: float, n: float) -> tuple[float, float, float]:
-    if len(values) >= 2:
-        sd = float(np.std(values, ddof=1))
-        half = _T975[min(len(values) - 1, len(_T975)) - 1] * sd / math.sqrt(len(values))
-        return sd, float(values.mean() - half), float(values.mean() + half)
-    lo, hi = wilson_interval(k, n)
-    return float("nan"), float(lo), float(hi)
+def _interval(values: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:
+    """Seed spread and 95% interval of the mean of `values`, one per seed, each over n test samples."""
+    sd = float(np.std(values, ddof=1)) if len(values) >= 2 else float("nan")
+    lo, hi = accuracy_seed_interval(float(values.mean()), sd, len(values), float(n.mean()))
+    return sd, float(lo), float(hi)
 
 
 def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = None) -> pd.DataFrame:
-    need = ["run_id", "dataset", "model", "method", "seed", "eval", "class_name", "acc", "n", "correct"]
+    need = ["run_id", "dataset", "model", "method", "seed", "eval", "class_name", "acc", "n"]
     missing = [c for c in need if c not in classwise.columns]
     if missing:
         raise ValueError(f"class-wise table lacks column(s) {missing}; it has {list(classwise.columns)}")
@@ -84,8 +81,8 @@ def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = No
     per_run[["eval", "checkpoint"]] = per_run["eval"].map(split_eval).tolist()
     out = []
     for key, g in per_run.groupby(["dataset", "model", "method", "eval", "checkpoint"], sort=False):
-        mean_sd, mean_lo, mean_hi = _interval(g["mean"].to_numpy(), g["correct"].sum(), g["n"].sum())
-        worst_sd, worst_lo, worst_hi = _interval(g["worst"].to_numpy(), g["worst_correct"].sum(), g["worst_n"].sum())
+        mean_sd, mean_lo, mean_hi = _interval(g["mean"].to_numpy(), g["n"].to_numpy())
+        worst_sd, worst_lo, worst_hi = _interval(g["worst"].to_numpy(), g["worst_n"].to_numpy())
         out.append(dict(zip(["dataset", "model", "method", "eval", "checkpoint"], key, strict=True), n_seeds=len(g),
                         mean=g["mean"].mean(), mean_std=mean_sd, mean_lo=mean_lo, mean_hi=mean_hi,
                         worst=g["worst"].mean(), worst_std=worst_sd, worst_lo=worst_lo, worst_hi=worst_hi,

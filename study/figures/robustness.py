@@ -9,15 +9,22 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from study.figures.style import RC, class_palette, pretty_method
-from study.metrics.intervals import wilson_interval
+from study.metrics.seeds import seed_summary
 
 
 def _pooled(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Accuracy pooled over severities (or seeds): sum(correct) / sum(n), Wilson interval."""
-    g = rows.groupby(by, sort=False)[["n", "correct"]].sum().reset_index()
-    g["acc"] = g["correct"] / g["n"]
-    g["ci_lo"], g["ci_hi"] = wilson_interval(g["correct"].to_numpy(), g["n"].to_numpy())
-    return g
+    """Accuracy per `by` group: each run's counts pooled over the severities shown, then the mean over
+    runs (seeds) with its interval over seeds and test images (Wilson for one run)."""
+    runs = ["run_id"] if "run_id" in rows.columns else []
+    per_run = rows.groupby([*by, *runs], sort=False)[["n", "correct"]].sum().reset_index()
+    per_run["acc"] = per_run["correct"] / per_run["n"]
+    return seed_summary(per_run, by)
+
+
+def cfp_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """Class false-positive score per (eval, class): mean over the runs (seeds) in `table`, with its 95%
+    interval over seeds and the misclassified samples of each (Wilson for one run)."""
+    return seed_summary(table, ["eval", "class", "class_name"], value="cfp", n="misclassified")
 
 
 def plot_corruptions(rows: pd.DataFrame, title: str) -> Figure:
@@ -60,7 +67,9 @@ def plot_corruptions(rows: pd.DataFrame, title: str) -> Figure:
 
 def plot_cfp(table: pd.DataFrame, title: str) -> Figure:
     """Class false-positive score per class and evaluation (share of misclassified samples
-    predicted as that class), with 95% Wilson intervals over the misclassified samples."""
+    predicted as that class), mean over the runs (seeds) in `table`, with 95% intervals over
+    seeds and misclassified samples (Wilson for one run)."""
+    table = cfp_over_seeds(table)
     evals = list(dict.fromkeys(table["eval"]))
     classes = table.drop_duplicates("class").sort_values("class")["class_name"].tolist()
     with mpl.rc_context(RC):
@@ -70,7 +79,7 @@ def plot_cfp(table: pd.DataFrame, title: str) -> Figure:
         for k, ev in enumerate(evals):
             r = table[table["eval"] == ev].sort_values("class")
             xs = np.arange(len(r)) + (k - (len(evals) - 1) / 2) * width
-            ax.bar(xs, r["cfp"], width, yerr=[r["cfp"] - r["cfp_lo"], r["cfp_hi"] - r["cfp"]], capsize=2,
+            ax.bar(xs, r["cfp"], width, yerr=[r["cfp"] - r["ci_lo"], r["ci_hi"] - r["cfp"]], capsize=2,
                    label=ev, color=class_palette(max(10, len(evals)))[k + 1])
         ax.axhline(1 / len(classes), color="k", lw=0.8, ls="--", label="uniform")
         ax.set_xticks(range(len(classes)), classes, rotation=30, ha="right")

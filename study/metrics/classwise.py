@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from study.metrics.intervals import wilson_interval
+from study.metrics.seeds import accuracy_seed_interval
 
 # Columns produced by class_accuracy; every other column of a class-wise table is an
 # identifier (run_id, dataset, data_variant, model, method, seed, eval, ...).
@@ -199,9 +200,9 @@ def seed_aggregate(classwise: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     Returns one row per (by..., class) with columns by..., class, class_name,
     n_seeds (rows aggregated), acc (mean of the per-seed accuracies), acc_std (sample
     standard deviation across seeds, ddof=1, NaN for a single seed), n and correct
-    (summed over seeds), acc_pooled (correct / n), ci_lo / ci_hi (95% Wilson interval
-    of the pooled counts) and acc_centered (acc minus its mean over classes within
-    the `by` group).
+    (summed over seeds), acc_pooled (correct / n), ci_lo / ci_hi (95% interval of acc
+    over seeds and test images, study.metrics.seeds; Wilson for one seed) and
+    acc_centered (acc minus its mean over classes within the `by` group).
     """
     by = list(by)
     _require_columns(
@@ -230,10 +231,14 @@ def seed_aggregate(classwise: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         acc_std=("acc", lambda s: s.std(ddof=1)),
         n=("n", "sum"),
         correct=("correct", "sum"),
+        # seeds with samples of the class: the replicates the interval is over
+        measured=("acc", "count"),
     ).reset_index()
     with np.errstate(invalid="ignore", divide="ignore"):
         out["acc_pooled"] = np.where(out["n"] > 0, out["correct"] / out["n"].clip(lower=1), np.nan)
-    out["ci_lo"], out["ci_hi"] = wilson_interval(out["correct"], out["n"])
+        per_seed_n = out["n"] / out["measured"].clip(lower=1)
+    out["ci_lo"], out["ci_hi"] = accuracy_seed_interval(
+        out["acc"], out["acc_std"], out["measured"].clip(lower=1), per_seed_n)
     if by:
         group_mean = out.groupby(by, sort=False, dropna=False)["acc"].transform("mean")
         out["acc_centered"] = out["acc"] - group_mean
