@@ -9,8 +9,8 @@ from study.metrics.robustness import (
     confusion_matrix,
     frl_errors,
     frl_summary,
-    worst_fraction_mean,
 )
+from study.metrics.worst import worst_fraction_mean, worst_value
 
 # 3 classes, 2 samples each.
 LABELS = [0, 0, 1, 1, 2, 2]
@@ -58,3 +58,14 @@ def test_worst_fraction_mean():
     assert worst_fraction_mean([0.9, 0.5, 0.7]) == 0.5
     vals = np.linspace(0, 0.99, 100)
     assert worst_fraction_mean(vals) == pytest.approx(vals[:10].mean())
+
+
+def test_worst_value_is_the_weakest_class_for_ten_and_the_weakest_tenth_for_a_hundred():
+    rng = np.random.default_rng(0)
+    ten = rng.uniform(size=10)
+    assert worst_value(ten) == ten.min()
+    hundred = rng.uniform(size=100)
+    assert worst_value(hundred) == pytest.approx(np.sort(hundred)[:10].mean())
+    # along the class axis of a bootstrap array, row by row
+    rows = rng.uniform(size=(5, 100))
+    assert np.allclose(worst_value(rows, axis=-1), np.sort(rows, axis=1)[:, :10].mean(axis=1))

@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from study.figures.style import ATTACK_COLORS, CLEAN_COLOR, figure_style, pretty_eval, pretty_method
 from study.metrics.seeds import accuracy_seed_interval
+from study.metrics.worst import worst_count
 
 _TOKENS = {"at": "PGD-AT", "pgd": "PGD", "trades": "TRADES", "fat": "FAT", "cfa": "CFA", "fairtat": "FAIR-TAT",
            "ema": "EMA", "fawa": "FAWA", "frl": "FRL", "reweight": "reweight", "remargin": "remargin"}
@@ -51,8 +52,7 @@ def split_eval(name: str) -> tuple[str, str]:
 
 def _per_run(group: pd.DataFrame) -> pd.Series:
     group = group.sort_values("acc")
-    k = max(1, math.ceil(0.1 * len(group))) if len(group) >= 100 else 1
-    worst = group.head(k)
+    worst = group.head(worst_count(len(group)))
     return pd.Series({
         "mean": group["acc"].mean(), "n": group["n"].sum(),
         "worst": worst["acc"].mean(), "worst_n": worst["n"].sum(),

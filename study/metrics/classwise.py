@@ -15,6 +15,7 @@ import pandas as pd
 
 from study.metrics.intervals import wilson_interval
 from study.metrics.seeds import accuracy_seed_interval
+from study.metrics.worst import weakest_class, worst_fraction_mean
 
 # Columns produced by class_accuracy; every other column of a class-wise table is an
 # identifier (run_id, dataset, data_variant, model, method, seed, eval, ...).
@@ -113,9 +114,8 @@ def discrepancy(class_table: pd.DataFrame, col: str = "acc") -> dict[str, Any]:
     vals = values[valid].to_numpy(dtype=float)
     names = names[valid].to_numpy()
 
-    worst_i = int(np.argmin(vals))
+    worst_i = weakest_class(vals)
     best_i = int(np.argmax(vals))
-    k = max(1, len(vals) // 10)
     overall = float("nan")
     if {"correct", "n"} <= set(class_table.columns):
         total = float(class_table["n"].sum())
@@ -130,7 +130,7 @@ def discrepancy(class_table: pd.DataFrame, col: str = "acc") -> dict[str, Any]:
         "best_class": str(names[best_i]),
         "gap": float(vals[best_i] - vals[worst_i]),
         "std": float(vals.std(ddof=0)),
-        "worst10": float(np.sort(vals)[:k].mean()),
+        "worst10": worst_fraction_mean(vals),
     }
 
 

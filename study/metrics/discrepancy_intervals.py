@@ -17,13 +17,14 @@ import numpy as np
 import pandas as pd
 
 from study.metrics.seeds import seed_interval
+from study.metrics.worst import weakest_class, worst_value
 
 STATS = ("mean", "worst", "best", "gap", "std")
 
 
 def _stats(acc: np.ndarray) -> dict[str, np.ndarray]:
     """Discrepancy statistics along the last axis (classes) of `acc`."""
-    worst = acc.min(axis=-1)
+    worst = worst_value(acc, axis=-1)
     best = acc.max(axis=-1)
     return {"mean": acc.mean(axis=-1), "worst": worst, "best": best, "gap": best - worst,
             "std": acc.std(axis=-1, ddof=0)}
@@ -98,7 +99,7 @@ def discrepancy_summary(
         per_seed_n = np.rint(pooled["n"] / pooled["measured"]).to_numpy(dtype=np.int64)
         within = _percentiles(acc, per_seed_n, n_boot, seed, 0.95)
         names = pooled["class_name"].astype(str).to_numpy()
-        which = {"worst": names[int(np.argmin(acc))], "best": names[int(np.argmax(acc))]}
+        which = {"worst": names[weakest_class(acc)], "best": names[int(np.argmax(acc))]}
         per_seed: dict[str, list[float]] = {s: [] for s in STATS}
         for _, one in (group.groupby(replicate, sort=True) if replicate else [(None, group)]):
             values = one["acc"].dropna().to_numpy(dtype=float)

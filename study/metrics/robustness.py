@@ -88,15 +88,3 @@ def confusion_matrix(frame: pd.DataFrame, num_classes: int) -> np.ndarray:
     if bad.any():
         raise ValueError(f"labels or predictions outside 0..{num_classes - 1}")
     return np.bincount(labels * num_classes + pred, minlength=num_classes**2).reshape(num_classes, num_classes)
-
-
-def worst_fraction_mean(values: Sequence[float], fraction: float = 0.1) -> float:
-    """Mean of the lowest `fraction` of values (at least one): the worst class for 10
-    classes, the mean of the 10 worst classes for 100."""
-    vals = np.sort(np.asarray(values, dtype=float)[~np.isnan(np.asarray(values, dtype=float))])
-    if not len(vals):
-        raise ValueError("no values")
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    k = max(1, int(len(vals) * fraction))
-    return float(vals[:k].mean())

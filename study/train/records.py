@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from study.io import atomic_write_text
+from study.metrics.worst import weakest_class
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
@@ -105,7 +106,7 @@ def epoch_line(epoch: int, epochs: int, rows: list[dict], seconds: float) -> str
     robust = np.array([r["robust_acc"] for r in rows])
     train_acc = np.nansum([r["train_acc"] * r["train_n"] for r in rows]) / max(1, sum(r["train_n"] for r in rows))
     loss = np.nansum([r["train_loss"] * r["train_n"] for r in rows]) / max(1, sum(r["train_n"] for r in rows))
-    worst = rows[int(np.nanargmin(clean))]["class_name"] if np.isfinite(clean).any() else "-"
+    worst = rows[weakest_class(clean)]["class_name"] if np.isfinite(clean).any() else "-"
     line = (f"epoch {epoch}/{epochs}  loss {loss:.3f}  train acc {100 * train_acc:.1f}%  "
             f"eval clean {100 * np.nanmean(clean):.1f}% (worst {worst})")
     if np.isfinite(robust).any():
