@@ -1,7 +1,9 @@
 import pytest
+import yaml
 
 from study.config import (
     ConfigError,
+    coerce_overrides,
     deep_merge,
     load_params,
     parse_fraction,
@@ -64,6 +66,33 @@ def test_preset_overlay_and_command_line_order(repo_root):
     over = _load(repo_root, {"preset": "demo", "train": {"epochs": 1}})
     assert over["train"]["epochs"] == 1
     assert over["data"]["variants"]["cifar10"] == "jpeg"
+
+
+@pytest.mark.parametrize("override", [{"train.epochs": 3}, {"train": "{epochs: 3}"}, {"train": {"epochs": 3}}])
+def test_overrides_as_users_type_them_merge_into_params(repo_root, override):
+    """Dotted keys and YAML flow mappings (strings, as Snakemake and DVC pass them) set one
+    nested value and keep its siblings."""
+    base = _load(repo_root, {"preset": "ci"})
+    over = _load(repo_root, {"preset": "ci", **override})
+    assert over["train"]["epochs"] == 3 != base["train"]["epochs"]
+    assert {k: v for k, v in over["train"].items() if k != "epochs"} == {
+        k: v for k, v in base["train"].items() if k != "epochs"}
+
+
+def test_override_coercion_keeps_plain_strings_and_names_bad_yaml():
+    assert coerce_overrides({"preset": "demo", "a.b": "8/255", "c": "[0, 1]"}) == {
+        "preset": "demo", "a": {"b": "8/255"}, "c": [0, 1]}
+    with pytest.raises(ConfigError, match=r"train=.*not valid YAML"):
+        coerce_overrides({"train": "{epochs: [5"})
+
+
+def test_a_dotted_override_reaches_a_front_end_merged_config(repo_root):
+    """Snakemake merges `--config train.epochs=3` into its config as a top-level key; that copy is dropped."""
+    raw = yaml.safe_load((repo_root / "params.yaml").read_text())
+    params = load_params(base={**raw, "train.epochs": 3}, overrides={"preset": "ci", "train.epochs": 3},
+                         presets_dir=repo_root / "workflow/presets",
+                         schema_path=repo_root / "workflow/schemas/params.schema.yaml")
+    assert params["train"]["epochs"] == 3 and "train.epochs" not in params
 
 
 def test_unknown_preset_lists_valid_ones(repo_root):

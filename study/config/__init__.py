@@ -22,7 +22,7 @@ from study.config.core import (
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method, method_definition, resolve_evaluation, resolve_method
-from study.config.params import available_presets, load_params, read_yaml, validate_params
+from study.config.params import available_presets, coerce_overrides, load_params, read_yaml, validate_params
 from study.config.plan import (
     Construction,
     RunSpec,
@@ -35,7 +35,7 @@ from study.config.plan import (
 from study.runs import run_id, run_key
 
 __all__ = [
-    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
+    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method", "coerce_overrides",
     "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
     "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
     "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
+from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets, set_dotted
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
 
@@ -52,6 +52,22 @@ def validate_params(params: Mapping, schema_path: Path = DEFAULT_SCHEMA) -> None
         raise ConfigError("invalid configuration:\n" + "\n".join(lines))
 
 
+def coerce_overrides(overrides: Mapping) -> dict:
+    """Command-line overrides as users type them, as one nested mapping: dotted keys
+    (`train.epochs=5`) set one nested value, and a value written in YAML flow style
+    (`train={epochs: 5}` or `[0, 1]`, which Snakemake and DVC pass on as a string) is
+    parsed. Later keys win; mappings merge into the params key by key."""
+    out: dict = {}
+    for key, value in overrides.items():
+        if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError as err:
+                raise ConfigError(f"override {key}={value!r} is not valid YAML: {err}") from None
+        out = set_dotted(out, str(key), value)
+    return out
+
+
 def load_params(
     params_path: Path | str = DEFAULT_PARAMS,
     overrides: Mapping | None = None,
@@ -60,9 +76,13 @@ def load_params(
     base: Mapping | None = None,
 ) -> dict:
     """params.yaml, then the preset named by its `preset` key (or by the overrides), then
-    the overrides (command-line values win over the preset they select)."""
-    overrides = dict(overrides or {})
+    the overrides (command-line values win over the preset they select; see
+    `coerce_overrides` for the forms they take)."""
+    overrides = coerce_overrides(overrides or {})
     params = dict(base) if base is not None else read_yaml(Path(params_path))
+    # A front end that already merged the overrides in their raw form (Snakemake's config
+    # holds `train.epochs` as a top-level key) leaves copies the schema would reject.
+    params = {k: v for k, v in params.items() if "." not in str(k)}
     preset = overrides.get("preset", params.get("preset"))
     if preset is not None:
         preset_file = Path(presets_dir) / f"{preset}.yaml"
