@@ -18,6 +18,7 @@ a fixed seed, finishes with the same records as an uninterrupted run.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ from study.data.splits import Splits
 from study.device import describe
 from study.io import atomic_write_json
 from study.provenance import provenance
-from study.runs import CHECKPOINT_FILES, EPOCHS_FILE, META_FILE, STATE_FILE, run_key, save_model
+from study.runs import CHECKPOINT_FILES, EPOCHS_FILE, META_FILE, STATE_FILE, VALIDATION_FILE, run_key, save_model
 from study.train.checkpoint import rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
 from study.train.records import (
@@ -36,6 +37,7 @@ from study.train.records import (
     class_accuracy,
     epoch_line,
     epoch_rows,
+    selection_of,
     validate,
     validation_score,
     write_epochs_csv,
@@ -99,11 +101,24 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
     state.records += epoch_rows(state, epoch, totals, stats, val_out, policy_state, evaluated, averaged)
     state.policies.update(stats)
     if state.has_validation:
-        # Ties keep the earlier epoch.
-        score = validation_score(val_out, has_attack=evaluated[2] is not None)
-        if score > state.best["score"]:
-            state.best = {"score": score, "epoch": epoch}
-            save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.cfg, epoch)
+        choose_best(state, epoch, val_out, out_model, has_attack=evaluated[2] is not None)
+
+
+def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: bool) -> None:
+    """Keep `model_best.pt` by the method's selection rule on validation (ties keep the
+    earlier epoch) and record every epoch's score parts in validation.json."""
+    selection = selection_of(state.cfg["method_config"])
+    parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection["score"])}
+    eligible = epoch >= selection["from_epoch"] * state.epochs
+    if eligible and parts["score"] > state.best["score"]:
+        state.best = {"score": parts["score"], "epoch": epoch}
+        save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.cfg, epoch)
+    path = state.run_dir / VALIDATION_FILE
+    record = json.loads(path.read_text())
+    record["selection"] = selection
+    record["epochs"] = [e for e in record.get("epochs", []) if e["epoch"] < epoch] + [{**parts, "eligible": eligible}]
+    record["best_epoch"] = state.best["epoch"]
+    atomic_write_json(path, record)
 
 
 def save_state(state: RunState, epoch: int) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from study.io import atomic_write_text
-from study.metrics.worst import weakest_class
+from study.metrics.worst import weakest_class, worst_value
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
@@ -88,11 +88,28 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
     return rows
 
 
-def validation_score(val_out: EpochStats, has_attack: bool) -> float:
-    """The best checkpoint's criterion: validation robust accuracy (clean accuracy without
-    an epoch attack), never the test set."""
+#: how the best checkpoint is chosen on the validation split (a method's `selection.score`)
+SELECTION_SCORES = ("mean", "mean_plus_worst")
+
+
+def selection_of(method_config: Mapping) -> dict:
+    """A method's checkpoint rule: `score` (mean: mean robust accuracy, as Rice et al.;
+    mean_plus_worst: mean plus worst-class robust accuracy, as CFA's and FAIR-TAT's code)
+    and `from_epoch` (the first epoch that may be chosen, as a fraction of the epochs)."""
+    selection = {"score": "mean", "from_epoch": 0.0, **dict(method_config.get("selection") or {})}
+    if selection["score"] not in SELECTION_SCORES:
+        raise ValueError(f"unknown selection score {selection['score']!r}; valid: {', '.join(SELECTION_SCORES)}")
+    return selection
+
+
+def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:
+    """The parts and the value of the best checkpoint's criterion on the validation split:
+    robust accuracy (clean accuracy without an epoch attack), never the test set."""
     correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
-    return float(correct.sum() / val_out.val_n.sum())
+    mean = float(correct.sum() / val_out.val_n.sum())
+    worst = float(worst_value((correct / val_out.val_n.clamp_min(1)).numpy()))
+    value = mean + worst if score == "mean_plus_worst" else mean
+    return {"mean": mean, "worst": worst, "score": value}
 
 
 def write_epochs_csv(path: Path, records: list[dict]) -> None:
