@@ -22,7 +22,13 @@ from study.config.core import (
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method, method_definition, resolve_evaluation, resolve_method
-from study.config.params import available_presets, coerce_overrides, load_params, read_yaml, validate_params
+from study.config.params import (
+    available_presets,
+    coerce_overrides,
+    load_params,
+    read_yaml,
+    validate_params,
+)
 from study.config.plan import (
     Construction,
     RunSpec,

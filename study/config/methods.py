@@ -28,10 +28,10 @@ def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -
 
 def resolve_method(params: Mapping, name: str) -> dict:
     """The policies of a method (study.train.policies), fractions resolved; without the
-    run-level keys `train` and `init_from` (run_config puts those into the run)."""
+    run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run)."""
     method = method_definition(params, name)
-    method.pop("train", None)
-    method.pop("init_from", None)
+    for run_level in ("train", "init_from", "validation_attack"):
+        method.pop(run_level, None)
     adv = method.get("adversary")
     if adv:
         for key in ("eps", "alpha"):

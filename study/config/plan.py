@@ -48,13 +48,23 @@ def _resolved_optimizer(opt: Mapping) -> dict:
     return out
 
 
-def _epoch_eval(params: Mapping, train: Mapping) -> dict:
-    """The per-epoch evaluation of a run, its attack resolved (without the test-set keys)."""
+def _training_attack(params: Mapping, name: str) -> dict:
+    """An evaluation's attack as the engine runs it on the epoch's subsets (no test-set keys)."""
+    attack = resolve_evaluation(params, name)
+    for key in ("test_per_class", "batch_size", "name"):
+        attack.pop(key, None)
+    return attack
+
+
+def _epoch_eval(params: Mapping, train: Mapping, definition: Mapping) -> dict:
+    """The per-epoch evaluation of a run, its attacks resolved: `attack` on the test subset
+    and the validation split, `validation_attack` on the validation split where the method
+    names its own (FRL's reference drives its multipliers with PGD-20)."""
     epoch_eval = copy.deepcopy(train["epoch_eval"])
     if epoch_eval.get("attack"):
-        epoch_eval["attack"] = resolve_evaluation(params, epoch_eval["attack"])
-        for key in ("test_per_class", "batch_size", "name"):
-            epoch_eval["attack"].pop(key, None)
+        epoch_eval["attack"] = _training_attack(params, epoch_eval["attack"])
+    if definition.get("validation_attack"):
+        epoch_eval["validation_attack"] = _training_attack(params, definition["validation_attack"])
     return epoch_eval
 
 
@@ -90,7 +100,7 @@ def run_config(
         "epochs": int(train["epochs"]),
         "batch_size": int(train["batch_size"]),
         "augment": train["augment"],
-        "epoch_eval": _epoch_eval(params, train),
+        "epoch_eval": _epoch_eval(params, train, definition),
         "seed": int(seed),
     }
     if dataset == "synthetic":
@@ -101,8 +111,11 @@ def run_config(
     if definition.get("init_from"):
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.
-        cfg["init_from"] = run_id(run_config(params, group, model, definition["init_from"], seed,
-                                             dataset=dataset, cell=cell))
+        parent = run_config(params, group, model, definition["init_from"], seed, dataset=dataset, cell=cell)
+        cfg["init_from"] = run_id(parent)
+        # FRL's reference fine-tunes its best pre-trained model: the parent's best checkpoint
+        # where the parent has a validation split to choose it on, else its last.
+        cfg["init_checkpoint"] = "best" if parent.get("validation") else "last"
     return cfg
 
 

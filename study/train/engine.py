@@ -101,7 +101,9 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
     state.records += epoch_rows(state, epoch, totals, stats, val_out, policy_state, evaluated, averaged)
     state.policies.update(stats)
     if state.has_validation:
-        choose_best(state, epoch, val_out, out_model, has_attack=evaluated[2] is not None)
+        epoch_eval = state.cfg["epoch_eval"]
+        has_attack = bool(epoch_eval.get("validation_attack") or epoch_eval.get("attack"))
+        choose_best(state, epoch, val_out, out_model, has_attack=has_attack)
 
 
 def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: bool) -> None:
