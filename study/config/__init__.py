@@ -41,7 +41,8 @@ from study.config.plan import (
 from study.runs import run_id, run_key
 
 __all__ = [
-    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method", "coerce_overrides",
+    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
+    "coerce_overrides",
     "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
     "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
     "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",
