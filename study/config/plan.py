@@ -108,6 +108,8 @@ def run_config(
     # Keys below appear only when used, so runs without them keep their run ids.
     if train.get("validation"):
         cfg["validation"] = {"fraction": float(train["validation"]["fraction"])}
+    if train.get("precision", "fp32") != "fp32":
+        cfg["precision"] = train["precision"]
     if definition.get("init_from"):
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.

@@ -87,7 +87,7 @@ def train_step(state: RunState, x: torch.Tensor, y: torch.Tensor, eps: torch.Ten
     """Adversary -> loss policy (+ regularizer) -> optimizer and schedule step, on one batch."""
     model, policies = state.model, state.policies
     target = policies.targets.sample(y, state.dev_gen) if state.adversary.active else None
-    with train_autocast(state.dev):
+    with train_autocast(state.dev, state.cfg.get("precision", "fp32")):
         x_in = state.adversary.perturb(model, x, y, state.dev_gen, eps=eps[y] if eps is not None else None,
                                        target=target, inner=state.inner_loss)
         logits = model(x_in)
