@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from PIL import Image
 from scipy import ndimage
 
@@ -44,21 +43,41 @@ def _gaussian_kernel(sigma: float, radius: int) -> np.ndarray:
     return k / k.sum()
 
 
-def _conv2d(x: np.ndarray, kernel: np.ndarray, mode: str) -> np.ndarray:
-    """Filter HWC float images (N,H,W,C) with a 2-D kernel, same size, padded by `mode`."""
-    t = torch.from_numpy(x).permute(0, 3, 1, 2).float()
-    n, c, h, w = t.shape
-    kh, kw = kernel.shape
-    t = F.pad(t.reshape(n * c, 1, h, w), (kw // 2, kw // 2, kh // 2, kh // 2), mode=mode)
-    out = F.conv2d(t, torch.from_numpy(kernel).float()[None, None])
-    return out.reshape(n, c, h, w).permute(0, 2, 3, 1).numpy().astype(np.float64)
+def _blur2d(a: np.ndarray, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> np.ndarray:
+    """Gaussian blur over the image axes 1, 2 of (N,H,W[,C]); skimage.filters.gaussian is
+    this scipy filter ('nearest' borders, truncate 4) unless the reference says otherwise."""
+    return ndimage.gaussian_filter(a, [0, sigma, sigma] + [0] * (a.ndim - 3), mode=mode, truncate=truncate)
 
 
-def _gaussian_blur(x: np.ndarray, sigma: float) -> np.ndarray:
-    # skimage.filters.gaussian: truncate 4 sigma, 'nearest' borders
-    radius = max(1, int(4.0 * sigma + 0.5))
-    k = _gaussian_kernel(sigma, radius)
-    return _conv2d(x, np.outer(k, k), "replicate")
+def _zoom_weights(size: int, zoom: float) -> np.ndarray:
+    """(round(size * zoom), size) matrix of scipy.ndimage.zoom(order=1) along one axis: output
+    pixel o samples the input at o * (size - 1) / (out - 1), the end pixels aligned (grid_mode
+    False), linearly between its two neighbours."""
+    out = int(round(size * zoom))  # Python's round, as scipy's output shape
+    pos = np.arange(out) * ((size - 1) / (out - 1))
+    left = np.minimum(np.floor(pos).astype(int), size - 1)
+    frac = pos - left
+    weights = np.zeros((out, size))
+    np.add.at(weights, (np.arange(out), left), 1 - frac)
+    np.add.at(weights, (np.arange(out), np.minimum(left + 1, size - 1)), frac)
+    return weights
+
+
+def _clipped_zoom(a: np.ndarray, zoom: float) -> np.ndarray:
+    """The reference's clipped_zoom for a batch (N,H,W[,C]) of square images: the centre crop
+    of ceil(H / zoom) pixels, zoomed by scipy.ndimage.zoom(order=1), the surplus trimmed
+    (floor of half of it from the top and left). scipy's bilinear zoom is separable and the
+    same for every image, so it is applied as one weight matrix per axis (float64, like
+    scipy's own arithmetic) instead of one scipy call per image."""
+    h = a.shape[1]
+    ch = int(np.ceil(h / zoom))
+    top = (h - ch) // 2
+    weights = _zoom_weights(ch, zoom)
+    trim = (weights.shape[0] - h) // 2
+    weights = weights[trim : trim + h]
+    crop = a[:, top : top + ch, top : top + ch].astype(np.float64)
+    rows = np.einsum("ij,njk...->nik...", weights, crop, optimize=True)
+    return np.einsum("ij,nkj...->nki...", weights, rows, optimize=True)
 
 
 def _rgb_to_hsv(x: np.ndarray) -> np.ndarray:
@@ -112,18 +131,23 @@ def speckle_noise(x, s, rng):
 
 
 def gaussian_blur(x, s, rng):
-    return _gaussian_blur(x, [0.4, 0.6, 0.7, 0.8, 1.0][s - 1])
+    return _blur2d(x, [0.4, 0.6, 0.7, 0.8, 1.0][s - 1])
 
 
 def defocus_blur(x, s, rng):
     radius, alias_blur = [(0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)][s - 1]
-    grid = np.arange(-8, 9)
+    grid = np.arange(-8, 9)  # the reference's 17x17 grid for radii up to 8
     xx, yy = np.meshgrid(grid, grid)
-    disk = ((xx**2 + yy**2) <= radius**2).astype(np.float64)
+    disk = ((xx**2 + yy**2) <= radius**2).astype(np.float32)
     disk /= disk.sum()
-    k = _gaussian_kernel(alias_blur, 1)  # the reference smooths the disk with a 3x3 Gaussian
-    disk = _conv2d(disk[None, :, :, None], np.outer(k, k), "reflect")[0, :, :, 0]
-    return _conv2d(x, disk, "reflect")
+    # the reference antialiases the float32 disk with cv2.GaussianBlur, 3x3, reflect-101 borders
+    k = _gaussian_kernel(alias_blur, 1)
+    disk = ndimage.correlate(disk, np.outer(k, k).astype(np.float32), mode="mirror")
+    # Rows and columns of exact zeros add nothing, so dropping them leaves the result as is.
+    rows, cols = np.flatnonzero(disk.any(1)), np.flatnonzero(disk.any(0))
+    disk = disk[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].astype(np.float64)
+    # cv2.filter2D: correlation per channel, reflect-101 borders (scipy's 'mirror')
+    return ndimage.correlate(x, disk[None, :, :, None], mode="mirror")
 
 
 def contrast(x, s, rng):
@@ -185,12 +209,6 @@ def zoom_blur(x, s, rng):
 
 
 # ---------------------------------------------------------------- the seven added in full
-def _blur2d(a: np.ndarray, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> np.ndarray:
-    """Gaussian blur over the image axes 1, 2 of (N,H,W[,C]); skimage.filters.gaussian is
-    this scipy filter ('nearest' borders, truncate 4) unless the reference says otherwise."""
-    return ndimage.gaussian_filter(a, [0, sigma, sigma] + [0] * (a.ndim - 3), mode=mode, truncate=truncate)
-
-
 def glass_blur(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     sigma, delta, iterations = [(0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)][s - 1]
     n, h, w, _ = x.shape
@@ -244,37 +262,6 @@ def _motion_blur(x: np.ndarray, radius: float, sigma: float, angle: np.ndarray) 
 def motion_blur(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     radius, sigma = [(6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)][s - 1]
     return _motion_blur(x, radius, sigma, rng.uniform(-45, 45, size=len(x)))
-
-
-def _zoom_weights(size: int, zoom: float) -> np.ndarray:
-    """(round(size * zoom), size) matrix of scipy.ndimage.zoom(order=1) along one axis: output
-    pixel o samples the input at o * (size - 1) / (out - 1), the end pixels aligned (grid_mode
-    False), linearly between its two neighbours."""
-    out = int(round(size * zoom))  # Python's round, as scipy's output shape
-    pos = np.arange(out) * ((size - 1) / (out - 1))
-    left = np.minimum(np.floor(pos).astype(int), size - 1)
-    frac = pos - left
-    weights = np.zeros((out, size))
-    np.add.at(weights, (np.arange(out), left), 1 - frac)
-    np.add.at(weights, (np.arange(out), np.minimum(left + 1, size - 1)), frac)
-    return weights
-
-
-def _clipped_zoom(a: np.ndarray, zoom: float) -> np.ndarray:
-    """The reference's clipped_zoom for a batch (N,H,W[,C]) of square images: the centre crop
-    of ceil(H / zoom) pixels, zoomed by scipy.ndimage.zoom(order=1), the surplus trimmed
-    (floor of half of it from the top and left). scipy's bilinear zoom is separable and the
-    same for every image, so it is applied as one weight matrix per axis (float64, like
-    scipy's own arithmetic) instead of one scipy call per image."""
-    h = a.shape[1]
-    ch = int(np.ceil(h / zoom))
-    top = (h - ch) // 2
-    weights = _zoom_weights(ch, zoom)
-    trim = (weights.shape[0] - h) // 2
-    weights = weights[trim : trim + h]
-    crop = a[:, top : top + ch, top : top + ch].astype(np.float64)
-    rows = np.einsum("ij,njk...->nik...", weights, crop, optimize=True)
-    return np.einsum("ij,nkj...->nki...", weights, rows, optimize=True)
 
 
 def snow(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -443,7 +430,6 @@ def elastic_transform(x: np.ndarray, s: int, rng: np.random.Generator) -> np.nda
     dx = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     dy = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     return sample(warped, ys + dy, xs + dx, "reflect")
-
 
 
 CORRUPTIONS: dict[str, Callable] = {
