@@ -151,6 +151,29 @@ def test_clipped_zoom_is_scipys_zoom_of_the_centre_crop():
     assert np.allclose(corruptions._clipped_zoom(layers, 1.01), layers, rtol=0, atol=1e-12)
 
 
+def test_chamfer_distance_uses_opencvs_5x5_steps():
+    edges = np.zeros((1, 9, 9), dtype=bool)
+    edges[0, 4, 4] = True
+    d = corruptions._chamfer_distance(edges)[0]
+    # 1 straight, 1.4 diagonal, 2.1969 knight's move; longer distances are sums of these
+    expected = {(4, 4): 0, (4, 5): 1, (5, 5): 1.4, (5, 6): 2.1969, (4, 6): 2, (6, 6): 2.8, (5, 7): 3.1969,
+                (6, 7): 3.5969, (0, 0): 5.6, (8, 4): 4}
+    for (i, j), v in expected.items():
+        assert d[i, j] == pytest.approx(v, abs=1e-4), ((i, j), d[i, j])
+    assert np.allclose(d, d.T) and np.allclose(d, d[::-1, ::-1])  # symmetric around the edge pixel
+    # without any edge pixel every distance is OpenCV's cap, so all end at 20 after THRESH_TRUNC
+    assert corruptions._chamfer_distance(np.zeros((1, 5, 5), dtype=bool)).min() > 20
+
+
+def test_equalize_hist_maps_as_opencv():
+    img = np.full((1, 32, 32), 10.0)
+    img[0, 16:, :16], img[0, 16:, 16:] = 20, 30
+    out = corruptions._equalize_hist(img)[0]
+    # lowest value to 0, highest to 255; 20 to 256 * 255 / 512 = 127.5, rounded half to even
+    assert (out[:16] == 0).all() and (out[16:, :16] == 128).all() and (out[16:, 16:] == 255).all()
+    assert np.array_equal(corruptions._equalize_hist(np.full((2, 4, 4), 7.0)), np.full((2, 4, 4), 7.0))
+
+
 def test_motion_kernel_is_a_normalised_one_sided_line():
     k = motion_kernel(6, 1, 0)  # severity 1 of motion_blur, horizontal
     assert k.shape == (25, 25) and k.sum() == pytest.approx(1)

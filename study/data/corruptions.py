@@ -345,48 +345,106 @@ def fog(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     return (x + strength * haze) * peak / (peak + strength)
 
 
-_EMBOSS = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]], dtype=np.float64)
+_SOBEL_Y = np.array([[[-1, -2, -1], [0, 0, 0], [1, 2, 1]]], dtype=np.float64)
 
 
-def _canny(img: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Edges of one 2-D image as cv2.Canny finds them: Sobel L1 gradient, thinned to its
-    local maxima across the edge, kept above `high` or above `low` when joined to such."""
-    gy, gx = ndimage.sobel(img, 0, mode="nearest"), ndimage.sobel(img, 1, mode="nearest")
-    mag = np.abs(gx) + np.abs(gy)
-    sector = np.digitize(np.rad2deg(np.arctan2(gy, gx)) % 180, [22.5, 67.5, 112.5, 157.5]) % 4
-    padded = np.pad(mag, 1)
-    h, w = mag.shape
-    thin = np.zeros(mag.shape, dtype=bool)
-    for k, (dy, dx) in enumerate([(0, 1), (1, 1), (1, 0), (1, -1)]):  # across the gradient direction
-        ahead = padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
-        behind = padded[1 - dy : 1 - dy + h, 1 - dx : 1 - dx + w]
-        thin |= (sector == k) & (mag > behind) & (mag >= ahead)
-    weak = thin & (mag > low)
-    groups, _ = ndimage.label(weak, structure=np.ones((3, 3)))
+def _canny(img: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Edges of a batch (N,H,W) of integer-valued images as cv2.Canny (aperture 3, L1 gradient)
+    finds them: the Sobel gradient with repeated edges, thinned to its local maxima across the
+    edge, kept above `high`, or above `low` when 8-connected to such."""
+    # (ndimage.sobel would also smooth across the batch axis)
+    gy = ndimage.correlate(img, _SOBEL_Y, mode="nearest").astype(np.int64)
+    gx = ndimage.correlate(img, np.swapaxes(_SOBEL_Y, 1, 2), mode="nearest").astype(np.int64)
+    ax, ay = np.abs(gx), np.abs(gy)
+    mag = ax + ay
+    # OpenCV's direction test in fixed point: tan(22.5 deg) as 13573 / 2^15; the rest is diagonal
+    tg22 = ax * 13573
+    horizontal = (ay << 15) < tg22
+    vertical = (ay << 15) > tg22 + (ax << 16)
+    padded = np.pad(mag, ((0, 0), (1, 1), (1, 1)))  # zero magnitude outside, as OpenCV's buffers
+    h, w = mag.shape[1:]
+
+    def at(dy: int, dx: int) -> np.ndarray:
+        return padded[:, 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
+
+    # OpenCV breaks ties towards the right / lower neighbour along the axes, but on diagonals
+    # keeps a pixel only if it is strictly above both neighbours.
+    peak = np.where(horizontal, (mag > at(0, -1)) & (mag >= at(0, 1)),
+                    np.where(vertical, (mag > at(-1, 0)) & (mag >= at(1, 0)),
+                             np.where(gx * gy > 0, (mag > at(-1, -1)) & (mag > at(1, 1)),
+                                      (mag > at(-1, 1)) & (mag > at(1, -1)))))
+    weak = peak & (mag > low)
+    connect = np.zeros((3, 3, 3))
+    connect[1] = 1  # 8-connected within an image, never across images
+    groups, _ = ndimage.label(weak, structure=connect)
     return weak & np.isin(groups, groups[weak & (mag > high)])
 
 
+# cv2.distanceTransform(DIST_L2, 5): the 5x5 chamfer metric, steps 1, 1.4 (diagonal) and
+# 2.1969 (knight's move), summed in 16-bit fixed point.
+_CHAMFER = tuple(int(round(v * 65536)) for v in (1.0, 1.4, 2.1969))
+
+
+def _chamfer_distance(edges: np.ndarray) -> np.ndarray:
+    """Distance of every pixel of (N,H,W) to the nearest True pixel of its image, by OpenCV's
+    two raster passes with the 5x5 chamfer mask; an image without edges gets OpenCV's cap 8192."""
+    hv, diag, knight = _CHAMFER
+    n, h, w = edges.shape
+    t = np.full((n, h + 4, w + 4), 2**31 - 1, dtype=np.int64)  # two rows and columns of 'far' around
+    ramp = np.arange(w) * hv
+    for i in range(2, h + 2):  # top to bottom, each row from the two above, then left to right
+        above = np.minimum.reduce([t[:, i - 2, 1 : w + 1] + knight, t[:, i - 2, 3 : w + 3] + knight,
+                                   t[:, i - 1, 0:w] + knight, t[:, i - 1, 1 : w + 1] + diag,
+                                   t[:, i - 1, 2 : w + 2] + hv, t[:, i - 1, 3 : w + 3] + diag,
+                                   t[:, i - 1, 4 : w + 4] + knight])
+        above[edges[:, i - 2]] = 0
+        # the left neighbour's chain, d[j] = min(above[j], d[j-1] + hv), as a running minimum
+        t[:, i, 2 : w + 2] = np.minimum.accumulate(above - ramp, axis=1) + ramp
+    for i in range(h + 1, 1, -1):  # bottom to top, from the two rows below, then right to left
+        below = np.minimum.reduce([t[:, i, 2 : w + 2], t[:, i + 2, 3 : w + 3] + knight,
+                                   t[:, i + 2, 1 : w + 1] + knight, t[:, i + 1, 4 : w + 4] + knight,
+                                   t[:, i + 1, 3 : w + 3] + diag, t[:, i + 1, 2 : w + 2] + hv,
+                                   t[:, i + 1, 1 : w + 1] + diag, t[:, i + 1, 0:w] + knight])
+        t[:, i, 2 : w + 2] = (np.minimum.accumulate(below[:, ::-1] - ramp, axis=1) + ramp)[:, ::-1]
+    return np.minimum(t[:, 2:-2, 2:-2], (2**31 - 1) >> 2) / 65536
+
+
 def _equalize_hist(img: np.ndarray) -> np.ndarray:
-    """cv2.equalizeHist of an integer-valued image in 0..255."""
-    hist = np.bincount(img.astype(int).ravel(), minlength=256)
-    first = np.flatnonzero(hist)[0]
-    if hist[first] == img.size:
-        return img
-    lut = np.clip(np.round((np.cumsum(hist) - hist[first]) * 255.0 / (img.size - hist[first])), 0, 255)
-    return lut[img.astype(int)]
+    """cv2.equalizeHist of each image of (N,H,W), integer-valued in 0..255: the lookup table is
+    round(float32(count below or at v, less the lowest value's count) * float32(255 / rest))."""
+    n = len(img)
+    v = img.reshape(n, -1).astype(np.int64)
+    size = v.shape[1]
+    hist = np.bincount((v + 256 * np.arange(n)[:, None]).ravel(), minlength=256 * n).reshape(n, 256)
+    first = np.argmax(hist > 0, axis=1)
+    lowest = hist[np.arange(n), first]
+    rest = np.maximum(size - lowest, 1).astype(np.float32)
+    lut = np.round((np.cumsum(hist, axis=1) - lowest[:, None]).astype(np.float32) * (np.float32(255) / rest)[:, None])
+    lut = np.where((lowest == size)[:, None], np.arange(256), np.clip(lut, 0, 255))  # one value only: unchanged
+    return np.take_along_axis(lut, v, axis=1).reshape(img.shape).astype(np.float64)
+
+
+_BOX = np.ones((1, 3, 3))
+_EMBOSS = np.array([[[-2, -1, 0], [-1, 1, 1], [0, 1, 2]]], dtype=np.float64)
 
 
 def _water(liquid: np.ndarray) -> np.ndarray:
-    """Shading of one liquid layer (H,W), as the reference's water branch draws it, in [0, 1]."""
-    layer = np.floor(liquid * 255)  # the reference continues on the uint8 layer
-    edges = _canny(layer, 50, 150)
-    dist = ndimage.distance_transform_edt(~edges) if edges.any() else np.full(layer.shape, 20.0)
-    # box blur, then to uint8 (the epsilon keeps float error from truncating 3.0 to 2)
-    dist = np.floor(np.maximum(ndimage.uniform_filter(np.minimum(dist, 20), 3, mode="mirror"), 0) + 1e-6)
+    """Shading of the liquid layers (N,H,W), as the reference's water branch draws them, in [0, 1].
+    Every cv2 filter below uses reflect-101 borders (scipy's 'mirror')."""
+    # The reference continues on the uint8 layer; a value above 1 (rare) is kept at 255
+    # where its astype would wrap around.
+    layer = np.floor(np.minimum(liquid, 1) * 255)
+    dist = np.minimum(_chamfer_distance(_canny(layer, 50, 150)), 20)  # THRESH_TRUNC at 20
+    # cv2.blur of float32: the 3x3 sum in double times 1/9, stored as float32; astype(uint8) truncates
+    box = ndimage.correlate(dist, _BOX, mode="mirror") * (1.0 / 9)
+    dist = np.floor(box.astype(np.float32)).astype(np.float64)
     dist = _equalize_hist(dist)
     dist = np.clip(np.round(ndimage.correlate(dist, _EMBOSS, mode="mirror")), 0, 255)  # filter2D to uint8
-    shade = layer * ndimage.uniform_filter(dist, 3, mode="mirror")
-    return shade / shade.max() if shade.max() > 0 else shade
+    dist = np.round(ndimage.correlate(dist, _BOX, mode="mirror") / 9)  # cv2.blur of uint8 rounds to uint8
+    shade = layer * dist
+    peak = shade.max(axis=(1, 2), keepdims=True)
+    # the reference divides by zero when no drop has shading (its image turns to NaN); leave those unshaded
+    return np.divide(shade, peak, out=np.zeros_like(shade), where=peak > 0)
 
 
 def spatter(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -396,7 +454,7 @@ def spatter(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     liquid = _blur2d(rng.normal(loc, scale, size=x.shape[:3]), sigma)
     liquid[liquid < threshold] = 0
     if not mud:  # water, pale turquoise, shaded along the drops' outlines
-        shade = np.stack([_water(layer) for layer in liquid])[..., None] * intensity
+        shade = _water(liquid)[..., None] * intensity
         return x + shade * np.array([175, 238, 238]) / 255
     # mud, brown, covering the drops (blurred by `intensity`) where they are dense
     cover = _blur2d((liquid > threshold).astype(np.float64), intensity)
