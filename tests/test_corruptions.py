@@ -174,6 +174,15 @@ def test_equalize_hist_maps_as_opencv():
     assert np.array_equal(corruptions._equalize_hist(np.full((2, 4, 4), 7.0)), np.full((2, 4, 4), 7.0))
 
 
+def test_elastic_affine_samples_on_opencvs_32_step_grid():
+    # on a ramp equal to the column index, bilinear sampling returns the sampled column itself;
+    # OpenCV's warpAffine rounds every sampling position to 1/32 px
+    ramp = np.broadcast_to(np.arange(32.0)[None, None, :, None], (4, 32, 32, 3)).copy()
+    out = corruptions.elastic_transform(ramp, 1, np.random.default_rng(2))[:, 6:26, 6:26]
+    assert np.allclose(out * 32, np.round(out * 32), rtol=0, atol=1e-9)
+    assert not np.allclose(out, ramp[:, 6:26, 6:26])  # it did move
+
+
 def test_motion_kernel_is_a_normalised_one_sided_line():
     k = motion_kernel(6, 1, 0)  # severity 1 of motion_blur, horizontal
     assert k.shape == (25, 25) and k.sum() == pytest.approx(1)

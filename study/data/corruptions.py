@@ -468,23 +468,32 @@ def elastic_transform(x: np.ndarray, s: int, rng: np.random.Generator) -> np.nda
     scale, smooth, jitter = (32 * f for f in [(0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06),
                                                (0.1, 0.04, 0.05), (0.1, 0.03, 0.03)][s - 1])
     n, h, w, _ = x.shape
-    # random affine: three points around the centre, each moved by up to `jitter` px
+    # random affine: three points around the centre, each moved by up to `jitter` px (float32, as the reference)
     cy, cx, half = h // 2, w // 2, min(h, w) // 3
-    src = np.array([[cx + half, cy + half], [cx + half, cy - half], [cx - half, cy - half]], dtype=np.float64)
-    dst = src + rng.uniform(-jitter, jitter, size=(n, 3, 2))
-    coef = np.linalg.solve(np.c_[src, np.ones(3)], dst)  # (n, 3, 2): [x y 1] @ coef = [x' y']
+    src = np.array([[cx + half, cy + half], [cx + half, cy - half], [cx - half, cy - half]], dtype=np.float32)
+    dst = src + rng.uniform(-jitter, jitter, size=(n, 3, 2)).astype(np.float32)
+    coef = np.linalg.solve(np.c_[src, np.ones(3)].astype(np.float64), dst)  # (n, 3, 2): [x y 1] @ coef = [x' y']
     lin, shift = coef[:, :2, :], coef[:, 2, :]
+    # warpAffine samples output pixel (x, y) at the inverse map, inv @ (x, y) + off ...
+    inv = np.swapaxes(np.linalg.inv(lin), 1, 2)
+    off = -np.einsum("nij,nj->ni", inv, shift)
+    # ... in OpenCV's fixed point: the column and the row part rounded to 1/1024 px, their sum to
+    # the nearest 1/32 px (INTER_BITS = 5), so the bilinear weights come from a 32-step table.
+    out_x, out_y = np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64)[:, None]
+
+    def fixed_point(k: int) -> np.ndarray:  # k = 0: source column, 1: source row; (n, h, w)
+        along_cols = np.rint(inv[:, k, 0, None, None] * out_x * 1024).astype(np.int64)
+        along_rows = np.rint((inv[:, k, 1, None, None] * out_y + off[:, k, None, None]) * 1024).astype(np.int64)
+        return ((along_cols + along_rows + 16) >> 5) / 32
+
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
-    # warpAffine samples each output pixel p at the inverse map (p - shift) @ lin^-1
-    pts = np.stack([xs, ys], -1).reshape(1, -1, 2) - shift[:, None, :]
-    back = np.einsum("npi,nij->npj", pts, np.linalg.inv(lin)).reshape(n, h, w, 2)
     img = np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None], (n, h, w))
 
     def sample(a: np.ndarray, rows: np.ndarray, cols: np.ndarray, mode: str) -> np.ndarray:
         return np.stack([ndimage.map_coordinates(a[..., c], [img, rows, cols], order=1, mode=mode)
                          for c in range(a.shape[-1])], -1)
 
-    warped = sample(x, back[..., 1], back[..., 0], "mirror")  # reflect-101 borders, as cv2
+    warped = sample(x, fixed_point(1), fixed_point(0), "mirror")  # reflect-101 borders, as cv2
     dx = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     dy = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     return sample(warped, ys + dy, xs + dx, "reflect")
