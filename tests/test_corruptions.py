@@ -39,11 +39,15 @@ def textured() -> torch.Tensor:
     return torch.from_numpy(np.uint8((x - lo) / (hi - lo) * 230 + 10)).permute(0, 3, 1, 2).contiguous()
 
 
+def mean_abs_change(corrupted: torch.Tensor, clean: torch.Tensor) -> float:
+    return (corrupted.float() - clean.float()).abs().mean().item()
+
+
 @pytest.fixture(scope="module")
-def strength(images) -> dict[str, list[float]]:
+def strength(textured) -> dict[str, list[float]]:
     """Mean absolute difference from the clean images, per corruption and severity 1..5."""
-    return {name: [(corrupt(images, name, s, seed=1).float() - images.float()).abs().mean().item()
-                   for s in SEVERITIES] for name in CORRUPTIONS}
+    return {name: [mean_abs_change(corrupt(textured, name, s, seed=1), textured) for s in SEVERITIES]
+            for name in CORRUPTIONS}
 
 
 def test_all_nineteen_official_corruptions_are_regenerated():
@@ -69,16 +73,23 @@ GROWING = ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "ga
            "zoom_blur", "contrast", "brightness", "jpeg_compression", "pixelate", "snow", "fog")
 
 
-def test_corruptions_grow_with_severity_as_published(strength):
+def test_strength_grows_at_every_severity_where_every_published_step_is_stronger(strength):
     for name in GROWING:
         d = strength[name]
         assert all(a < b for a, b in zip(d, d[1:], strict=False)), (name, d)
-    d = {name: strength[name] for name in CORRUPTIONS}
+
+
+def test_strength_of_the_other_six_follows_their_published_constants(strength):
+    # The reference's own constants for these six do not make the mean absolute change grow at
+    # every step (saturate and the blend of frost are deterministic in that respect), so what
+    # is checked is the shape the constants imply.
+    d = strength
+    assert set(GROWING) | {"motion_blur", "glass_blur", "spatter", "saturate", "frost", "elastic_transform"} == set(d)
     for name in set(CORRUPTIONS) - {"elastic_transform"}:
         assert d[name][4] > d[name][0], (name, d[name])
     # motion blur: severities 3 and 4 share sigma 2 (radius 6 vs 8 only adds taps beyond 3 sigma)
     m = d["motion_blur"]
-    assert m[0] < m[1] < m[2] < m[4] and m[3] == pytest.approx(m[2], rel=0.1)
+    assert m[0] < m[1] < m[2] < m[4] and m[3] < m[4] and m[3] == pytest.approx(m[2], rel=0.1)
     # glass blur: severities 4-5 shuffle twice, 1-3 once
     assert min(d["glass_blur"][3:]) > max(d["glass_blur"][:3])
     # spatter: water (1-3) and mud (4-5) each grow
@@ -87,12 +98,14 @@ def test_corruptions_grow_with_severity_as_published(strength):
     # saturate: factors 0.3, 0.1 desaturate, 1.5, 2 (+0.1), 2.5 (+0.2) saturate
     s = d["saturate"]
     assert s[0] < s[1] and s[2] < s[3] < s[4]
-    # frost blends the photo in at 0.2 .. 0.45, the image's weight falling from 1 to 0.75
-    assert d["frost"][0] < d["frost"][1] < d["frost"][2]
+    # frost: 1 * x + 0.2 photo, then 0.3; from severity 3 on the image is dimmed (0.9 .. 0.75)
+    # as more photo is added, which partly cancels in the difference
+    f = d["frost"]
+    assert f[0] < min(f[1:]) and f[0] < f[1] < f[2]
     # elastic: severity 1 is a pure random affine of up to 2.56 px; higher severities shrink
     # the affine (down to 0.96 px) and add a small local displacement field
     e = d["elastic_transform"]
-    assert e[0] > e[4] > 0
+    assert all(a > b for a, b in zip(e, e[1:], strict=False)) and e[4] > 0, e
 
 
 def _reference_zoom_blur(image: np.ndarray, severity: int) -> np.ndarray:

@@ -1,24 +1,31 @@
 """CIFAR-10-C regenerated offline: the 19 common corruptions of 32x32 RGB test images with
 the per-severity constants that Hendrycks & Dietterich (2019) published for CIFAR-sized
-images (`make_cifar_c.py` of github.com/hendrycks/robustness).
+images (`make_cifar_c.py` in ImageNet-C/create_c/ of github.com/hendrycks/robustness).
 
-Written with numpy, scipy, torch and Pillow only (no OpenCV, scikit-image or ImageMagick);
-the kernels, colour conversions, random fields and border handling follow the reference
-definitions, so a regenerated image is close to, not bit-equal with, the official archive
-(study.data.cifar10c reads that one). Every result computed from these images is labelled
-`regenerated`. Where the reference calls a library we do not use, we approximate it:
+Written with numpy, scipy, torch and Pillow only (no OpenCV, scikit-image or ImageMagick).
+The reference's scipy and Pillow steps (ndimage.zoom, gaussian_filter, map_coordinates, JPEG,
+BOX resizing) are the same calls or their exact equivalents; its scikit-image steps are the
+scipy filters they wrap (gaussian) or the same formulas (HSV conversion, salt-and-pepper
+noise). The random draws come from one numpy Generator per (seed, corruption, severity)
+instead of the reference's unseeded global state, so a regenerated image is close to, not
+bit-equal with, the official archive (study.data.cifar10c reads that one). Every result
+computed from these images is labelled `regenerated`. Where the reference calls a library we
+do not use, we re-implement it:
 
 - motion_blur and snow: ImageMagick's MotionBlurImage is approximated by our own one-sided
   line kernel (`motion_kernel`): Gaussian weights exp(-i^2 / 2 sigma^2) on taps i = 0..2r
   along the angle, edge pixels repeated, the result rounded to 8 bits as the PNG round trip
   of the reference does.
-- spatter (water, severities 1-3): cv2.Canny, distanceTransform, equalizeHist and filter2D
-  are re-implemented with scipy.ndimage (Canny: Sobel L1 gradient, non-maximum suppression,
-  hysteresis).
-- elastic_transform: cv2.warpAffine is bilinear sampling at the inverse affine map with
-  reflect-101 borders (scipy's 'mirror').
-- frost: the six frost photographs ship in the PyPI package `imagecorruptions`; only its
-  image files are read (its code imports OpenCV), found without importing it.
+- spatter (water, severities 1-3): cv2.Canny (Sobel L1 gradient, OpenCV's fixed-point
+  direction sectors and tie rules, hysteresis), distanceTransform (DIST_L2 with the 5x5
+  chamfer mask, OpenCV's two passes in 16-bit fixed point), blur, equalizeHist and filter2D
+  with OpenCV's roundings to uint8.
+- defocus_blur: cv2.GaussianBlur and filter2D are correlations with reflect-101 borders.
+- elastic_transform: cv2.warpAffine is bilinear sampling at the inverse affine map, the
+  positions rounded to 1/32 px as OpenCV's fixed-point INTER_LINEAR does, reflect-101 borders
+  (scipy's 'mirror').
+- frost: the frost photographs ship in the PyPI package `imagecorruptions`; only its image
+  files are read (its code imports OpenCV), found without importing it.
 """
 
 from __future__ import annotations
