@@ -1,24 +1,31 @@
 """CIFAR-10-C regenerated offline: the 19 common corruptions of 32x32 RGB test images with
 the per-severity constants that Hendrycks & Dietterich (2019) published for CIFAR-sized
-images (`make_cifar_c.py` of github.com/hendrycks/robustness).
+images (`make_cifar_c.py` in ImageNet-C/create_c/ of github.com/hendrycks/robustness).
 
-Written with numpy, scipy, torch and Pillow only (no OpenCV, scikit-image or ImageMagick);
-the kernels, colour conversions, random fields and border handling follow the reference
-definitions, so a regenerated image is close to, not bit-equal with, the official archive
-(study.data.cifar10c reads that one). Every result computed from these images is labelled
-`regenerated`. Where the reference calls a library we do not use, we approximate it:
+Written with numpy, scipy, torch and Pillow only (no OpenCV, scikit-image or ImageMagick).
+The reference's scipy and Pillow steps (ndimage.zoom, gaussian_filter, map_coordinates, JPEG,
+BOX resizing) are the same calls or their exact equivalents; its scikit-image steps are the
+scipy filters they wrap (gaussian) or the same formulas (HSV conversion, salt-and-pepper
+noise). The random draws come from one numpy Generator per (seed, corruption, severity)
+instead of the reference's unseeded global state, so a regenerated image is close to, not
+bit-equal with, the official archive (study.data.cifar10c reads that one). Every result
+computed from these images is labelled `regenerated`. Where the reference calls a library we
+do not use, we re-implement it:
 
 - motion_blur and snow: ImageMagick's MotionBlurImage is approximated by our own one-sided
   line kernel (`motion_kernel`): Gaussian weights exp(-i^2 / 2 sigma^2) on taps i = 0..2r
   along the angle, edge pixels repeated, the result rounded to 8 bits as the PNG round trip
   of the reference does.
-- spatter (water, severities 1-3): cv2.Canny, distanceTransform, equalizeHist and filter2D
-  are re-implemented with scipy.ndimage (Canny: Sobel L1 gradient, non-maximum suppression,
-  hysteresis).
-- elastic_transform: cv2.warpAffine is bilinear sampling at the inverse affine map with
-  reflect-101 borders (scipy's 'mirror').
-- frost: the six frost photographs ship in the PyPI package `imagecorruptions`; only its
-  image files are read (its code imports OpenCV), found without importing it.
+- spatter (water, severities 1-3): cv2.Canny (Sobel L1 gradient, OpenCV's fixed-point
+  direction sectors and tie rules, hysteresis), distanceTransform (DIST_L2 with the 5x5
+  chamfer mask, OpenCV's two passes in 16-bit fixed point), blur, equalizeHist and filter2D
+  with OpenCV's roundings to uint8.
+- defocus_blur: cv2.GaussianBlur and filter2D are correlations with reflect-101 borders.
+- elastic_transform: cv2.warpAffine is bilinear sampling at the inverse affine map, the
+  positions rounded to 1/32 px as OpenCV's fixed-point INTER_LINEAR does, reflect-101 borders
+  (scipy's 'mirror').
+- frost: the frost photographs ship in the PyPI package `imagecorruptions`; only its image
+  files are read (its code imports OpenCV), found without importing it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from PIL import Image
 from scipy import ndimage
 
@@ -44,21 +50,41 @@ def _gaussian_kernel(sigma: float, radius: int) -> np.ndarray:
     return k / k.sum()
 
 
-def _conv2d(x: np.ndarray, kernel: np.ndarray, mode: str) -> np.ndarray:
-    """Filter HWC float images (N,H,W,C) with a 2-D kernel, same size, padded by `mode`."""
-    t = torch.from_numpy(x).permute(0, 3, 1, 2).float()
-    n, c, h, w = t.shape
-    kh, kw = kernel.shape
-    t = F.pad(t.reshape(n * c, 1, h, w), (kw // 2, kw // 2, kh // 2, kh // 2), mode=mode)
-    out = F.conv2d(t, torch.from_numpy(kernel).float()[None, None])
-    return out.reshape(n, c, h, w).permute(0, 2, 3, 1).numpy().astype(np.float64)
+def _blur2d(a: np.ndarray, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> np.ndarray:
+    """Gaussian blur over the image axes 1, 2 of (N,H,W[,C]); skimage.filters.gaussian is
+    this scipy filter ('nearest' borders, truncate 4) unless the reference says otherwise."""
+    return ndimage.gaussian_filter(a, [0, sigma, sigma] + [0] * (a.ndim - 3), mode=mode, truncate=truncate)
 
 
-def _gaussian_blur(x: np.ndarray, sigma: float) -> np.ndarray:
-    # skimage.filters.gaussian: truncate 4 sigma, 'nearest' borders
-    radius = max(1, int(4.0 * sigma + 0.5))
-    k = _gaussian_kernel(sigma, radius)
-    return _conv2d(x, np.outer(k, k), "replicate")
+def _zoom_weights(size: int, zoom: float) -> np.ndarray:
+    """(round(size * zoom), size) matrix of scipy.ndimage.zoom(order=1) along one axis: output
+    pixel o samples the input at o * (size - 1) / (out - 1), the end pixels aligned (grid_mode
+    False), linearly between its two neighbours."""
+    out = int(round(size * zoom))  # Python's round, as scipy's output shape
+    pos = np.arange(out) * ((size - 1) / (out - 1))
+    left = np.minimum(np.floor(pos).astype(int), size - 1)
+    frac = pos - left
+    weights = np.zeros((out, size))
+    np.add.at(weights, (np.arange(out), left), 1 - frac)
+    np.add.at(weights, (np.arange(out), np.minimum(left + 1, size - 1)), frac)
+    return weights
+
+
+def _clipped_zoom(a: np.ndarray, zoom: float) -> np.ndarray:
+    """The reference's clipped_zoom for a batch (N,H,W[,C]) of square images: the centre crop
+    of ceil(H / zoom) pixels, zoomed by scipy.ndimage.zoom(order=1), the surplus trimmed
+    (floor of half of it from the top and left). scipy's bilinear zoom is separable and the
+    same for every image, so it is applied as one weight matrix per axis (float64, like
+    scipy's own arithmetic) instead of one scipy call per image."""
+    h = a.shape[1]
+    ch = int(np.ceil(h / zoom))
+    top = (h - ch) // 2
+    weights = _zoom_weights(ch, zoom)
+    trim = (weights.shape[0] - h) // 2
+    weights = weights[trim : trim + h]
+    crop = a[:, top : top + ch, top : top + ch].astype(np.float64)
+    rows = np.einsum("ij,njk...->nik...", weights, crop, optimize=True)
+    return np.einsum("ij,nkj...->nki...", weights, rows, optimize=True)
 
 
 def _rgb_to_hsv(x: np.ndarray) -> np.ndarray:
@@ -112,18 +138,23 @@ def speckle_noise(x, s, rng):
 
 
 def gaussian_blur(x, s, rng):
-    return _gaussian_blur(x, [0.4, 0.6, 0.7, 0.8, 1.0][s - 1])
+    return _blur2d(x, [0.4, 0.6, 0.7, 0.8, 1.0][s - 1])
 
 
 def defocus_blur(x, s, rng):
     radius, alias_blur = [(0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)][s - 1]
-    grid = np.arange(-8, 9)
+    grid = np.arange(-8, 9)  # the reference's 17x17 grid for radii up to 8
     xx, yy = np.meshgrid(grid, grid)
-    disk = ((xx**2 + yy**2) <= radius**2).astype(np.float64)
+    disk = ((xx**2 + yy**2) <= radius**2).astype(np.float32)
     disk /= disk.sum()
-    k = _gaussian_kernel(alias_blur, 1)  # the reference smooths the disk with a 3x3 Gaussian
-    disk = _conv2d(disk[None, :, :, None], np.outer(k, k), "reflect")[0, :, :, 0]
-    return _conv2d(x, disk, "reflect")
+    # the reference antialiases the float32 disk with cv2.GaussianBlur, 3x3, reflect-101 borders
+    k = _gaussian_kernel(alias_blur, 1)
+    disk = ndimage.correlate(disk, np.outer(k, k).astype(np.float32), mode="mirror")
+    # Rows and columns of exact zeros add nothing, so dropping them leaves the result as is.
+    rows, cols = np.flatnonzero(disk.any(1)), np.flatnonzero(disk.any(0))
+    disk = disk[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].astype(np.float64)
+    # cv2.filter2D: correlation per channel, reflect-101 borders (scipy's 'mirror')
+    return ndimage.correlate(x, disk[None, :, :, None], mode="mirror")
 
 
 def contrast(x, s, rng):
@@ -174,27 +205,17 @@ def pixelate(x, s, rng):
 
 
 def zoom_blur(x, s, rng):
+    # np.arange's float steps give 7, 12, 16, 21, 26 factors (1.00 up to 1.06, 1.11, 1.15, 1.20, 1.25),
+    # as in the reference, which writes the same expressions.
     zooms = np.arange(1, [1.06, 1.11, 1.16, 1.21, 1.26][s - 1], 0.01)
-    t = torch.from_numpy(x).permute(0, 3, 1, 2).float()
-    h = t.shape[-1]
-    out = torch.zeros_like(t)
-    for z in zooms:  # centre crop of size h/z, scaled back up to h (bilinear): a zoom by z
-        ch = int(np.ceil(h / z))
-        top = (h - ch) // 2
-        crop = t[..., top : top + ch, top : top + ch]
-        big = F.interpolate(crop, scale_factor=float(z), mode="bilinear", align_corners=False)
-        trim = (big.shape[-1] - h) // 2
-        out += big[..., trim : trim + h, trim : trim + h]
-    return ((t + out) / (len(zooms) + 1)).permute(0, 2, 3, 1).numpy().astype(np.float64)
+    x = x.astype(np.float32)  # the reference works in float32: each zoom stored as float32, summed in float32
+    out = np.zeros_like(x)
+    for z in zooms:
+        out += _clipped_zoom(x, z).astype(np.float32)
+    return (x + out) / (len(zooms) + 1)
 
 
 # ---------------------------------------------------------------- the seven added in full
-def _blur2d(a: np.ndarray, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> np.ndarray:
-    """Gaussian blur over the image axes 1, 2 of (N,H,W[,C]); skimage.filters.gaussian is
-    this scipy filter ('nearest' borders, truncate 4) unless the reference says otherwise."""
-    return ndimage.gaussian_filter(a, [0, sigma, sigma] + [0] * (a.ndim - 3), mode=mode, truncate=truncate)
-
-
 def glass_blur(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     sigma, delta, iterations = [(0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)][s - 1]
     n, h, w, _ = x.shape
@@ -248,16 +269,6 @@ def _motion_blur(x: np.ndarray, radius: float, sigma: float, angle: np.ndarray) 
 def motion_blur(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     radius, sigma = [(6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)][s - 1]
     return _motion_blur(x, radius, sigma, rng.uniform(-45, 45, size=len(x)))
-
-
-def _clipped_zoom(a: np.ndarray, zoom: float) -> np.ndarray:
-    """Zoom (N,H,W) layers about their centre by `zoom` >= 1 (bilinear), cropped back to H x W."""
-    h = a.shape[1]
-    ch = int(np.ceil(h / zoom))
-    top = (h - ch) // 2
-    big = ndimage.zoom(a[:, top : top + ch, top : top + ch], (1, zoom, zoom), order=1)
-    trim = (big.shape[1] - h) // 2
-    return big[:, trim : trim + h, trim : trim + h]
 
 
 def snow(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -341,48 +352,106 @@ def fog(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     return (x + strength * haze) * peak / (peak + strength)
 
 
-_EMBOSS = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]], dtype=np.float64)
+_SOBEL_Y = np.array([[[-1, -2, -1], [0, 0, 0], [1, 2, 1]]], dtype=np.float64)
 
 
-def _canny(img: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Edges of one 2-D image as cv2.Canny finds them: Sobel L1 gradient, thinned to its
-    local maxima across the edge, kept above `high` or above `low` when joined to such."""
-    gy, gx = ndimage.sobel(img, 0, mode="nearest"), ndimage.sobel(img, 1, mode="nearest")
-    mag = np.abs(gx) + np.abs(gy)
-    sector = np.digitize(np.rad2deg(np.arctan2(gy, gx)) % 180, [22.5, 67.5, 112.5, 157.5]) % 4
-    padded = np.pad(mag, 1)
-    h, w = mag.shape
-    thin = np.zeros(mag.shape, dtype=bool)
-    for k, (dy, dx) in enumerate([(0, 1), (1, 1), (1, 0), (1, -1)]):  # across the gradient direction
-        ahead = padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
-        behind = padded[1 - dy : 1 - dy + h, 1 - dx : 1 - dx + w]
-        thin |= (sector == k) & (mag > behind) & (mag >= ahead)
-    weak = thin & (mag > low)
-    groups, _ = ndimage.label(weak, structure=np.ones((3, 3)))
+def _canny(img: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Edges of a batch (N,H,W) of integer-valued images as cv2.Canny (aperture 3, L1 gradient)
+    finds them: the Sobel gradient with repeated edges, thinned to its local maxima across the
+    edge, kept above `high`, or above `low` when 8-connected to such."""
+    # (ndimage.sobel would also smooth across the batch axis)
+    gy = ndimage.correlate(img, _SOBEL_Y, mode="nearest").astype(np.int64)
+    gx = ndimage.correlate(img, np.swapaxes(_SOBEL_Y, 1, 2), mode="nearest").astype(np.int64)
+    ax, ay = np.abs(gx), np.abs(gy)
+    mag = ax + ay
+    # OpenCV's direction test in fixed point: tan(22.5 deg) as 13573 / 2^15; the rest is diagonal
+    tg22 = ax * 13573
+    horizontal = (ay << 15) < tg22
+    vertical = (ay << 15) > tg22 + (ax << 16)
+    padded = np.pad(mag, ((0, 0), (1, 1), (1, 1)))  # zero magnitude outside, as OpenCV's buffers
+    h, w = mag.shape[1:]
+
+    def at(dy: int, dx: int) -> np.ndarray:
+        return padded[:, 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
+
+    # OpenCV breaks ties towards the right / lower neighbour along the axes, but on diagonals
+    # keeps a pixel only if it is strictly above both neighbours.
+    peak = np.where(horizontal, (mag > at(0, -1)) & (mag >= at(0, 1)),
+                    np.where(vertical, (mag > at(-1, 0)) & (mag >= at(1, 0)),
+                             np.where(gx * gy > 0, (mag > at(-1, -1)) & (mag > at(1, 1)),
+                                      (mag > at(-1, 1)) & (mag > at(1, -1)))))
+    weak = peak & (mag > low)
+    connect = np.zeros((3, 3, 3))
+    connect[1] = 1  # 8-connected within an image, never across images
+    groups, _ = ndimage.label(weak, structure=connect)
     return weak & np.isin(groups, groups[weak & (mag > high)])
 
 
+# cv2.distanceTransform(DIST_L2, 5): the 5x5 chamfer metric, steps 1, 1.4 (diagonal) and
+# 2.1969 (knight's move), summed in 16-bit fixed point.
+_CHAMFER = tuple(int(round(v * 65536)) for v in (1.0, 1.4, 2.1969))
+
+
+def _chamfer_distance(edges: np.ndarray) -> np.ndarray:
+    """Distance of every pixel of (N,H,W) to the nearest True pixel of its image, by OpenCV's
+    two raster passes with the 5x5 chamfer mask; an image without edges gets OpenCV's cap 8192."""
+    hv, diag, knight = _CHAMFER
+    n, h, w = edges.shape
+    t = np.full((n, h + 4, w + 4), 2**31 - 1, dtype=np.int64)  # two rows and columns of 'far' around
+    ramp = np.arange(w) * hv
+    for i in range(2, h + 2):  # top to bottom, each row from the two above, then left to right
+        above = np.minimum.reduce([t[:, i - 2, 1 : w + 1] + knight, t[:, i - 2, 3 : w + 3] + knight,
+                                   t[:, i - 1, 0:w] + knight, t[:, i - 1, 1 : w + 1] + diag,
+                                   t[:, i - 1, 2 : w + 2] + hv, t[:, i - 1, 3 : w + 3] + diag,
+                                   t[:, i - 1, 4 : w + 4] + knight])
+        above[edges[:, i - 2]] = 0
+        # the left neighbour's chain, d[j] = min(above[j], d[j-1] + hv), as a running minimum
+        t[:, i, 2 : w + 2] = np.minimum.accumulate(above - ramp, axis=1) + ramp
+    for i in range(h + 1, 1, -1):  # bottom to top, from the two rows below, then right to left
+        below = np.minimum.reduce([t[:, i, 2 : w + 2], t[:, i + 2, 3 : w + 3] + knight,
+                                   t[:, i + 2, 1 : w + 1] + knight, t[:, i + 1, 4 : w + 4] + knight,
+                                   t[:, i + 1, 3 : w + 3] + diag, t[:, i + 1, 2 : w + 2] + hv,
+                                   t[:, i + 1, 1 : w + 1] + diag, t[:, i + 1, 0:w] + knight])
+        t[:, i, 2 : w + 2] = (np.minimum.accumulate(below[:, ::-1] - ramp, axis=1) + ramp)[:, ::-1]
+    return np.minimum(t[:, 2:-2, 2:-2], (2**31 - 1) >> 2) / 65536
+
+
 def _equalize_hist(img: np.ndarray) -> np.ndarray:
-    """cv2.equalizeHist of an integer-valued image in 0..255."""
-    hist = np.bincount(img.astype(int).ravel(), minlength=256)
-    first = np.flatnonzero(hist)[0]
-    if hist[first] == img.size:
-        return img
-    lut = np.clip(np.round((np.cumsum(hist) - hist[first]) * 255.0 / (img.size - hist[first])), 0, 255)
-    return lut[img.astype(int)]
+    """cv2.equalizeHist of each image of (N,H,W), integer-valued in 0..255: the lookup table is
+    round(float32(count below or at v, less the lowest value's count) * float32(255 / rest))."""
+    n = len(img)
+    v = img.reshape(n, -1).astype(np.int64)
+    size = v.shape[1]
+    hist = np.bincount((v + 256 * np.arange(n)[:, None]).ravel(), minlength=256 * n).reshape(n, 256)
+    first = np.argmax(hist > 0, axis=1)
+    lowest = hist[np.arange(n), first]
+    rest = np.maximum(size - lowest, 1).astype(np.float32)
+    lut = np.round((np.cumsum(hist, axis=1) - lowest[:, None]).astype(np.float32) * (np.float32(255) / rest)[:, None])
+    lut = np.where((lowest == size)[:, None], np.arange(256), np.clip(lut, 0, 255))  # one value only: unchanged
+    return np.take_along_axis(lut, v, axis=1).reshape(img.shape).astype(np.float64)
+
+
+_BOX = np.ones((1, 3, 3))
+_EMBOSS = np.array([[[-2, -1, 0], [-1, 1, 1], [0, 1, 2]]], dtype=np.float64)
 
 
 def _water(liquid: np.ndarray) -> np.ndarray:
-    """Shading of one liquid layer (H,W), as the reference's water branch draws it, in [0, 1]."""
-    layer = np.floor(liquid * 255)  # the reference continues on the uint8 layer
-    edges = _canny(layer, 50, 150)
-    dist = ndimage.distance_transform_edt(~edges) if edges.any() else np.full(layer.shape, 20.0)
-    # box blur, then to uint8 (the epsilon keeps float error from truncating 3.0 to 2)
-    dist = np.floor(np.maximum(ndimage.uniform_filter(np.minimum(dist, 20), 3, mode="mirror"), 0) + 1e-6)
+    """Shading of the liquid layers (N,H,W), as the reference's water branch draws them, in [0, 1].
+    Every cv2 filter below uses reflect-101 borders (scipy's 'mirror')."""
+    # The reference continues on the uint8 layer; a value above 1 (rare) is kept at 255
+    # where its astype would wrap around.
+    layer = np.floor(np.minimum(liquid, 1) * 255)
+    dist = np.minimum(_chamfer_distance(_canny(layer, 50, 150)), 20)  # THRESH_TRUNC at 20
+    # cv2.blur of float32: the 3x3 sum in double times 1/9, stored as float32; astype(uint8) truncates
+    box = ndimage.correlate(dist, _BOX, mode="mirror") * (1.0 / 9)
+    dist = np.floor(box.astype(np.float32)).astype(np.float64)
     dist = _equalize_hist(dist)
     dist = np.clip(np.round(ndimage.correlate(dist, _EMBOSS, mode="mirror")), 0, 255)  # filter2D to uint8
-    shade = layer * ndimage.uniform_filter(dist, 3, mode="mirror")
-    return shade / shade.max() if shade.max() > 0 else shade
+    dist = np.round(ndimage.correlate(dist, _BOX, mode="mirror") / 9)  # cv2.blur of uint8 rounds to uint8
+    shade = layer * dist
+    peak = shade.max(axis=(1, 2), keepdims=True)
+    # the reference divides by zero when no drop has shading (its image turns to NaN); leave those unshaded
+    return np.divide(shade, peak, out=np.zeros_like(shade), where=peak > 0)
 
 
 def spatter(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -392,7 +461,7 @@ def spatter(x: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
     liquid = _blur2d(rng.normal(loc, scale, size=x.shape[:3]), sigma)
     liquid[liquid < threshold] = 0
     if not mud:  # water, pale turquoise, shaded along the drops' outlines
-        shade = np.stack([_water(layer) for layer in liquid])[..., None] * intensity
+        shade = _water(liquid)[..., None] * intensity
         return x + shade * np.array([175, 238, 238]) / 255
     # mud, brown, covering the drops (blurred by `intensity`) where they are dense
     cover = _blur2d((liquid > threshold).astype(np.float64), intensity)
@@ -406,27 +475,35 @@ def elastic_transform(x: np.ndarray, s: int, rng: np.random.Generator) -> np.nda
     scale, smooth, jitter = (32 * f for f in [(0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06),
                                                (0.1, 0.04, 0.05), (0.1, 0.03, 0.03)][s - 1])
     n, h, w, _ = x.shape
-    # random affine: three points around the centre, each moved by up to `jitter` px
+    # random affine: three points around the centre, each moved by up to `jitter` px (float32, as the reference)
     cy, cx, half = h // 2, w // 2, min(h, w) // 3
-    src = np.array([[cx + half, cy + half], [cx + half, cy - half], [cx - half, cy - half]], dtype=np.float64)
-    dst = src + rng.uniform(-jitter, jitter, size=(n, 3, 2))
-    coef = np.linalg.solve(np.c_[src, np.ones(3)], dst)  # (n, 3, 2): [x y 1] @ coef = [x' y']
+    src = np.array([[cx + half, cy + half], [cx + half, cy - half], [cx - half, cy - half]], dtype=np.float32)
+    dst = src + rng.uniform(-jitter, jitter, size=(n, 3, 2)).astype(np.float32)
+    coef = np.linalg.solve(np.c_[src, np.ones(3)].astype(np.float64), dst)  # (n, 3, 2): [x y 1] @ coef = [x' y']
     lin, shift = coef[:, :2, :], coef[:, 2, :]
+    # warpAffine samples output pixel (x, y) at the inverse map, inv @ (x, y) + off ...
+    inv = np.swapaxes(np.linalg.inv(lin), 1, 2)
+    off = -np.einsum("nij,nj->ni", inv, shift)
+    # ... in OpenCV's fixed point: the column and the row part rounded to 1/1024 px, their sum to
+    # the nearest 1/32 px (INTER_BITS = 5), so the bilinear weights come from a 32-step table.
+    out_x, out_y = np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64)[:, None]
+
+    def fixed_point(k: int) -> np.ndarray:  # k = 0: source column, 1: source row; (n, h, w)
+        along_cols = np.rint(inv[:, k, 0, None, None] * out_x * 1024).astype(np.int64)
+        along_rows = np.rint((inv[:, k, 1, None, None] * out_y + off[:, k, None, None]) * 1024).astype(np.int64)
+        return ((along_cols + along_rows + 16) >> 5) / 32
+
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
-    # warpAffine samples each output pixel p at the inverse map (p - shift) @ lin^-1
-    pts = np.stack([xs, ys], -1).reshape(1, -1, 2) - shift[:, None, :]
-    back = np.einsum("npi,nij->npj", pts, np.linalg.inv(lin)).reshape(n, h, w, 2)
     img = np.broadcast_to(np.arange(n, dtype=np.float64)[:, None, None], (n, h, w))
 
     def sample(a: np.ndarray, rows: np.ndarray, cols: np.ndarray, mode: str) -> np.ndarray:
         return np.stack([ndimage.map_coordinates(a[..., c], [img, rows, cols], order=1, mode=mode)
                          for c in range(a.shape[-1])], -1)
 
-    warped = sample(x, back[..., 1], back[..., 0], "mirror")  # reflect-101 borders, as cv2
+    warped = sample(x, fixed_point(1), fixed_point(0), "mirror")  # reflect-101 borders, as cv2
     dx = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     dy = _blur2d(rng.uniform(-1, 1, size=(n, h, w)), smooth, mode="reflect", truncate=3) * scale
     return sample(warped, ys + dy, xs + dx, "reflect")
-
 
 
 CORRUPTIONS: dict[str, Callable] = {
