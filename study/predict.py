@@ -18,6 +18,10 @@ from study.attacks.configured import run_attack_detailed
 from study.data.augment import to_float
 
 
+#: attack types whose batches are formed inside the attack library, not here
+WHOLE_SET_ATTACKS = ("autoattack", "square")
+
+
 @dataclass
 class Predictions:
     pred: np.ndarray  # (N,) predicted class
@@ -40,6 +44,11 @@ def predict(
 ) -> Predictions:
     """Classify uint8 `images` (N,C,H,W), optionally under `attack`, in eval mode and fp32."""
     device = torch.device(device)
+    if (attack or {}).get("type") in WHOLE_SET_ATTACKS:
+        # The AutoAttack cascade runs over the whole set at once, as pyautoattack's own
+        # run_standard_evaluation does (it batches internally by the evaluation's
+        # batch_size), so each attack sees every still-robust sample in one call.
+        batch_size = max(1, images.shape[0])
     was_training = model.training
     model.eval()
     generator = torch.Generator(device=device)

@@ -78,7 +78,9 @@ def autoattack_batch(
         if idx.numel() == 0:
             break
         aa.attacks_to_run = [name]
-        adv, pred = aa.run_standard_evaluation(x[idx], y[idx], batch_size=len(idx))
+        # The library's own batches (batch_size) over the still-robust samples, in index
+        # order: the same chunks, and so the same per-chunk seeding, as its one-call cascade.
+        adv, pred = aa.run_standard_evaluation(x[idx], y[idx], batch_size=int(cfg.get("batch_size", 256)))
         flipped = pred.to(y.device) != y[idx]
         x_adv[idx[flipped]] = adv[flipped].to(x_adv.dtype)
         robust[idx[flipped]] = False
