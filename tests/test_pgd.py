@@ -207,6 +207,20 @@ def test_steps_zero_returns_the_random_start_or_x(toy, norm):
     )
 
 
+def test_gaussian_start_has_the_given_spread_and_stays_in_the_ball():
+    # yaodongyu/TRADES trades.py: x_adv = x + 0.001 * randn; pixels at 0.5 keep the box away
+    model = nn.Sequential(nn.Flatten(), nn.Linear(192, NUM_CLASSES))
+    x = torch.full((64, *SHAPE), 0.5)
+    y = torch.zeros(64, dtype=torch.long)
+    start = pgd_attack(model, x, y, eps=8 / 255, alpha=0.01, steps=0, start_std=0.001, generator=_seeded(0))
+    delta = start - x
+    assert abs(delta.std().item() - 0.001) < 0.00005 and abs(delta.mean().item()) < 0.00005
+    # the same draws, in a ball smaller than the noise, are projected into it
+    tight = pgd_attack(model, x, y, eps=0.0005, alpha=0.01, steps=0, start_std=0.001, generator=_seeded(0))
+    assert (tight - x).abs().max().item() <= 0.0005 + 1e-7
+    assert torch.allclose(tight - x, delta.clamp(-0.0005, 0.0005), atol=1e-7)
+
+
 def _success(model, x_adv, y):
     with torch.no_grad():
         return model(x_adv).argmax(1) != y
@@ -279,6 +293,7 @@ def test_works_under_bf16_autocast(toy):
         (dict(eps=-0.1), ">= 0"),
         (dict(steps=-1), "steps must be >= 0"),
         (dict(restarts=0), "restarts must be >= 1"),
+        (dict(start_std=-0.1), "start_std must be >= 0"),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs, match):

@@ -1,5 +1,6 @@
 """Each policy's update rule against values computed by hand from the published formulas."""
 
+import functools
 import math
 
 import pytest
@@ -9,6 +10,8 @@ import torch.nn.functional as F
 from study.train.policies import (
     EMA,
     FAWA,
+    REGISTRIES,
+    WEIGHTS,
     BoostWeights,
     CFAEpsilon,
     CFPTargets,
@@ -17,10 +20,9 @@ from study.train.policies import (
     FixedTarget,
     FRLReweight,
     MixedLoss,
-    RemarginEpsilon,
+    PolicyContext,
     TradesLoss,
     build_policies,
-    build_weights,
 )
 
 
@@ -46,26 +48,87 @@ def test_cfa_epsilon_is_lambda_plus_class_robust_accuracy_times_eps():
     assert torch.allclose(policy.class_eps(), expected)
 
 
-def test_trades_classwise_beta_and_loss_by_hand():
-    loss = TradesLoss(2, beta=6.0, lambda2=0.5)
-    assert loss.class_beta().tolist() == [6.0, 6.0]
-    loss.update(stats([0.2, 0.8]))
-    assert torch.allclose(loss.class_beta(), torch.tensor([4.2, 7.8], dtype=torch.float64))
+def _ce_and_kl(clean, adv, y):
+    p, q = torch.softmax(clean, 1), torch.softmax(adv, 1)
+    return -torch.log_softmax(clean, 1)[torch.arange(len(y)), y], (p * (p.log() - q.log())).sum(1)
 
-    clean = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
-    adv = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
-    y = torch.tensor([0, 1])
+
+CLEAN = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
+ADV = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
+Y = torch.tensor([0, 1])
+
+
+def test_plain_trades_keeps_the_reference_form_ce_plus_beta_kl():
+    # yaodongyu/TRADES trades.py:trades_loss: loss_natural + beta * loss_robust
+    ce, kl = _ce_and_kl(CLEAN, ADV, Y)
     ones = torch.ones(2)
-    got = loss.per_sample(clean, adv, y, ones, ones)
-    p = torch.softmax(clean, 1)
-    q = torch.softmax(adv, 1)
-    kl = (p * (p.log() - q.log())).sum(1)
-    ce = -torch.log_softmax(clean, 1)[[0, 1], y]
-    expected = ce + torch.tensor([4.2, 7.8]) * kl
-    assert torch.allclose(got, expected, atol=1e-6)
+    got = TradesLoss(2, beta=6.0).per_sample(CLEAN, ADV, Y, ones, ones)
+    assert torch.allclose(got, ce + 6.0 * kl, atol=1e-6)
+
+
+def test_cfa_trades_objective_is_normalised_by_one_plus_the_class_beta():
+    # PKU-ML/CFA train.py: class_beta = beta_y / (1 + beta_y); attack.py:cw_trades_loss:
+    # (1 - class_beta) * CE + class_beta * KL, so CE / (1 + beta_y) + beta_y / (1 + beta_y) * KL
+    loss = TradesLoss(2, beta=6.0, lambda2=0.5)
+    ce, kl = _ce_and_kl(CLEAN, ADV, Y)
+    ones = torch.ones(2)
+    before = loss.per_sample(CLEAN, ADV, Y, ones, ones)
+    assert torch.allclose(before, ce / 7 + 6 / 7 * kl, atol=1e-6), "base beta, still normalized"
+    loss.update(stats([0.2, 0.8]))
+    beta = torch.tensor([(0.5 + 0.2) * 6, (0.5 + 0.8) * 6])
+    assert torch.allclose(loss.class_beta(), beta.double())
+    expected = ce / (1 + beta) + beta / (1 + beta) * kl
+    assert torch.allclose(loss.per_sample(CLEAN, ADV, Y, ones, ones), expected, atol=1e-6)
     # the boundary multiplier scales only the KL term, the natural one only the CE term
     w = torch.tensor([2.0, 1.0])
-    assert torch.allclose(loss.per_sample(clean, adv, y, w, ones), expected + torch.tensor([1.0, 0.0]) * ce, atol=1e-6)
+    assert torch.allclose(loss.per_sample(CLEAN, ADV, Y, w, ones),
+                          expected + torch.tensor([1.0, 0.0]) * ce / (1 + beta), atol=1e-6)
+    assert torch.allclose(loss.per_sample(CLEAN, ADV, Y, ones, w),
+                          expected + torch.tensor([1.0, 0.0]) * beta / (1 + beta) * kl, atol=1e-6)
+
+
+@functools.cache
+def _paper_params(repo_root):
+    from study.config import load_params
+
+    return load_params(repo_root / "params.yaml", {"preset": "paper"}, presets_dir=repo_root / "workflow/presets",
+                       schema_path=repo_root / "workflow/schemas/params.schema.yaml")
+
+
+def _paper_method(repo_root, name):
+    """A method of the paper preset, resolved as the engine gets it."""
+    from study.config import resolve_method
+
+    return resolve_method(_paper_params(repo_root), name)
+
+
+def _first_calibrated_epoch(policy, values, epochs, t):
+    """The first epoch whose value differs from the base, updating after every epoch."""
+    base = values(policy).clone()
+    for epoch in range(1, epochs + 1):
+        if not torch.equal(values(policy), base):
+            return epoch
+        policy.update(stats(t, epoch=epoch))
+    return None
+
+
+def test_cfa_calibration_begins_at_the_reference_epoch(repo_root):
+    t = [0.2, 0.5, 0.8]
+    # PKU-ML/CFA train.py: `if epoch >= args.begin` with 0-based epochs and --begin 10, so the
+    # 11th epoch of 200 is the first with class-wise eps (and beta)
+    for name in ("pgd_at_cfa", "trades_cfa", "fat_cfa"):
+        p = build_policies(_paper_method(repo_root, name), 3, 200, torch.tensor([5, 5, 5]))
+        assert _first_calibrated_epoch(p.epsilon, lambda e: e.class_eps(), 200, t) == 10 + 1, name
+    trades = build_policies(_paper_method(repo_root, "trades_cfa"), 3, 200, torch.tensor([5, 5, 5])).loss
+    assert _first_calibrated_epoch(trades, lambda e: e.class_beta(), 200, t) == 10 + 1
+    # FAIR-TAT target_train_new.py: --begin 1, the 2nd epoch
+    for name in ("pgd_at_fairtat", "trades_fairtat", "fat_fairtat"):
+        p = build_policies(_paper_method(repo_root, name), 3, 200, torch.tensor([5, 5, 5]))
+        assert _first_calibrated_epoch(p.epsilon, lambda e: e.class_eps(), 200, t) == 1 + 1, name
+    # a short run keeps a calibrated phase: 5% of 8 epochs rounds to 0, at least one epoch is warm-up
+    assert CFAEpsilon(0.03, 3, 0.5, epochs=8, warmup=0.05).warmup_epochs == 1
+    with pytest.raises(ValueError, match="warmup must be a share of the epochs in \\[0, 1\\), got 10"):
+        CFAEpsilon(0.03, 3, 0.5, epochs=200, warmup=10)
 
 
 def test_mixed_loss_weights_clean_and_adversarial_ce():
@@ -107,35 +170,140 @@ def test_fixed_target_follows_the_weakest_class():
         FixedTarget(3, 7)
 
 
-def test_frl_remargin_multiplier_from_boundary_gaps():
-    policy = RemarginEpsilon(1.0, 2, rate=0.1, tau=0.05)
-    # boundary errors a_c - r_c = [0.3, 0.4], mean 0.35 -> gaps [-0.1, 0.0]
-    policy.update(stats(val_clean=[0.9, 0.5], val_robust=[0.6, 0.1]))
-    assert torch.allclose(policy.lam, torch.tensor([-0.01, 0.0], dtype=torch.float64))
-    assert torch.allclose(policy.class_eps(), torch.tensor([math.exp(-0.02), 1.0], dtype=torch.float64))
-    for _ in range(100):  # far past the clamp on both sides
-        policy.update(stats(val_clean=[0.9, 0.9], val_robust=[0.9, 0.0]))
-    assert policy.class_eps().tolist() == [0.98, 2.5]
+# One hand-built validation epoch of 3 classes, 100 samples each, shared by the FRL tests.
+VAL_CLEAN, VAL_ROBUST = [0.9, 0.7, 0.5], [0.6, 0.5, 0.1]
+# clean errors [0.1, 0.3, 0.5], whole split 0.3: gaps (tau 0.05) [-0.25, -0.05, 0.15]
+GAP_NAT = torch.tensor([0.1 - 0.3 - 0.05, 0.3 - 0.3 - 0.05, 0.5 - 0.3 - 0.05], dtype=torch.float64)
+# boundary errors a_c - r_c [0.3, 0.2, 0.4], whole split 0.3: gaps [-0.05, -0.15, 0.05]
+GAP_BNDY = torch.tensor([0.3 - 0.3 - 0.05, 0.2 - 0.3 - 0.05, 0.4 - 0.3 - 0.05], dtype=torch.float64)
+EPS = 8 / 255
 
 
-def test_frl_reweight_update_clamp_bound_and_rate_halving():
-    policy = FRLReweight(2, rate=0.05, halve_every=40, tau=0.05, bound=0.5)
-    # clean errors [0.1, 0.5] (mean 0.3): gaps [-0.25, 0.15]; boundary [0.3, 0.4]: gaps [-0.1, 0.0]
-    policy.update(stats(val_clean=[0.9, 0.5], val_robust=[0.6, 0.1]))
-    assert torch.allclose(policy.lam_nat, torch.tensor([0.0, 0.0075], dtype=torch.float64))
-    assert policy.lam_bndy.tolist() == [0.0, 0.0]
-    w_nat, w_bndy = policy.weights()
-    assert torch.allclose(w_nat, torch.tensor([1 - 0.0075, 1 + 0.0075], dtype=torch.float64))
-    assert w_bndy.tolist() == [1.0, 1.0]
-    assert policy.rate_at(40) == 0.05 and policy.rate_at(41) == 0.025 and policy.rate_at(81) == 0.0125
-    policy.lam_nat = torch.tensor([0.4, 0.4], dtype=torch.float64)
-    policy.update(stats(val_clean=[0.5, 0.5], val_robust=[0.5, 0.5], epoch=1))
-    # gaps [-0.05, -0.05]: 0.4 - 0.0025 each, sum 0.795 > 0.5 -> rescaled to sum 0.5
-    assert torch.allclose(policy.lam_nat, torch.tensor([0.25, 0.25], dtype=torch.float64))
+def _frl(repo_root, name):
+    return build_policies(_paper_method(repo_root, name), 3, 120, torch.tensor([100, 100, 100]))
+
+
+def _remargin_eps(lam):
+    return EPS * torch.clamp(torch.exp(2 * lam), 0.98, 2.5)
+
+
+def test_frl_remargin_alone_keeps_the_natural_reweighting_and_reweight_remargin_applies_both(repo_root):
+    # fair_robust utils_frl1.py:frl_train (frlrm.py): lmbda0 += rate1 * gamma0, lmbda1 not
+    # updated, lmbda2 += rate2 * gamma1; utils_frl2.py (frlrmrw.py): all three updated
+    epoch = stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=1)
+    lam_nat = torch.clamp(0.05 * GAP_NAT, min=0)       # [0, 0, 0.0075]: sum below the bound 0.5
+    lam_bndy = torch.clamp(0.1 * GAP_BNDY, min=0)      # [0, 0, 0.005]
+    lam_eps = 0.1 * GAP_BNDY                           # remargin: neither clamped nor normalized
+    remargin, both, reweight = (_frl(repo_root, n) for n in ("frl_remargin", "frl_reweight_remargin", "frl_reweight"))
+    for p in (remargin, both, reweight):
+        p.update(epoch)
+    assert torch.allclose(remargin.weights.lam_nat, lam_nat)
+    assert remargin.weights.lam_bndy.tolist() == [0.0, 0.0, 0.0]
+    assert remargin.weights.weights()[1].tolist() == [1.0, 1.0, 1.0], "uniform boundary weights"
+    assert torch.allclose(remargin.epsilon.class_eps(), _remargin_eps(lam_eps))
+    assert torch.allclose(both.weights.lam_nat, lam_nat) and torch.allclose(both.weights.lam_bndy, lam_bndy)
+    assert torch.allclose(both.epsilon.class_eps(), _remargin_eps(lam_eps))
+    assert torch.allclose(reweight.weights.lam_bndy, lam_bndy)
+    assert reweight.epsilon.class_eps().tolist() == [EPS] * 3, "reweight alone keeps eps"
+
+
+def test_frl_boundary_multipliers_step_at_twice_the_natural_rate_and_halve_on_schedule(repo_root):
+    # utils_frl.py:frl_train: lmbda1 += rate1 * 2 * gamma1; frlrw.py halves rate1 before the
+    # update of every 40th epoch, i.e. the update after epoch 39 (for epoch 40) is halved
+    weights = _frl(repo_root, "frl_reweight").weights
+    assert weights.boundary_rate == 2 * weights.rate
+    weights.update(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=1))
+    assert torch.allclose(weights.lam_bndy, torch.clamp(2 * 0.05 * GAP_BNDY, min=0))
+    w_bndy = 1 + 3 * (weights.lam_bndy - weights.lam_bndy.mean())
+    assert torch.allclose(weights.weights()[1], w_bndy)
+    assert [weights.halving(e) for e in (1, 39, 40, 79, 80, 120)] == [1, 1, 0.5, 0.5, 0.25, 0.125]
+    late = FRLReweight(3, rate=0.05, halve_every=40, tau=0.05, bound=0.5)
+    late.update(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=39))
+    assert torch.allclose(late.lam_nat, torch.clamp(0.05 * 0.5 * GAP_NAT, min=0))
+    assert torch.allclose(late.lam_bndy, torch.clamp(0.1 * 0.5 * GAP_BNDY, min=0))
+    # clamp >= 0, then back onto the simplex of mass `bound`
+    late.lam_nat = torch.tensor([0.3, 0.3, 0.3], dtype=torch.float64)
+    late.update(stats(val_clean=[0.5] * 3, val_robust=[0.5] * 3, epoch=1))
+    assert torch.allclose(late.lam_nat, torch.full((3,), 0.5 / 3, dtype=torch.float64))
+
+
+def test_frl_loss_divides_the_weighted_terms_by_the_batch_weight_sums(repo_root):
+    epoch = stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=1)
+    # an unbalanced batch, so that dividing by the weight sum differs from dividing by its size
+    y = torch.tensor([0, 0, 0, 2])
+    gen = torch.Generator().manual_seed(0)
+    clean, adv = torch.randn(4, 3, generator=gen), torch.randn(4, 3, generator=gen)
+    ce = F.cross_entropy(clean, y, reduction="none")
+    kl = (F.softmax(clean, 1) * (F.log_softmax(clean, 1) - F.log_softmax(adv, 1))).sum(1)
+    # the reference's class weights diff = 1/C + lambda - mean(lambda) (utils_frl.py:cost_sensitive)
+    diff0 = (1 / 3 + torch.clamp(0.05 * GAP_NAT, min=0) - torch.clamp(0.05 * GAP_NAT, min=0).mean()).float()[y]
+    lam1 = torch.clamp(0.1 * GAP_BNDY, min=0)
+    diff1 = (1 / 3 + lam1 - lam1.mean()).float()[y]
+
+    reweight = _frl(repo_root, "frl_reweight")
+    reweight.update(epoch)
+    w_nat, w_bndy = (w.float() for w in reweight.weights.weights())
+    got = reweight.loss.per_sample(clean, adv, y, w_nat, w_bndy).mean()
+    # utils_frl.py:train_model: sum(l_nat * w0) / sum(w0) + beta * sum(l_bndy * w1) / sum(w1), beta 1
+    expected = (ce * diff0).sum() / diff0.sum() + 1.0 * (kl * diff1).sum() / diff1.sum()
+    assert torch.allclose(got, expected, atol=1e-6)
+    assert not torch.allclose((w_nat[y] * ce + w_bndy[y] * kl).mean(), expected, atol=1e-6), "batch mean differs"
+
+    remargin = _frl(repo_root, "frl_remargin")
+    remargin.update(epoch)
+    w_nat, w_bndy = (w.float() for w in remargin.weights.weights())
+    got = remargin.loss.per_sample(clean, adv, y, w_nat, w_bndy).mean()
+    # utils_frl1.py:train_model: sum(l_nat * w0 + beta * l_bndy * w1) / sum(w0 + w1), w1 = 1/C
+    uniform = torch.full_like(diff1, 1 / 3)
+    expected = (ce * diff0 + 1.0 * kl * uniform).sum() / (diff0 + uniform).sum()
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_frl_reweight_remargin_step_follows_the_batch_largest_eps_and_cfa_keeps_its_step(repo_root):
+    from study.attacks.pgd import pgd_attack
+    from study.train.adversary import Adversary
+
+    both = _frl(repo_root, "frl_reweight_remargin")
+    both.update(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=1))
+    class_eps = _remargin_eps(0.1 * GAP_BNDY)
+    assert torch.allclose(both.epsilon.class_eps(), class_eps)
+    y = torch.tensor([0, 1, 1, 0])
+    eps = class_eps.float()[y]
+    # utils_frl2.py:trades_adv: step_size = max(new_eps) / 4 for the whole batch
+    adversary = Adversary(_paper_method(repo_root, "frl_reweight_remargin")["adversary"])
+    assert torch.allclose(adversary.step_sizes(eps), torch.full((4,), float(eps.max()) / 4))
+    # utils_frl1.py (remargin alone) and CFA / FAIR-TAT keep the configured step 2/255
+    for name in ("frl_remargin", "pgd_at_cfa", "trades_cfa", "fat_cfa", "pgd_at_fairtat"):
+        steps = Adversary(_paper_method(repo_root, name)["adversary"]).step_sizes(eps)
+        assert torch.allclose(steps, torch.full((4,), 2 / 255)), name
+    # and the attack runs with exactly that step (CFA attack.py:cw_attack_pgd)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    x = torch.rand(4, 3, 2, 2)
+    cfa = _paper_method(repo_root, "pgd_at_cfa")["adversary"]
+    got = Adversary(cfa).perturb(model, x, y, torch.Generator().manual_seed(1), eps=eps)
+    ref = pgd_attack(model, x, y, eps=eps, alpha=2 / 255, steps=10, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(got, ref)
+
+
+def test_frl_policies_take_a_first_step_from_the_starting_model_and_the_others_wait():
+    # fair_robust frl_train updates the multipliers before training each epoch, the first
+    # time from the hot-start model; CFA needs an epoch of training statistics
+    p = build_policies({"adversary": {"eps": EPS, "alpha": 2 / 255}, "epsilon": {"type": "cfa"},
+                        "weights": {"type": "frl"}}, 3, 120, torch.tensor([5, 5, 5]))
+    assert p.needs_priming and p.needs_validation
+    p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=0))
+    assert torch.allclose(p.weights.lam_nat, torch.clamp(0.05 * GAP_NAT, min=0))
+    assert p.epsilon.t is None
+    with pytest.raises(ValueError, match="epoch 0\\), got epoch 3"):
+        p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=3))
+    assert not build_policies({"adversary": {"eps": EPS, "alpha": 2 / 255}, "epsilon": {"type": "cfa"}}, 3, 10,
+                              torch.tensor([5, 5, 5])).needs_priming
 
 
 def test_static_boost_and_balanced_weights():
-    assert build_weights({"type": "balanced"}, 2, torch.tensor([10, 30])).weights()[0].tolist() == [1.5, 0.5]
+    balanced = WEIGHTS.build({"type": "balanced"}, PolicyContext(2, class_counts=torch.tensor([10, 30])))
+    assert balanced.weights()[0].tolist() == [1.5, 0.5]
     boost = BoostWeights(4, 2, factor=2.0)
     assert torch.allclose(boost.weights()[0], torch.tensor([0.8, 0.8, 1.6, 0.8], dtype=torch.float64))
     weakest = BoostWeights(3, "weakest", factor=3.0)
@@ -196,3 +364,20 @@ def test_policy_state_round_trips_and_bad_types_are_named():
         build_policies({"adversary": {"eps": 0.03}, "epsilon": {"type": "wide"}}, 2, 10, torch.tensor([5, 5]))
     with pytest.raises(ValueError, match="need an adversary"):
         build_policies({"adversary": None, "loss": {"type": "trades"}}, 2, 10, torch.tensor([5, 5]))
+
+
+def test_each_policy_kind_is_one_table_that_names_bad_types_and_matches_the_schema(repo_root):
+    import yaml
+
+    schema = yaml.safe_load((repo_root / "workflow/schemas/params.schema.yaml").read_text())
+    method_schema = schema["properties"]["methods"]["additionalProperties"]["properties"]
+    ctx = PolicyContext(3, epochs=10, eps=0.03, class_counts=torch.tensor([5, 5, 5]))
+    for kind, registry in REGISTRIES.items():
+        # params.yaml is validated against the schema: its enum must offer exactly the table's types
+        assert method_schema[kind]["properties"]["type"]["enum"] == list(registry.names), kind
+        for name, cls in registry.types.items():
+            # `static` needs its class costs; the other types ignore the key
+            assert type(registry.build({"type": name, "values": [1, 2, 3]}, ctx)) is cls
+        assert type(registry.build(None, ctx)) is registry.types[registry.default]
+        with pytest.raises(ValueError, match=f"unknown {kind} type 'bogus'; valid: {', '.join(registry.names)}"):
+            registry.build({"type": "bogus"}, ctx)

@@ -80,7 +80,11 @@ def _project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
     return (x + delta).clamp(0.0, 1.0) - x
 
 
-def _random_start(x: Tensor, eps: Tensor, norm: str, generator: torch.Generator | None) -> Tensor:
+def _random_start(x: Tensor, eps: Tensor, norm: str, generator: torch.Generator | None,
+                  start_std: float | None = None) -> Tensor:
+    if start_std is not None:
+        # TRADES' start (yaodongyu/TRADES trades.py): x + 0.001 * N(0, 1), whatever the ball.
+        return start_std * torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
     if norm == "linf":
         u = torch.rand(x.shape, generator=generator, device=x.device, dtype=torch.float32)
         return (2 * u - 1) * eps
@@ -191,6 +195,7 @@ def pgd_attack(
     random_start: bool = True,
     generator: torch.Generator | None = None,
     loss: str | LossFn = "ce",
+    start_std: float | None = None,
 ) -> Tensor:
     """Adversarial examples for pixel inputs ``x`` in [0, 1] with labels ``y``.
 
@@ -201,8 +206,9 @@ def pgd_attack(
     ``(logits, labels) -> per-sample losses`` (labels are ``target`` when targeted).
 
     Each of ``restarts`` runs starts from a uniform random point in the ball drawn from
-    ``generator`` (which must live on ``x``'s device), or from ``x`` when ``random_start``
-    is False. Per sample, the first run that succeeds (misclassified / classified as
+    ``generator`` (which must live on ``x``'s device), from ``x + start_std * N(0, 1)``
+    (projected into the ball and the box) when ``start_std`` is given, or from ``x`` when
+    ``random_start`` is False. Per sample, the first run that succeeds (misclassified / classified as
     ``target``) is kept, else the run with the highest (untargeted) / lowest (targeted)
     final loss. Later runs only attack samples still unsolved, but every run draws its
     random start for the whole batch so that, for a model in eval mode, ``restarts=k`` gives
@@ -218,6 +224,8 @@ def pgd_attack(
     eps-ball around ``x`` and in [0, 1].
     """
     loss_fn = _check_attack(x, y, norm, loss, steps, restarts)
+    if start_std is not None and not start_std >= 0:
+        raise ValueError(f"start_std must be >= 0 or None, got {start_std}")
     labels = _attack_labels(x, y, targeted, target)
     x = x.detach()
     eps_t = _per_sample(eps, "eps", x)
@@ -231,7 +239,7 @@ def pgd_attack(
     with frozen_params(model):
         for _ in range(restarts):
             if random_start:
-                delta0 = _random_start(x32, eps_t, norm, generator)
+                delta0 = _random_start(x32, eps_t, norm, generator, start_std)
                 delta0 = _project(delta0, x32, eps_t, norm)
             else:
                 delta0 = torch.zeros_like(x32)

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from study.data.splits import Splits
 from study.device import describe
 from study.io import atomic_write_json
@@ -32,6 +34,7 @@ from study.provenance import provenance
 from study.runs import CHECKPOINT_FILES, EPOCHS_FILE, META_FILE, STATE_FILE, VALIDATION_FILE, run_key, save_model
 from study.train.checkpoint import rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
+from study.train.policies import EpochStats
 from study.train.records import (
     EPOCH_COLUMNS,
     class_accuracy,
@@ -74,6 +77,7 @@ def train_run(
     check_run_dir(run_dir, cfg)
     state = setup_run(cfg, splits, run_dir, device)
     resume_or_start(state, init_from)
+    prime_policies(state)
     for epoch in range(state.start_epoch + 1, state.epochs + 1):
         t0 = time.perf_counter()
         policy_state = EpochPolicyState.of(state)
@@ -87,6 +91,18 @@ def train_run(
             return TrainResult(run_dir, epoch, finished=False)
     finish_run(state)
     return TrainResult(run_dir, state.epochs, finished=True)
+
+
+def prime_policies(state: RunState) -> None:
+    """Before epoch 1 of a fresh run, the policies that fair_robust updates at the start of
+    every epoch (FRL) take their first step from the starting model's validation
+    statistics; a resumed run has that step in its checkpoint already."""
+    if state.start_epoch or not state.policies.needs_priming:
+        return
+    c = state.num_classes
+    zeros = torch.zeros(c, dtype=torch.float64)
+    state.policies.prime(validate(state, state.model, EpochStats(0, zeros, zeros, torch.zeros(c, c,
+                                                                                         dtype=torch.float64))))
 
 
 def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: EpochPolicyState) -> None:

@@ -13,9 +13,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats
-
-AVERAGING_TYPES = ("none", "ema", "fawa")
 
 
 class NoAveraging:
@@ -24,6 +23,10 @@ class NoAveraging:
     def __init__(self, epochs: int):
         self.epochs = epochs
         self.average: dict[str, torch.Tensor] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoAveraging:
+        return cls(ctx.epochs)
 
     def update(self, model: nn.Module, stats: EpochStats) -> bool:
         """Fold the model's weights after `stats.epoch` into the average; True if it did."""
@@ -46,6 +49,10 @@ class EMA(NoAveraging):
         self.decay = float(decay)
         self.start_epoch = max(1, round(float(start) * epochs))
 
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> EMA:
+        return cls(ctx.epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25))
+
     def accepts(self, stats: EpochStats) -> bool:
         return stats.epoch >= self.start_epoch
 
@@ -67,21 +74,22 @@ class EMA(NoAveraging):
 
 
 class FAWA(EMA):
+    needs_validation = True
+
     def __init__(self, epochs: int, decay: float = 0.85, start: float = 0.25, threshold: float = 0.2):
         super().__init__(epochs, decay, start)
         self.threshold = float(threshold)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FAWA:
+        return cls(ctx.epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25), cfg.get("threshold", 0.2))
 
     def accepts(self, stats: EpochStats) -> bool:
         return super().accepts(stats) and float(stats.val_robust_acc.min()) >= self.threshold
 
 
-def build_averaging(cfg: Mapping | None, epochs: int) -> NoAveraging:
-    cfg = dict(cfg or {"type": "none"})
-    kind = cfg.get("type", "none")
-    if kind == "none":
-        return NoAveraging(epochs)
-    if kind == "ema":
-        return EMA(epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25))
-    if kind == "fawa":
-        return FAWA(epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25), cfg.get("threshold", 0.2))
-    raise ValueError(f"unknown averaging type {kind!r}; valid: {', '.join(AVERAGING_TYPES)}")
+AVERAGING = Registry("averaging", default="none", types={
+    "none": NoAveraging,
+    "ema": EMA,
+    "fawa": FAWA,
+})

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from study.train.policies.averaging import FAWA, NoAveraging, build_averaging
-from study.train.policies.epsilon import FixedEpsilon, RemarginEpsilon, build_epsilon
-from study.train.policies.loss import CELoss, build_loss
-from study.train.policies.regularizer import NoRegularizer, build_regularizer
+from study.train.policies.averaging import AVERAGING, NoAveraging
+from study.train.policies.epsilon import EPSILON, FixedEpsilon
+from study.train.policies.loss import LOSS, CELoss
+from study.train.policies.registry import PolicyContext, Registry
+from study.train.policies.regularizer import REGULARIZER, NoRegularizer
 from study.train.policies.stats import EpochStats
-from study.train.policies.targets import Untargeted, build_targets
-from study.train.policies.weights import FRLReweight, NoWeights, build_weights
+from study.train.policies.targets import TARGETS, Untargeted
+from study.train.policies.weights import WEIGHTS, NoWeights
 
-POLICY_KEYS = ("targets", "epsilon", "loss", "weights", "averaging", "regularizer")
+#: Every policy kind of a method, in params.yaml's order, with its table of types.
+REGISTRIES: dict[str, Registry] = {
+    registry.kind: registry for registry in (TARGETS, EPSILON, LOSS, WEIGHTS, AVERAGING, REGULARIZER)
+}
+POLICY_KEYS = tuple(REGISTRIES)
+# Policies that shape the training attack or its objective: meaningless without an adversary.
+ATTACK_POLICIES = ("targets", "epsilon", "loss")
 
 
 @dataclass
@@ -29,13 +36,28 @@ class Policies:
 
     @property
     def needs_validation(self) -> bool:
-        return (isinstance(self.weights, FRLReweight) or isinstance(self.epsilon, RemarginEpsilon)
-                or isinstance(self.averaging, FAWA))
+        return any(getattr(getattr(self, key), "needs_validation", False) for key in POLICY_KEYS)
+
+    @property
+    def needs_priming(self) -> bool:
+        return any(getattr(getattr(self, key), "primes", False) for key in POLICY_KEYS)
 
     def update(self, stats: EpochStats) -> None:
         """Adapt to the epoch that just ended (averaging is updated by the engine, it needs the model)."""
         for policy in (self.targets, self.epsilon, self.loss, self.weights):
             policy.update(stats)
+
+    def prime(self, stats: EpochStats) -> None:
+        """Before epoch 1 of a fresh run: the policies that fair_robust updates at the start of
+        every epoch (FRL reweight, remargin) take their first step from the starting model's
+        validation statistics (`stats.epoch` 0, no training counts); the others wait for an
+        epoch of training."""
+        if stats.epoch != 0:
+            raise ValueError(f"prime takes the starting model's statistics (epoch 0), got epoch {stats.epoch}")
+        for key in POLICY_KEYS:
+            policy = getattr(self, key)
+            if getattr(policy, "primes", False):
+                policy.update(stats)
 
     def state_dict(self) -> dict:
         return {key: getattr(self, key).state_dict() for key in POLICY_KEYS if key != "regularizer"}
@@ -48,15 +70,14 @@ class Policies:
 def build_policies(method: Mapping, num_classes: int, epochs: int, class_counts: torch.Tensor) -> Policies:
     adversary = method.get("adversary")
     eps = float(adversary["eps"]) if adversary else 0.0
-    neutral = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
-    adaptive = [k for k, plain in neutral.items() if (method.get(k) or {}).get("type", plain) != plain]
+    adaptive = [k for k in ATTACK_POLICIES if REGISTRIES[k].type_name(method.get(k)) != REGISTRIES[k].default]
     if adversary is None and adaptive:
         raise ValueError(f"policies {adaptive} need an adversary; the method has adversary: null")
-    return Policies(
-        targets=build_targets(method.get("targets"), num_classes),
-        epsilon=build_epsilon(method.get("epsilon"), eps, num_classes),
-        loss=build_loss(method.get("loss"), num_classes),
-        weights=build_weights(method.get("weights"), num_classes, class_counts),
-        averaging=build_averaging(method.get("averaging"), epochs),
-        regularizer=build_regularizer(method.get("regularizer"), num_classes),
-    )
+    ctx = PolicyContext(num_classes=num_classes, epochs=epochs, eps=eps,
+                        class_counts=torch.as_tensor(class_counts))
+    weights = WEIGHTS.build(method.get("weights"), ctx)
+    # The loss reduces the class-weighted terms the way the weight policy's reference does.
+    ctx = replace(ctx, weight_normalization=weights.normalization)
+    built = {key: weights if key == "weights" else registry.build(method.get(key), ctx)
+             for key, registry in REGISTRIES.items()}
+    return Policies(**built)

@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 import torch
 
-from study.train.policies.stats import EpochStats, StatelessPolicy
-
-EPSILON_TYPES = ("fixed", "cfa", "remargin")
+from study.train.policies.registry import PolicyContext, Registry
+from study.train.policies.stats import CFA_WARMUP, EpochStats, StatelessPolicy, warmup_epochs
 
 
 class FixedEpsilon(StatelessPolicy):
@@ -18,18 +17,29 @@ class FixedEpsilon(StatelessPolicy):
         self.eps = float(eps)
         self.num_classes = num_classes
 
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FixedEpsilon:
+        return cls(ctx.eps, ctx.num_classes)
+
     def class_eps(self) -> torch.Tensor:
         return torch.full((self.num_classes,), self.eps, dtype=torch.float64)
 
 
 class CFAEpsilon(FixedEpsilon):
-    """CFA (Wei et al. 2023): eps_k = (lambda1 + t_k) * eps, t_k class k's training robust
-    accuracy in the previous epoch; the first epoch uses eps."""
+    """CFA (Wei et al. 2023; PKU-ML/CFA train.py, attack.py:cw_pgd_loss): eps_k = (lambda1 +
+    t_k) * eps, t_k class k's training robust accuracy in the previous epoch. The first
+    `warmup` share of the epochs uses eps: CFA's code calibrates from its 11th epoch of 200
+    (--begin 10), FAIR-TAT's (target_train_new.py, --begin 1) from its 2nd."""
 
-    def __init__(self, eps: float, num_classes: int, lam: float):
+    def __init__(self, eps: float, num_classes: int, lam: float, epochs: int = 1, warmup: float = CFA_WARMUP):
         super().__init__(eps, num_classes)
         self.lam = float(lam)
+        self.warmup_epochs = warmup_epochs(warmup, epochs)
         self.t: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CFAEpsilon:
+        return cls(ctx.eps, ctx.num_classes, cfg.get("lambda", 0.5), ctx.epochs, cfg.get("warmup", CFA_WARMUP))
 
     def class_eps(self) -> torch.Tensor:
         if self.t is None:
@@ -37,7 +47,8 @@ class CFAEpsilon(FixedEpsilon):
         return (self.lam + self.t) * self.eps
 
     def update(self, stats: EpochStats) -> None:
-        self.t = stats.train_robust_acc.clone()
+        if stats.epoch >= self.warmup_epochs:
+            self.t = stats.train_robust_acc.clone()
 
     def state_dict(self) -> dict:
         return {"t": self.t}
@@ -47,15 +58,25 @@ class CFAEpsilon(FixedEpsilon):
 
 
 class RemarginEpsilon(FixedEpsilon):
-    """FRL remargin (Xu et al. 2021): lambda_c += rate * gamma1_c with the validation
-    boundary-error gap gamma1_c = bndy_err_c - bndy_err - tau; eps_c = eps *
-    clamp(exp(scale * lambda_c), low, high)."""
+    """FRL remargin (Xu et al. 2021; hannxu123/fair_robust utils_frl2.py:frl_train and the
+    remargin-alone utils_frl1.py): lambda_c += rate * gamma1_c with the validation
+    boundary-error gap gamma1_c = bndy_err_c - bndy_err - tau (bndy_err over the whole
+    split), neither clamped nor halved; eps_c = eps * clamp(exp(scale * lambda_c), low, high).
+    Updated at the start of each epoch in the reference, like FRLReweight."""
+
+    needs_validation = True
+    primes = True
 
     def __init__(self, eps: float, num_classes: int, rate: float = 0.1, tau: float = 0.05, scale: float = 2.0,
                  low: float = 0.98, high: float = 2.5):
         super().__init__(eps, num_classes)
         self.rate, self.tau, self.scale, self.low, self.high = map(float, (rate, tau, scale, low, high))
         self.lam = torch.zeros(num_classes, dtype=torch.float64)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> RemarginEpsilon:
+        return cls(ctx.eps, ctx.num_classes, rate=cfg.get("rate", 0.1), tau=cfg.get("tau", 0.05),
+                   scale=cfg.get("scale", 2.0), low=cfg.get("low", 0.98), high=cfg.get("high", 2.5))
 
     def multiplier(self) -> torch.Tensor:
         return torch.clamp(torch.exp(self.scale * self.lam), self.low, self.high)
@@ -64,8 +85,7 @@ class RemarginEpsilon(FixedEpsilon):
         return self.eps * self.multiplier()
 
     def update(self, stats: EpochStats) -> None:
-        bndy = stats.val_boundary_err
-        self.lam = self.lam + self.rate * (bndy - bndy.mean() - self.tau)
+        self.lam = self.lam + self.rate * (stats.val_boundary_err - stats.val_boundary_err_total - self.tau)
 
     def state_dict(self) -> dict:
         return {"lam": self.lam}
@@ -74,14 +94,8 @@ class RemarginEpsilon(FixedEpsilon):
         self.lam = state["lam"]
 
 
-def build_epsilon(cfg: Mapping | None, eps: float, num_classes: int) -> FixedEpsilon:
-    cfg = dict(cfg or {"type": "fixed"})
-    kind = cfg.get("type", "fixed")
-    if kind == "fixed":
-        return FixedEpsilon(eps, num_classes)
-    if kind == "cfa":
-        return CFAEpsilon(eps, num_classes, cfg.get("lambda", 0.5))
-    if kind == "remargin":
-        return RemarginEpsilon(eps, num_classes, rate=cfg.get("rate", 0.1), tau=cfg.get("tau", 0.05),
-                               scale=cfg.get("scale", 2.0), low=cfg.get("low", 0.98), high=cfg.get("high", 2.5))
-    raise ValueError(f"unknown epsilon type {kind!r}; valid: {', '.join(EPSILON_TYPES)}")
+EPSILON = Registry("epsilon", default="fixed", types={
+    "fixed": FixedEpsilon,
+    "cfa": CFAEpsilon,
+    "remargin": RemarginEpsilon,
+})

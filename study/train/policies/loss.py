@@ -2,7 +2,9 @@
 
 Each takes per-class multipliers `w_nat` (on the natural / CE term) and `w_bndy` (on the
 boundary / KL term) from the class-weight policy, so FRL's reweighting composes with any
-loss. Per-sample values come back (the engine averages them and records them per class).
+loss. Per-sample values come back (the engine averages them and records them per class);
+where the weight policy asks for it (FRL), a term's multipliers are divided by their batch
+mean first, so the engine's batch mean equals the reference's sum(w * l) / sum(w).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 
-from study.train.policies.stats import EpochStats, StatelessPolicy
-
-LOSS_TYPES = ("ce", "trades", "mixed")
+from study.train.policies.registry import PolicyContext, Registry
+from study.train.policies.stats import CFA_WARMUP, EpochStats, StatelessPolicy, warmup_epochs
+from study.train.policies.weights import WEIGHT_NORMALIZATIONS
 
 
 def trades_kl(adv_logits: torch.Tensor, clean_logits: torch.Tensor) -> torch.Tensor:
@@ -28,42 +30,84 @@ class CELoss(StatelessPolicy):
     inner = "ce"            # the loss the training attack ascends
     needs_clean = False     # whether the objective needs the clean logits
 
-    def __init__(self, num_classes: int):
+    def __init__(self, num_classes: int, weight_normalization: str = "mean"):
+        if weight_normalization not in WEIGHT_NORMALIZATIONS:
+            raise ValueError(f"unknown weight normalization {weight_normalization!r}; "
+                             f"valid: {', '.join(WEIGHT_NORMALIZATIONS)}")
         self.num_classes = num_classes
+        self.weight_normalization = weight_normalization
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CELoss:
+        return cls(ctx.num_classes, ctx.weight_normalization)
 
     def class_beta(self) -> torch.Tensor:
         return torch.zeros(self.num_classes, dtype=torch.float64)
 
-    def per_sample(self, clean_logits, adv_logits, y, w_nat, w_bndy) -> torch.Tensor:
-        return w_nat[y] * F.cross_entropy(adv_logits, y, reduction="none")
+    def weighted(self, y: torch.Tensor, natural: torch.Tensor, w_nat: torch.Tensor,
+                 boundary: torch.Tensor | None = None, w_bndy: torch.Tensor | None = None) -> torch.Tensor:
+        """w_nat[y] * natural (+ w_bndy[y] * boundary), each term's weights normalized over
+        the batch as the weight policy asks (`weight_normalization`)."""
+        a = w_nat[y]
+        b = None if boundary is None else w_bndy[y]
+        # `joint` shares one sum between two terms; a loss with one term has nothing to share it with.
+        if self.weight_normalization == "separate" or (self.weight_normalization == "joint" and b is None):
+            a = a / a.mean()
+            b = None if b is None else b / b.mean()
+        elif self.weight_normalization == "joint":
+            total = (a + b).mean()
+            a, b = a / total, b / total
+        return a * natural if b is None else a * natural + b * boundary
+
+    def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
+        return self.weighted(y, F.cross_entropy(adv_logits, y, reduction="none"), w_nat)
 
 
 class TradesLoss(CELoss):
-    """TRADES (Zhang et al. 2019): CE(clean) + beta * KL(p_clean || p_adv), the attack
-    ascending the KL. With `lambda2`, CFA's class-wise beta_k = (lambda2 + t_k) * beta from
-    the previous epoch's training robust accuracy t_k (beta in the first epoch)."""
+    """TRADES (Zhang et al. 2019; yaodongyu/TRADES trades.py:trades_loss): CE(clean) +
+    beta * KL(p_clean || p_adv), the attack ascending the KL.
+
+    With `lambda2`, CFA's class-wise regularization (PKU-ML/CFA attack.py:cw_trades_loss,
+    train.py): beta_k = (lambda2 + t_k) * beta from the previous epoch's training robust
+    accuracy t_k, and the objective normalized per class as CFA's code does,
+    CE / (1 + beta_y) + beta_y / (1 + beta_y) * KL. CFA keeps beta for every class (still
+    normalized) during its first `warmup` share of the epochs (10 of 200)."""
 
     inner = "kl"
     needs_clean = True
 
-    def __init__(self, num_classes: int, beta: float = 6.0, lambda2: float | None = None):
-        super().__init__(num_classes)
+    def __init__(self, num_classes: int, beta: float = 6.0, lambda2: float | None = None, epochs: int = 1,
+                 warmup: float = CFA_WARMUP, weight_normalization: str = "mean"):
+        super().__init__(num_classes, weight_normalization)
         self.beta = float(beta)
         self.lambda2 = None if lambda2 is None else float(lambda2)
+        self.warmup_epochs = warmup_epochs(warmup, epochs)
         self.t: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> TradesLoss:
+        return cls(ctx.num_classes, cfg.get("beta", 6.0), cfg.get("lambda2"), ctx.epochs,
+                   cfg.get("warmup", CFA_WARMUP), ctx.weight_normalization)
 
     def class_beta(self) -> torch.Tensor:
         if self.lambda2 is None or self.t is None:
             return torch.full((self.num_classes,), self.beta, dtype=torch.float64)
         return (self.lambda2 + self.t) * self.beta
 
-    def per_sample(self, clean_logits, adv_logits, y, w_nat, w_bndy) -> torch.Tensor:
-        beta = self.class_beta().to(adv_logits.device, adv_logits.dtype)
+    def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
+        beta = self.class_beta().to(adv_logits.device, adv_logits.dtype)[y]
         natural = F.cross_entropy(clean_logits, y, reduction="none")
-        return w_nat[y] * natural + beta[y] * w_bndy[y] * trades_kl(adv_logits, clean_logits)
+        boundary = trades_kl(adv_logits, clean_logits)
+        if self.lambda2 is None:
+            c_nat, c_bndy = torch.ones_like(beta), beta
+        else:
+            c_nat, c_bndy = 1 / (1 + beta), beta / (1 + beta)
+        return self.weighted(y, c_nat * natural, w_nat, c_bndy * boundary, w_bndy)
 
     def update(self, stats: EpochStats) -> None:
-        if self.lambda2 is not None:
+        if self.lambda2 is not None and stats.epoch >= self.warmup_epochs:
             self.t = stats.train_robust_acc.clone()
 
     def state_dict(self) -> dict:
@@ -78,25 +122,25 @@ class MixedLoss(CELoss):
 
     needs_clean = True
 
-    def __init__(self, num_classes: int, adv_weight: float = 0.5):
-        super().__init__(num_classes)
+    def __init__(self, num_classes: int, adv_weight: float = 0.5, weight_normalization: str = "mean"):
+        super().__init__(num_classes, weight_normalization)
         if not 0 <= adv_weight <= 1:
             raise ValueError(f"loss.adv_weight must be in [0, 1], got {adv_weight}")
         self.adv_weight = float(adv_weight)
 
-    def per_sample(self, clean_logits, adv_logits, y, w_nat, w_bndy) -> torch.Tensor:
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> MixedLoss:
+        return cls(ctx.num_classes, cfg.get("adv_weight", 0.5), ctx.weight_normalization)
+
+    def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
         clean = F.cross_entropy(clean_logits, y, reduction="none")
         adv = F.cross_entropy(adv_logits, y, reduction="none")
-        return w_nat[y] * ((1 - self.adv_weight) * clean + self.adv_weight * adv)
+        return self.weighted(y, (1 - self.adv_weight) * clean + self.adv_weight * adv, w_nat)
 
 
-def build_loss(cfg: Mapping | None, num_classes: int) -> CELoss:
-    cfg = dict(cfg or {"type": "ce"})
-    kind = cfg.get("type", "ce")
-    if kind == "ce":
-        return CELoss(num_classes)
-    if kind == "trades":
-        return TradesLoss(num_classes, cfg.get("beta", 6.0), cfg.get("lambda2"))
-    if kind == "mixed":
-        return MixedLoss(num_classes, cfg.get("adv_weight", 0.5))
-    raise ValueError(f"unknown loss type {kind!r}; valid: {', '.join(LOSS_TYPES)}")
+LOSS = Registry("loss", default="ce", types={
+    "ce": CELoss,
+    "trades": TradesLoss,
+    "mixed": MixedLoss,
+})

@@ -7,10 +7,14 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 
-REGULARIZER_TYPES = ("none", "cosine")
+from study.train.policies.registry import PolicyContext, Registry
 
 
 class NoRegularizer:
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoRegularizer:
+        return cls()
+
     def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
         return None
 
@@ -22,6 +26,10 @@ class CosinePenalty(NoRegularizer):
 
     def __init__(self, num_classes: int, coef: float = 0.1):
         self.num_classes, self.coef = num_classes, float(coef)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CosinePenalty:
+        return cls(ctx.num_classes, cfg.get("coef", 0.1))
 
     def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
         onehot = F.one_hot(y, self.num_classes).to(logits.dtype)
@@ -37,11 +45,7 @@ class CosinePenalty(NoRegularizer):
         return self.coef * off / (k * (k - 1))
 
 
-def build_regularizer(cfg: Mapping | None, num_classes: int) -> NoRegularizer:
-    cfg = dict(cfg or {"type": "none"})
-    kind = cfg.get("type", "none")
-    if kind == "none":
-        return NoRegularizer()
-    if kind == "cosine":
-        return CosinePenalty(num_classes, cfg.get("coef", 0.1))
-    raise ValueError(f"unknown regularizer type {kind!r}; valid: {', '.join(REGULARIZER_TYPES)}")
+REGULARIZER = Registry("regularizer", default="none", types={
+    "none": NoRegularizer,
+    "cosine": CosinePenalty,
+})

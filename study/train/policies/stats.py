@@ -7,6 +7,18 @@ from dataclasses import dataclass
 
 import torch
 
+# CFA (PKU-ML/CFA train.py, --begin 10) calibrates class-wise eps and beta only after 10 of
+# its 200 epochs; as a share of the run, short presets keep a calibrated phase.
+CFA_WARMUP = 0.05
+
+
+def warmup_epochs(share: float, epochs: int) -> int:
+    """Epochs run with the uncalibrated value before a class-wise policy first adapts: at
+    least one, as calibration needs an epoch of statistics."""
+    if not 0 <= share < 1:
+        raise ValueError(f"warmup must be a share of the epochs in [0, 1), got {share}")
+    return max(1, round(float(share) * int(epochs)))
+
 
 def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     # A class without samples has no accuracy; 0 keeps the formulas defined (and is rare:
@@ -72,6 +84,18 @@ class EpochStats:
     def val_boundary_err(self) -> torch.Tensor:
         """FRL's boundary error per class, a_c - r_c (correct clean, wrong under attack)."""
         return self.val_clean_acc - self.val_robust_acc
+
+    @property
+    def val_clean_err_total(self) -> float:
+        """FRL's standard error of the whole validation split (utils_frl.py:evaluate)."""
+        self._need_val("val_clean_err_total")
+        return 1 - float(self.val_clean_correct.sum() / self.val_n.sum())
+
+    @property
+    def val_boundary_err_total(self) -> float:
+        """FRL's boundary error of the whole validation split."""
+        self._need_val("val_boundary_err_total")
+        return float((self.val_clean_correct.sum() - self.val_robust_correct.sum()) / self.val_n.sum())
 
 
 class StatelessPolicy:

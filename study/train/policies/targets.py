@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 import torch
 
+from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
-
-TARGET_TYPES = ("untargeted", "uniform", "cfp", "fixed")
 
 
 def uniform_other(y: torch.Tensor, num_classes: int, generator: torch.Generator) -> torch.Tensor:
@@ -22,6 +21,10 @@ class Untargeted(StatelessPolicy):
 
     def __init__(self, num_classes: int):
         self.num_classes = num_classes
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> Untargeted:
+        return cls(ctx.num_classes)
 
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
         return None
@@ -47,6 +50,10 @@ class CFPTargets(Untargeted):
         super().__init__(num_classes)
         self.temperature = float(temperature)
         self.cfp: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CFPTargets:
+        return cls(ctx.num_classes, cfg.get("temperature", 2.0))
 
     def probabilities(self, y: torch.Tensor) -> torch.Tensor:
         """(B, C) target distribution of each sample: softmax over the other classes."""
@@ -84,6 +91,10 @@ class FixedTarget(Untargeted):
         self.mode = target_class
         self.target: int | None = None if target_class == "weakest" else int(target_class)
 
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FixedTarget:
+        return cls(ctx.num_classes, cfg.get("class", "weakest"))
+
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
         other = uniform_other(y, self.num_classes, generator)
         if self.target is None:
@@ -102,15 +113,9 @@ class FixedTarget(Untargeted):
         self.target = state["target"]
 
 
-def build_targets(cfg: Mapping | None, num_classes: int) -> Untargeted:
-    cfg = dict(cfg or {"type": "untargeted"})
-    kind = cfg.get("type", "untargeted")
-    if kind == "untargeted":
-        return Untargeted(num_classes)
-    if kind == "uniform":
-        return UniformTargets(num_classes)
-    if kind == "cfp":
-        return CFPTargets(num_classes, cfg.get("temperature", 2.0))
-    if kind == "fixed":
-        return FixedTarget(num_classes, cfg.get("class", "weakest"))
-    raise ValueError(f"unknown targets type {kind!r}; valid: {', '.join(TARGET_TYPES)}")
+TARGETS = Registry("targets", default="untargeted", types={
+    "untargeted": Untargeted,
+    "uniform": UniformTargets,
+    "cfp": CFPTargets,
+    "fixed": FixedTarget,
+})

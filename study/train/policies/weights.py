@@ -10,14 +10,24 @@ from collections.abc import Mapping
 
 import torch
 
+from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
 
-WEIGHT_TYPES = ("none", "balanced", "static", "boost", "frl")
+# How the loss reduces a class-weighted term over a batch: `mean` divides by the batch size
+# (weights with class mean 1), FRL's `separate` / `joint` by the batch's weight sums.
+WEIGHT_NORMALIZATIONS = ("mean", "separate", "joint")
+FRL_NORMALIZATIONS = ("separate", "joint")
 
 
 class NoWeights(StatelessPolicy):
+    normalization = "mean"
+
     def __init__(self, num_classes: int):
         self.num_classes = num_classes
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoWeights:
+        return cls(ctx.num_classes)
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         ones = torch.ones(self.num_classes, dtype=torch.float64)
@@ -35,6 +45,12 @@ class StaticWeights(NoWeights):
             raise ValueError(f"class weights must be {num_classes} positive numbers, got {list(values)}")
         self.w = w / w.mean()
 
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> StaticWeights:
+        if "values" not in cfg:
+            raise ValueError(f"weights type 'static' needs values: a list of {ctx.num_classes} positive class costs")
+        return cls(ctx.num_classes, cfg["values"])
+
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.w, self.w
 
@@ -45,6 +61,16 @@ def balanced_weights(class_counts: torch.Tensor) -> torch.Tensor:
     if not bool((counts > 0).all()):
         raise ValueError(f"class-balanced weights need samples of every class, got counts {counts.tolist()}")
     return 1.0 / counts
+
+
+class BalancedWeights(StaticWeights):
+    """Inverse class frequency of the run's training split (all classes count equally)."""
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> BalancedWeights:
+        if ctx.class_counts is None:
+            raise ValueError("weights type 'balanced' needs the training split's class counts")
+        return cls(ctx.num_classes, balanced_weights(ctx.class_counts))
 
 
 class BoostWeights(NoWeights):
@@ -61,6 +87,10 @@ class BoostWeights(NoWeights):
             raise ValueError(f"weights.factor must be > 0, got {factor}")
         self.mode, self.factor = target_class, float(factor)
         self.target: int | None = None if target_class == "weakest" else int(target_class)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> BoostWeights:
+        return cls(ctx.num_classes, cfg.get("class", "weakest"), cfg.get("factor", 2.0))
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         w = torch.ones(self.num_classes, dtype=torch.float64)
@@ -82,24 +112,48 @@ class BoostWeights(NoWeights):
 
 
 class FRLReweight(NoWeights):
-    """FRL reweight (Xu et al. 2021). From the validation split, per-class gaps
-    gamma0_c = clean_err_c - clean_err - tau and gamma1_c = bndy_err_c - bndy_err - tau;
-    multipliers lambda += rate * gamma (rate halved every `halve_every` epochs), clamped
-    >= 0 and rescaled so that their sum is at most `bound`.
+    """FRL reweight (Xu et al. 2021; hannxu123/fair_robust utils_frl.py:frl_train). From the
+    validation split, per-class gaps gamma0_c = clean_err_c - clean_err - tau and
+    gamma1_c = bndy_err_c - bndy_err - tau (clean_err, bndy_err over the whole split);
+    multipliers lambda_nat += rate * gamma0 and lambda_bndy += boundary_rate * gamma1
+    (the reference steps the boundary multipliers at twice the rate, `rate1 * 2`; both
+    rates halve every `halve_every` epochs), clamped >= 0 and rescaled so that each set
+    sums to at most `bound`. FRL remargin alone (the reference's frlrm.py) keeps the
+    natural-error reweighting and leaves the boundary multipliers at 0: boundary_rate 0.
 
-    The Lagrangian R + sum_c lambda_c (R_c - R), with R the mean of the class risks R_c,
-    weighs class c's risk by 1/C + lambda_c - mean(lambda); per sample (balanced batches)
-    that is the multiplier 1 + C * (lambda_c - mean(lambda)), >= 1 - bound > 0."""
+    Class c's weight is 1/C + lambda_c - mean(lambda) (utils_frl.py:cost_sensitive); here
+    scaled by C to 1 + C * (lambda_c - mean(lambda)), whose class mean is 1. The loss
+    divides each weighted term by the batch's weight sum (`normalize: separate`,
+    utils_frl.py / utils_frl2.py:train_model) or both by the sum of the two weights
+    (`joint`, the remargin-alone script's utils_frl1.py:train_model); the factor C cancels.
+
+    The reference updates at the start of each epoch from the model trained so far: the
+    update after epoch e sets epoch e + 1's multipliers, with the rate of epoch e + 1."""
+
+    needs_validation = True
+    primes = True   # takes a first step from the starting model (Policies.prime)
 
     def __init__(self, num_classes: int, rate: float = 0.05, halve_every: int = 40, tau: float = 0.05,
-                 bound: float = 0.5):
+                 bound: float = 0.5, boundary_rate: float | None = None, normalize: str = "separate"):
         super().__init__(num_classes)
+        if normalize not in FRL_NORMALIZATIONS:
+            raise ValueError(f"unknown weights normalize {normalize!r}; valid: {', '.join(FRL_NORMALIZATIONS)}")
         self.rate, self.halve_every, self.tau, self.bound = float(rate), int(halve_every), float(tau), float(bound)
+        self.boundary_rate = 2 * self.rate if boundary_rate is None else float(boundary_rate)
+        self.normalization = normalize
         self.lam_nat = torch.zeros(num_classes, dtype=torch.float64)
         self.lam_bndy = torch.zeros(num_classes, dtype=torch.float64)
 
-    def rate_at(self, epoch: int) -> float:
-        return self.rate * 0.5 ** ((epoch - 1) // self.halve_every)
+    @classmethod
+    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FRLReweight:
+        return cls(ctx.num_classes, rate=cfg.get("rate", 0.05), halve_every=cfg.get("halve_every", 40),
+                   tau=cfg.get("tau", 0.05), bound=cfg.get("bound", 0.5), boundary_rate=cfg.get("boundary_rate"),
+                   normalize=cfg.get("normalize", "separate"))
+
+    def halving(self, epoch: int) -> float:
+        """The factor on both rates for the multipliers of training epoch `epoch` (frlrw.py
+        halves its rate before the update of every 40th epoch)."""
+        return 0.5 ** (int(epoch) // self.halve_every)
 
     def _step(self, lam: torch.Tensor, gap: torch.Tensor, rate: float) -> torch.Tensor:
         lam = torch.clamp(lam + rate * gap, min=0.0)
@@ -111,10 +165,11 @@ class FRLReweight(NoWeights):
         return 1 + c * (self.lam_nat - self.lam_nat.mean()), 1 + c * (self.lam_bndy - self.lam_bndy.mean())
 
     def update(self, stats: EpochStats) -> None:
-        rate = self.rate_at(stats.epoch)
-        clean, bndy = stats.val_clean_err, stats.val_boundary_err
-        self.lam_nat = self._step(self.lam_nat, clean - clean.mean() - self.tau, rate)
-        self.lam_bndy = self._step(self.lam_bndy, bndy - bndy.mean() - self.tau, rate)
+        factor = self.halving(stats.epoch + 1)
+        gap_nat = stats.val_clean_err - stats.val_clean_err_total - self.tau
+        gap_bndy = stats.val_boundary_err - stats.val_boundary_err_total - self.tau
+        self.lam_nat = self._step(self.lam_nat, gap_nat, self.rate * factor)
+        self.lam_bndy = self._step(self.lam_bndy, gap_bndy, self.boundary_rate * factor)
 
     def state_dict(self) -> dict:
         return {"lam_nat": self.lam_nat, "lam_bndy": self.lam_bndy}
@@ -123,18 +178,10 @@ class FRLReweight(NoWeights):
         self.lam_nat, self.lam_bndy = state["lam_nat"], state["lam_bndy"]
 
 
-def build_weights(cfg: Mapping | None, num_classes: int, class_counts: torch.Tensor) -> NoWeights:
-    cfg = dict(cfg or {"type": "none"})
-    kind = cfg.get("type", "none")
-    if kind == "none":
-        return NoWeights(num_classes)
-    if kind == "balanced":
-        return StaticWeights(num_classes, balanced_weights(class_counts))
-    if kind == "static":
-        return StaticWeights(num_classes, cfg["values"])
-    if kind == "boost":
-        return BoostWeights(num_classes, cfg.get("class", "weakest"), cfg.get("factor", 2.0))
-    if kind == "frl":
-        return FRLReweight(num_classes, rate=cfg.get("rate", 0.05), halve_every=cfg.get("halve_every", 40),
-                           tau=cfg.get("tau", 0.05), bound=cfg.get("bound", 0.5))
-    raise ValueError(f"unknown weights type {kind!r}; valid: {', '.join(WEIGHT_TYPES)}")
+WEIGHTS = Registry("weights", default="none", types={
+    "none": NoWeights,
+    "balanced": BalancedWeights,
+    "static": StaticWeights,
+    "boost": BoostWeights,
+    "frl": FRLReweight,
+})
