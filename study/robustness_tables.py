@@ -1,10 +1,29 @@
 """Robustness tables from per-sample records (results/tables/): FRL errors, class
 false-positive scores, confusion matrices under attack, overall and worst-class accuracy
-per attack with intervals, and the checks of every run."""
+per attack with intervals, and the checks of every run.
+
+Checks decide what is trusted. Every row of frl.csv, cfp.csv, confusion.csv and
+attacks.csv carries its evaluation's `check_status`:
+
+- 'pass': a checks.json of the run and checkpoint covered the evaluation and no check that
+  concerns it flagged or failed;
+- 'flag' / 'fail': a check that concerns it flagged / failed; `checks_not_passed` names them,
+  e.g. 'large_eps_breaks (flag); more_steps_no_stronger (flag)';
+- 'unchecked': no checks.json given covers it.
+
+A sample counts as robust in the trusted columns only if its prediction equals its label
+and its evaluation's status is 'pass'. The measured numbers (acc, worst_acc, the FRL
+errors, ...) are kept for every evaluation, marked by its status; the trusted columns of
+attacks.csv (`trusted_acc`, `trusted_worst_acc`) equal them for evaluations that passed and
+are empty (NaN) for the others: an untrusted evaluation has no trusted robust samples, and
+an empty cell, unlike 0, cannot be read as a measured accuracy. checks.csv lists every
+check with the checkpoint it checked and the evaluations a status other than pass concerns.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,56 +38,119 @@ from study.metrics.robustness import class_false_positive, confusion_matrix, frl
 from study.runs import identity
 
 ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
+CHECK_STATUSES = ("pass", "flag", "fail", "unchecked")
+
+
+def read_checks(paths: Iterable[str | Path]) -> tuple[dict[tuple[str, str], list[str]], list[dict]]:
+    """From checks.json files: (run_id, evaluation) -> the checks that did not pass it, as
+    'name (status)', for every evaluation a file covers; and one row per check."""
+    verdicts: dict[tuple[str, str], list[str]] = {}
+    rows = []
+    for path in paths:
+        result = json.loads(Path(path).read_text())
+        if "evaluations" not in result:
+            raise ValueError(f"{path} does not name the evaluations it checked: it was written by an older "
+                             "`study check`; run the check again")
+        run_id = result["run_id"]
+        for name in result["evaluations"]:
+            verdicts.setdefault((run_id, name), [])
+        for c in result["checks"]:
+            rows.append({"run_id": run_id, "checkpoint": result.get("checkpoint", "last"), "check": c["name"],
+                         "status": c["status"], "evaluations": " ".join(c["evaluations"]), "detail": c["detail"]})
+            if c["status"] != "pass":
+                for name in c["evaluations"]:
+                    verdicts.setdefault((run_id, name), []).append(f"{c['name']} ({c['status']})")
+    return verdicts, rows
+
+
+def check_status(not_passed: list[str] | None) -> str:
+    """The status of an evaluation from its checks that did not pass (None: unchecked)."""
+    if not_passed is None:
+        return "unchecked"
+    return "fail" if any(c.endswith("(fail)") for c in not_passed) else "flag" if not_passed else "pass"
+
+
+def _attack_row(ident: dict, frame: pd.DataFrame, names: list[str]) -> dict:
+    per_class = class_accuracy(frame, names)
+    d = discrepancy(per_class)
+    worst = per_class.loc[per_class["acc"].idxmin()]
+    n, correct = len(frame), int((frame["pred"] == frame["label"]).sum())
+    olo, ohi = wilson_interval(correct, n)
+    trusted = ident["check_status"] == "pass"
+    return {**ident, "n": n, "acc": correct / n, "ci_lo": olo, "ci_hi": ohi,
+            "trusted_acc": correct / n if trusted else np.nan,
+            "worst_class": worst["class_name"], "worst_acc": worst["acc"],
+            "trusted_worst_acc": worst["acc"] if trusted else np.nan,
+            "worst_ci_lo": worst["ci_lo"], "worst_ci_hi": worst["ci_hi"], "worst10": d["worst10"]}
+
+
+def _class_tables(ident: dict, frame: pd.DataFrame, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Class false-positive scores and the confusion matrix of one evaluation."""
+    c = len(names)
+    wrong = frame[frame["pred"] != frame["label"]]
+    k = np.bincount(wrong["pred"], minlength=c)
+    lo, hi = wilson_interval(k, np.full(c, max(len(wrong), 1)))
+    cfp = pd.DataFrame({**ident, "class": range(c), "class_name": names, "cfp": class_false_positive(frame, c),
+                        "cfp_lo": lo, "cfp_hi": hi, "misclassified": len(wrong)})
+    cm = confusion_matrix(frame, c)
+    t, p = np.meshgrid(range(c), range(c), indexing="ij")
+    conf = pd.DataFrame({**ident, "true": t.ravel(), "pred": p.ravel(), "count": cm.ravel()})
+    return cfp, conf
+
+
+def _clean_of(evs: dict, name: str) -> str | None:
+    """The clean evaluation of the same checkpoint as `name` (FRL errors compare the two)."""
+    checkpoint = name.partition("@")[2]
+    clean = [e for e, (_, m) in evs.items()
+             if m["evaluation"].get("type", "clean") == "clean" and e.partition("@")[2] == checkpoint]
+    return clean[0] if clean else None
 
 
 def robustness_tables(records: Iterable[str | Path], checks: Iterable[str | Path], out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
+    verdicts, check_rows = read_checks(checks)
     runs: dict[str, dict] = {}
     for path in records:
         frame, meta = read_records(path)
         runs.setdefault(meta["run_id"], {})[meta["evaluation"]["name"]] = (frame, meta)
-    frl, cfp, conf, attacks = [], [], [], []
+    tables: dict[str, list] = {"frl": [], "cfp": [], "confusion": []}
+    attacks = []
     for run_id, evs in runs.items():
         for name, (frame, meta) in evs.items():
-            names, cfg, ev = meta["class_names"], meta["run_config"], meta["evaluation"]
-            ident = {**identity(run_id, cfg), "eval": name, "attack": ev.get("type", "clean")}
-            c = len(names)
-            wrong = frame[frame["pred"] != frame["label"]]
-            k = np.bincount(wrong["pred"], minlength=c)
-            lo, hi = wilson_interval(k, np.full(c, max(len(wrong), 1)))
-            cfp.append(pd.DataFrame({**ident, "class": range(c), "class_name": names,
-                                     "cfp": class_false_positive(frame, c), "cfp_lo": lo, "cfp_hi": hi,
-                                     "misclassified": len(wrong)}))
-            cm = confusion_matrix(frame, c)
-            t, p = np.meshgrid(range(c), range(c), indexing="ij")
-            conf.append(pd.DataFrame({**ident, "true": t.ravel(), "pred": p.ravel(), "count": cm.ravel()}))
-            per_class = class_accuracy(frame, names)
-            d = discrepancy(per_class)
-            worst = per_class.loc[per_class["acc"].idxmin()]
-            n, correct = len(frame), int((frame["pred"] == frame["label"]).sum())
-            olo, ohi = wilson_interval(correct, n)
-            row = {**ident, "n": n, "acc": correct / n, "ci_lo": olo, "ci_hi": ohi,
-                   "worst_class": worst["class_name"], "worst_acc": worst["acc"],
-                   "worst_ci_lo": worst["ci_lo"], "worst_ci_hi": worst["ci_hi"], "worst10": d["worst10"]}
-            clean = [e for e, (_, m) in evs.items() if m["evaluation"].get("type", "clean") == "clean"]
+            names, ev = meta["class_names"], meta["evaluation"]
+            not_passed = verdicts.get((run_id, name))
+            ident = {**identity(run_id, meta["run_config"]), "eval": name, "attack": ev.get("type", "clean"),
+                     "check_status": check_status(not_passed), "checks_not_passed": "; ".join(not_passed or [])}
+            cfp, conf = _class_tables(ident, frame, names)
+            tables["cfp"].append(cfp)
+            tables["confusion"].append(conf)
+            row = _attack_row(ident, frame, names)
+            clean = _clean_of(evs, name)
             if ev.get("type", "clean") != "clean" and clean:
-                errors = frl_errors(evs[clean[0]][0], frame, names)
-                frl.append(errors.assign(**ident)[[*ident, *errors.columns]])
+                errors = frl_errors(evs[clean][0], frame, names)
+                tables["frl"].append(errors.assign(**ident)[[*ident, *errors.columns]])
                 row.update(frl_summary(errors))  # FRL errors: average and worst class
             attacks.append(row)
-    tables = {"frl": frl, "cfp": cfp, "confusion": conf}
-    paths = {}
-    for name, blocks in tables.items():
-        frame = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame()
-        paths[name] = _write(frame, out_dir / f"{name}.csv")
+    paths = {name: _write(pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(), out_dir / f"{name}.csv")
+             for name, blocks in tables.items()}
     paths["attacks"] = _write(pd.DataFrame(attacks), out_dir / "attacks.csv")
-    rows = []
-    for path in checks:
-        result = json.loads(Path(path).read_text())
-        rows += [{"run_id": result["run_id"], "check": c["name"], "status": c["status"], "detail": c["detail"]}
-                 for c in result["checks"]]
-    paths["checks"] = _write(pd.DataFrame(rows), out_dir / "checks.csv")
+    paths["checks"] = _write(pd.DataFrame(check_rows), out_dir / "checks.csv")
+    _warn_untrusted(attacks)
     return paths
+
+
+def _warn_untrusted(attacks: list[dict]) -> None:
+    """Say on stderr which evaluations the trusted columns leave out, and why."""
+    unchecked = 0
+    for row in attacks:
+        if row["check_status"] == "unchecked":
+            unchecked += 1
+        elif row["check_status"] != "pass":
+            print(f"robustness tables: {row['run_id']} {row['eval']} is not trusted ({row['check_status']}): "
+                  f"{row['checks_not_passed']}", file=sys.stderr)
+    if unchecked:
+        print(f"robustness tables: {unchecked} of {len(attacks)} evaluations unchecked (no checks.json covers them), "
+              "left out of the trusted columns", file=sys.stderr)
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:

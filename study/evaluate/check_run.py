@@ -1,4 +1,9 @@
-"""`study check`: the checks against false robustness of one run, written beside its records."""
+"""`study check`: the checks against false robustness of one checkpoint of a run, written beside its records.
+
+A run's `last` checkpoint (model.pt) and its `best` on validation (model_best.pt) are
+checked apart: records of `<evaluation>@best` belong to the best checkpoint, records
+without `@` to the last, and only those of the checked checkpoint reach the record checks.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,41 @@ from pathlib import Path
 import pandas as pd
 
 from study.data.splits import Splits, stratified_subset
-from study.evaluate.checks import model_checks, record_checks, summarize
+from study.evaluate.checks import (
+    DEFAULT_THRESHOLDS,
+    Thresholds,
+    model_checks,
+    record_checkpoint,
+    record_checks,
+    records_reproduce,
+    resolve_scopes,
+    summarize,
+)
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
-from study.runs import load_trained_model
+from study.runs import CHECKPOINT_FILES, load_trained_model
+
+
+def load_checkpoint_records(
+    paths: Sequence[str | Path], run_id: str, checkpoint: str
+) -> dict[str, tuple[pd.DataFrame, dict]]:
+    """Evaluation name -> (per-sample frame, evaluation config) of the records among `paths`
+    that come from `checkpoint` of run `run_id`; records of another run are an error, those
+    of the run's other checkpoint are left out."""
+    loaded, other = {}, []
+    for path in paths:
+        frame, meta = read_records(path)
+        if meta.get("run_id") != run_id:
+            raise ValueError(f"{path} belongs to run {meta.get('run_id')}, not {run_id}")
+        evaluation = meta["evaluation"]
+        if record_checkpoint(evaluation) == checkpoint:
+            loaded[evaluation["name"]] = (frame, evaluation)
+        else:
+            other.append(evaluation["name"])
+    if other:
+        print(f"checks of {run_id} ({checkpoint}): records of another checkpoint left out: {', '.join(other)}",
+              file=sys.stderr)
+    return loaded
 
 
 def check_run(
@@ -25,28 +61,35 @@ def check_run(
     *,
     per_class: int = 20,
     eps_factors: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
+    checkpoint: str = "last",
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
     device: str = "cpu",
 ) -> dict:
-    """Run every check; write checks.json (status and values) and checks.csv (one row per check)."""
+    """Run every check on `checkpoint` ('last' or 'best') of the run and on its records;
+    write checks.json (status, values, the evaluations each check concerns) and checks.csv
+    (one row per check)."""
+    if checkpoint not in CHECKPOINT_FILES:
+        raise ValueError(f"unknown checkpoint {checkpoint!r}; valid: {', '.join(CHECKPOINT_FILES)}")
     run_dir = Path(run_dir)
-    model, _ = load_trained_model(run_dir, device)
+    model, _ = load_trained_model(run_dir, device, checkpoint=checkpoint)
+    loaded = load_checkpoint_records(records, run_dir.name, checkpoint)
     idx = stratified_subset(splits.test_y, per_class)
-    checks = model_checks(model, splits.test_x[idx].to(device), splits.test_y[idx].to(device), pgd, eps_factors)
-    loaded = {}
-    for path in records:
-        frame, meta = read_records(path)
-        if meta.get("run_id") != run_dir.name:
-            raise ValueError(f"{path} belongs to run {meta.get('run_id')}, not {run_dir.name}")
-        loaded[meta["evaluation"]["name"]] = (frame, meta["evaluation"])
+    checks = [records_reproduce(model, splits.test_x, splits.test_y, loaded, per_class,
+                                tie_tolerance=thresholds.tie_tolerance, device=device)]
+    checks += model_checks(model, splits.test_x[idx].to(device), splits.test_y[idx].to(device), pgd, eps_factors,
+                           thresholds=thresholds)
     checks += record_checks(loaded, list(splits.class_names))
-    result = {"run_id": run_dir.name, "reference_pgd": dict(pgd), **summarize(checks)}
+    resolve_scopes(checks, {name: ev for name, (_, ev) in loaded.items()}, pgd)
+    result = {"run_id": run_dir.name, "checkpoint": checkpoint, "reference_pgd": dict(pgd),
+              "evaluations": sorted(loaded), **summarize(checks)}
     atomic_write_json(out_json, result)
-    table = pd.DataFrame([{"run_id": run_dir.name, "check": c["name"], "status": c["status"],
-                           "detail": c["detail"]} for c in result["checks"]])
+    table = pd.DataFrame([{"run_id": run_dir.name, "checkpoint": checkpoint, "check": c["name"], "status": c["status"],
+                           "evaluations": " ".join(c["evaluations"]), "detail": c["detail"]} for c in result["checks"]])
     with atomic_path(out_csv) as tmp:
         table.to_csv(tmp, index=False)
     for c in result["checks"]:
         if c["status"] != "pass":
-            print(f"CHECK {c['status'].upper()}: {run_dir.name}: {c['name']}: {c['detail']}", file=sys.stderr)
-    print(f"checks of {run_dir.name}: {result['status']} ({len(checks)} checks)", file=sys.stderr)
+            print(f"CHECK {c['status'].upper()}: {run_dir.name} ({checkpoint}): {c['name']}: {c['detail']}"
+                  f" [puts in doubt: {', '.join(c['evaluations']) or 'no evaluation'}]", file=sys.stderr)
+    print(f"checks of {run_dir.name} ({checkpoint}): {result['status']} ({len(checks)} checks)", file=sys.stderr)
     return result
