@@ -53,13 +53,14 @@ def epoch_table(robust: bool = True, seeds: int = 1, epochs: int = 5) -> pd.Data
 # ---------------------------------------------------------------- style
 
 def test_pretty_names():
-    assert pretty_eval("pgd20") == "PGD-20"
+    # the key alone names what it spells out (the study's attacks are L-inf unless the key says L2)
+    assert pretty_eval("pgd20") == "PGD-20, L∞"
     assert pretty_eval("clean") == "Clean"
-    assert pretty_eval("mystery") == "mystery"
+    assert pretty_eval("mystery") == "Mystery"  # never the raw key
     assert eval_label("clean") == "clean accuracy"
-    assert eval_label("pgd100") == "robustness (PGD-100)"
-    assert pretty_model("preact_resnet18") == "PreAct-ResNet18"
-    assert pretty_model("unknown_net") == "unknown_net"
+    assert eval_label("pgd100") == "robustness (PGD-100, L∞)"
+    assert pretty_model("preact_resnet18") == "PreAct-ResNet-18"
+    assert pretty_model("unknown_net") == "Unknown Net"
     assert pretty_method("pgd_at") == "PGD-AT"
     assert pretty_method("standard") == "Standard"
 
@@ -69,14 +70,14 @@ def test_pretty_names():
 def test_plot_classwise_layout():
     seeds = per_seed_table(CIFAR10)
     agg = seed_aggregate(seeds, by=["dataset", "model", "method", "eval"])
-    fig = plot_classwise(agg, "CIFAR-10 | PreAct-ResNet18", seeds=seeds)
+    fig = plot_classwise(agg, "CIFAR-10 | PreAct-ResNet-18", seeds=seeds)
     assert isinstance(fig, Figure)
     top, bottom = fig.axes
     assert [t.get_text() for t in bottom.get_xticklabels()] == CIFAR10
     assert "%" in top.get_ylabel()
-    assert [t.get_text() for t in top.get_legend().get_texts()] == [
-        "clean accuracy", "robustness (PGD-20)"]
-    assert fig._suptitle.get_text() == "CIFAR-10 | PreAct-ResNet18"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "clean accuracy", "robustness (PGD-20, L∞)"]
+    assert fig._suptitle.get_text() == "CIFAR-10 | PreAct-ResNet-18"
 
     # 10 classes x 2 evaluations; heights are the seed means in percent
     assert len(top.patches) == 20
@@ -101,7 +102,7 @@ def test_plot_classwise_accepts_per_seed_table_and_names_default_title():
     assert [p.get_height() for p in top.patches[10:]] == pytest.approx(
         (robust["acc"] * 100).tolist())
     assert "CIFAR-10" in fig._suptitle.get_text()
-    assert "PreAct-ResNet18" in fig._suptitle.get_text()
+    assert "PreAct-ResNet-18" in fig._suptitle.get_text()
 
 
 def test_plot_classwise_single_seed_has_no_dots():
@@ -136,8 +137,11 @@ def test_plot_epochs_two_panels_and_worst_class():
     assert len(fig.axes) == 2
     assert [ax.get_title() for ax in fig.axes] == ["clean accuracy", "robust accuracy"]
     assert all(len(ax.get_lines()) == 10 for ax in fig.axes)
-    legend = fig.legends[0]
-    assert [t.get_text() for t in legend.get_texts()] == CIFAR10
+    # every line is labelled at its end (no legend to match colours against); the worst class
+    # with its final value
+    labels = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert labels == sorted([*CIFAR10[1:], "airplane (50%)"])
+    assert not fig.legends
     # class 0 (airplane) is lowest at the final epoch in both panels
     assert "airplane" in fig._suptitle.get_text()
     assert "toy run" in fig._suptitle.get_text()
@@ -159,7 +163,7 @@ def test_plot_epochs_averages_seeds():
     line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "bird")
     expected = table[table["class"] == 2].groupby("epoch")["clean_acc"].mean() * 100
     assert np.asarray(line.get_ydata()) == pytest.approx(expected.to_numpy())
-    assert fig.axes[0].collections  # min-max bands
+    assert fig.axes[0].collections  # the worst class's interval band
     assert "2 seeds" in fig._suptitle.get_text()
 
 

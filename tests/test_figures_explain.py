@@ -77,8 +77,8 @@ def test_confusion_with_100_classes_is_grouped_and_readable():
     fig = plot_confusion({"clean": matrix}, [f"class{c}" for c in range(n)], groups)
     ax = fig.axes[0]
     shown = ax.images[0].get_array()
-    # grouped order puts classes 5, 25, 45, ... of super5 next to each other
-    assert shown[5 * 5, 5 * 5 + 1] == 0.5
+    # grouped order puts classes 5, 25, 45, ... of super5 next to each other; shares drawn in percent
+    assert shown[5 * 5, 5 * 5 + 1] == 50.0
     assert len(ax.get_yticklabels()) == n and len(ax.get_xticks()) == 0
     assert {t.get_text() for t in ax.texts} == {f"super{g}" for g in range(20)}
     assert fig.get_size_inches()[0] <= 13

@@ -91,5 +91,7 @@ def test_figures_draw_and_make_writes_the_table(tmp_path):
                            for m in ("at", "pgd_at_cfa") for e in (1, 2) for c in (0, 1)])
     fig = plot_policy_epochs(epochs, ["at", "pgd_at_cfa"])
     drawn = [ax for ax in fig.axes if ax.axison]
-    assert len(drawn) == 1 and drawn[0].get_title() == "PGD-AT + CFA", "only methods whose state varies"
+    title, *note = drawn[0].get_title().splitlines()
+    assert len(drawn) == 1 and title == "PGD-AT + CFA", "only methods whose state varies"
+    assert note == ["⚠ run too short to compare (2 epochs)"]
     assert drawn[0].lines[1].get_ydata().tolist() == [1.0, 2.0], "epsilon relative to the base"

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from study.figures.names import norm_title
 from study.figures.style import (
+    AUTO,
+    MAX_INCHES,
     SEED_DOT_COLOR,
+    display_title,
+    draw_caveat,
     eval_colors,
     eval_label,
+    figure_size,
     figure_style,
+    norm_groups,
+    percent_axis,
+    resolve_caveat,
     run_title,
+    table_caveat,
 )
 from study.metrics.classwise import seed_aggregate
 
@@ -48,21 +60,8 @@ def _per_seed_centered(seeds: pd.DataFrame) -> pd.Series:
     return seeds["acc"] - seeds.groupby(keys, dropna=False)["acc"].transform("mean")
 
 
-def plot_classwise(
-    table: pd.DataFrame, title: str | None = None, seeds: pd.DataFrame | None = None
-) -> Figure:
-    """Grouped bars of accuracy per class, one bar per evaluation, for one model.
-
-    `table` is seed_aggregate output with at least eval, class, class_name, acc,
-    ci_lo, ci_hi (acc_centered and n_seeds used when present). A per-seed class-wise
-    table (with `seed` and no `n_seeds`) is accepted too and aggregated here over
-    seeds per evaluation; its rows then also serve as `seeds`. `seeds`, when given
-    and holding more than one seed, adds each seed's value as a small dot.
-    Top panel: accuracy (%) with 95% intervals over seeds and test images (Wilson for one
-    seed). Bottom panel: accuracy minus its mean over classes, same intervals shifted by
-    that mean.
-    The title defaults to dataset | model | method from the table.
-    """
+def _prepare(table: pd.DataFrame, seeds: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The seed-aggregated table (aggregated here from a per-seed one) and the seeds to dot, checked."""
     if "n_seeds" not in table.columns and "seed" in table.columns:
         seeds = table if seeds is None else seeds
         keep = [c for c in _SINGLE_VALUED if c in table.columns]
@@ -76,84 +75,138 @@ def plot_classwise(
     _check_single_run_group(table)
     if table.duplicated(subset=["eval", "class"]).any():
         raise ValueError("class table has several rows per (eval, class); aggregate seeds first")
-
     table = table.copy()
     if "acc_centered" not in table.columns:
         table["acc_centered"] = table["acc"] - table.groupby("eval")["acc"].transform("mean")
+    if not (seeds is not None and "seed" in seeds.columns and seeds["seed"].nunique() > 1):
+        return table, None
+    lacking = [c for c in ("eval", "class", "acc") if c not in seeds.columns]
+    if lacking:
+        raise ValueError(f"seeds table lacks column(s) {lacking}; it has {list(seeds.columns)}")
+    return table, seeds
+
+
+def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style: dict) -> None:
+    """One evaluation's bars with their 95% intervals: accuracy on top, mean-subtracted below."""
+    acc = rows["acc"].to_numpy(dtype=float) * 100
+    centred = rows["acc_centered"].to_numpy(dtype=float) * 100
+    lo = rows["ci_lo"].to_numpy(dtype=float) * 100
+    hi = rows["ci_hi"].to_numpy(dtype=float) * 100
+    # Tables written before the intervals respected seeds (pooled Wilson) can have the
+    # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
+    err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
+    bar_style = {"width": style["width"], "color": style["color"], "linewidth": 0}
+    err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8, "capsize": 0 if style["many"] else 2}
+    top.bar(x, acc, label=style["label"], **bar_style)
+    top.errorbar(x, acc, yerr=err, **err_style)
+    bottom.bar(x, centred, **bar_style)
+    bottom.errorbar(x, centred, yerr=err, **err_style)
+
+
+def _draw_seed_dots(top: Axes, bottom: Axes, per_seed: pd.DataFrame, x: np.ndarray, many: bool) -> None:
+    dot = {"s": 6 if many else 9, "color": SEED_DOT_COLOR, "zorder": 3, "linewidths": 0}
+    top.scatter(x, per_seed["acc"].to_numpy(dtype=float) * 100, **dot)
+    bottom.scatter(x, _per_seed_centered(per_seed).to_numpy(dtype=float) * 100, **dot)
+
+
+def _format_class_axis(bottom: Axes, names: list[str]) -> None:
+    num_classes = len(names)
+    many = num_classes > _MAX_LABELLED_CLASSES
+    step = max(1, math.ceil(num_classes / _MAX_LABELLED_CLASSES)) if many else 1
+    ticks = np.arange(0, num_classes, step)
+    bottom.set_xticks(ticks, [names[i] for i in ticks])
+    if many:
+        bottom.tick_params(axis="x", labelrotation=90, labelsize=7)
+    elif num_classes * max(len(n) for n in names) > 70:
+        bottom.tick_params(axis="x", labelrotation=45)
+        for label in bottom.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+    bottom.set_xlim(-0.6, num_classes - 0.4)
+
+
+def _note(table: pd.DataFrame, show_seeds: bool) -> str:
+    n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns else 1
+    if n_seeds <= 1:
+        return "whiskers: 95% Wilson interval over test images"
+    return "bars: mean over {} seeds; whiskers: 95% interval over seeds and test images{}".format(
+        n_seeds, "; dots: single seeds" if show_seeds else "")
+
+
+def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFrame | None, evals: list[str],
+                context: dict) -> None:
+    """The panels of one threat model: clean and that model's attacks side by side per class."""
+    position, many, width = context["position"], context["many"], 0.8 / len(evals)
+    for j, name in enumerate(evals):
+        offset = (j - (len(evals) - 1) / 2) * width
+        rows = table[table["eval"].astype(str) == name].set_index("class")
+        style = {"width": width, "color": context["colors"][name], "many": many,
+                 "label": eval_label(name, context["settings"].get(name))}
+        _draw_eval(top, bottom, rows, position[rows.index].to_numpy() + offset, style)
+        if seeds is not None:
+            per_seed = seeds[seeds["eval"].astype(str) == name]
+            _draw_seed_dots(top, bottom, per_seed, position[per_seed["class"]].to_numpy() + offset, many)
+    percent_axis(top, "accuracy (%)")
+    bottom.axhline(0, color="black", linewidth=0.8)
+    bottom.set_ylabel("accuracy − class mean\n(percentage points)")
+    bottom.set_title("mean-subtracted: each evaluation's mean over classes removed", loc="left", fontsize=9)
+    _format_class_axis(bottom, context["names"])
+    if context["heading"]:
+        top.set_title(context["heading"], loc="left", fontweight="bold")
+    draw_caveat(top, context["caveat"])
+
+
+def plot_classwise(
+    table: pd.DataFrame, title: str | None = None, seeds: pd.DataFrame | None = None, *,
+    eval_settings: Mapping[str, Mapping] | None = None, caveat: str | None = AUTO,
+) -> Figure:
+    """Grouped bars of accuracy per class, one bar per evaluation, for one model.
+
+    `table` is seed_aggregate output with at least eval, class, class_name, acc,
+    ci_lo, ci_hi (acc_centered and n_seeds used when present). A per-seed class-wise
+    table (with `seed` and no `n_seeds`) is accepted too and aggregated here over
+    seeds per evaluation; its rows then also serve as `seeds`. `seeds`, when given
+    and holding more than one seed, adds each seed's value as a small dot.
+    Top panel: accuracy (%) with 95% intervals over seeds and test images (Wilson for one
+    seed). Bottom panel: accuracy minus its mean over classes, same intervals shifted by
+    that mean. L-inf and L2 attacks get panels of their own (clean in each), beside each
+    other, or stacked for many classes. `eval_settings` (evaluation -> its settings) names the
+    budgets; `caveat` is drawn on the top panels (AUTO: decided from the table, style.table_caveat).
+    The title defaults to dataset | model | method from the table.
+    """
+    # Decided on the table as given: aggregating seeds drops the run columns (epochs) it reads.
+    note = resolve_caveat(caveat, lambda: table_caveat(table))
+    table, seeds = _prepare(table, seeds)
+    settings = dict(eval_settings or {})
     evals = _ordered_evals(table["eval"])
-    colors = eval_colors(evals)
+    groups = norm_groups(evals, settings)
     classes = (table[["class", "class_name"]].drop_duplicates("class")
                .sort_values("class").reset_index(drop=True))
     num_classes = len(classes)
-    position = pd.Series(np.arange(num_classes), index=classes["class"])
-    show_seeds = seeds is not None and "seed" in seeds.columns and seeds["seed"].nunique() > 1
-    if show_seeds:
-        lacking = [c for c in ("eval", "class", "acc") if c not in seeds.columns]
-        if lacking:
-            raise ValueError(f"seeds table lacks column(s) {lacking}; it has {list(seeds.columns)}")
-
     many = num_classes > _MAX_LABELLED_CLASSES
-    width_in = float(np.clip(1.5 + 0.32 * num_classes * max(1.0, len(evals) / 2), 7.0, 20.0))
-    bar_width = 0.8 / len(evals)
+    context = {"position": pd.Series(np.arange(num_classes), index=classes["class"]), "many": many,
+               "colors": eval_colors(evals), "settings": settings, "note": _note(table, seeds is not None),
+               "names": classes["class_name"].astype(str).tolist(),
+               "caveat": note}
+    # each threat model's panel as wide as its bars need, and never too narrow for the class names
+    widths = [float(np.clip(1.5 + 0.32 * num_classes * max(1.0, len(group) / 2), 0.55 * num_classes + 1.5, MAX_INCHES))
+              for _, group in groups]
+    stacked = many or len(groups) == 1
+    shape = (2 * len(groups), 1) if stacked else (2, len(groups))
+    ratios = None if stacked else widths
+    size = (max(7.0, *widths), 6.5 * len(groups)) if stacked else (sum(widths), 6.5)
     with figure_style():
-        fig = Figure(figsize=(width_in, 6.5), layout="constrained")
-        top, bottom = fig.subplots(2, 1, sharex=True)
-        for j, name in enumerate(evals):
-            rows = table[table["eval"].astype(str) == name].set_index("class")
-            x = position[rows.index].to_numpy() + (j - (len(evals) - 1) / 2) * bar_width
-            acc = rows["acc"].to_numpy(dtype=float) * 100
-            centred = rows["acc_centered"].to_numpy(dtype=float) * 100
-            lo = rows["ci_lo"].to_numpy(dtype=float) * 100
-            hi = rows["ci_hi"].to_numpy(dtype=float) * 100
-            # Tables written before the intervals respected seeds (pooled Wilson) can have the
-            # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
-            err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
-            bar_style = {"width": bar_width, "color": colors[name], "linewidth": 0}
-            err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8,
-                         "capsize": 0 if many else 2}
-            top.bar(x, acc, label=eval_label(name), **bar_style)
-            top.errorbar(x, acc, yerr=err, **err_style)
-            bottom.bar(x, centred, **bar_style)
-            bottom.errorbar(x, centred, yerr=err, **err_style)
-
-            if show_seeds:
-                per_seed = seeds[seeds["eval"].astype(str) == name]
-                sx = position[per_seed["class"]].to_numpy() + (
-                    j - (len(evals) - 1) / 2) * bar_width
-                dot = {"s": 6 if many else 9, "color": SEED_DOT_COLOR, "zorder": 3,
-                       "linewidths": 0}
-                top.scatter(sx, per_seed["acc"].to_numpy(dtype=float) * 100, **dot)
-                bottom.scatter(sx, _per_seed_centered(per_seed).to_numpy(dtype=float) * 100,
-                               **dot)
-
-        top.set_ylim(0, 100)
-        top.set_ylabel("accuracy (%)")
-        bottom.axhline(0, color="black", linewidth=0.8)
-        bottom.set_ylabel("accuracy − class mean\n(percentage points)")
-        bottom.set_title("mean-subtracted: each evaluation's mean over classes removed",
-                         loc="left")
-
-        names = classes["class_name"].astype(str).tolist()
-        step = max(1, math.ceil(num_classes / _MAX_LABELLED_CLASSES)) if many else 1
-        ticks = np.arange(0, num_classes, step)
-        bottom.set_xticks(ticks, [names[i] for i in ticks])
-        longest = max(len(n) for n in names)
-        if many:
-            bottom.tick_params(axis="x", labelrotation=90, labelsize=7)
-        elif num_classes * longest > 70:
-            bottom.tick_params(axis="x", labelrotation=45)
-            for label in bottom.get_xticklabels():
-                label.set_horizontalalignment("right")
-                label.set_rotation_mode("anchor")
-        bottom.set_xlim(-0.6, num_classes - 0.4)
-
-        n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns else 1
-        note = "bars: mean over {} seeds; whiskers: 95% interval over seeds and test images{}".format(
-            n_seeds, "; dots: single seeds" if show_seeds else "") if n_seeds > 1 else (
-            "whiskers: 95% Wilson interval")
-        # Anchored above the top panel (not a figure legend) so constrained layout
-        # keeps it clear of the suptitle.
-        top.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=len(evals),
-                   frameon=False, title=note, title_fontsize=8)
-        fig.suptitle(title if title is not None else _default_title(table))
+        fig = Figure(figsize=figure_size(*size), layout="constrained")
+        axes = np.asarray(fig.subplots(*shape, sharex="col", squeeze=False, width_ratios=ratios))
+        for k, (norm, group) in enumerate(groups):
+            top, bottom = (axes[2 * k, 0], axes[2 * k + 1, 0]) if stacked else (axes[0, k], axes[1, k])
+            context["heading"] = norm_title(norm) if len(groups) > 1 else ""
+            _draw_group(top, bottom, table, seeds, group, context)
+        # One legend for the figure, below the panels and outside the data: an evaluation keeps its
+        # colour in every panel.
+        handles = {h.get_label(): h for ax in axes[0 if not stacked else slice(None, None, 2), :].ravel()
+                   for h in ax.get_legend_handles_labels()[0]}
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(len(handles), 5),
+                   frameon=False, title=context["note"], title_fontsize=8)
+        fig.suptitle(display_title(title) if title is not None else _default_title(table))
     return fig

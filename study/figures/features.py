@@ -6,9 +6,23 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study.figures.style import eval_label, figure_style, pretty_dataset, pretty_model
+from study.figures.style import (
+    AUTO,
+    display_title,
+    draw_caveat,
+    eval_label,
+    figure_size,
+    figure_style,
+    percent_axis,
+    pretty_dataset,
+    pretty_model,
+    resolve_caveat,
+    run_caveat,
+    table_caveat,
+)
 from study.metrics.seeds import seed_summary
 
 # Order and names of the bars: the source models first, then what was trained on their datasets.
@@ -47,39 +61,63 @@ def feature_rows(classwise: pd.DataFrame, dataset: str, model: str, sources: Map
     return rows
 
 
-def plot_feature_classwise(rows: pd.DataFrame, title: str) -> Figure:
+def _flagged_trainings(rows: pd.DataFrame, trainings: list[str], n_classes: int) -> set[str]:
+    """Training sets whose models are at chance level on clean test images (too short to compare)."""
+    clean = rows[rows["eval"] == "clean"]
+    return {t for t in trainings
+            if run_caveat(mean_acc=float(clean.loc[clean["training"] == t, "acc"].mean()), num_classes=n_classes)}
+
+
+def _bars(ax: Axes, sub: pd.DataFrame, trainings: list[str], labels: dict[str, str]) -> None:
+    width = 0.8 / len(trainings)
+    for j, training in enumerate(trainings):
+        grp = sub[sub["training"] == training]
+        if grp.empty:
+            continue
+        bars = seed_summary(grp, ["class"]).sort_values("class")  # each run of a training set is a seed
+        x = bars["class"].to_numpy() + (j - (len(trainings) - 1) / 2) * width
+        mid = bars["acc"].to_numpy() * 100
+        lo, hi = bars["ci_lo"].to_numpy() * 100, bars["ci_hi"].to_numpy() * 100
+        err = np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
+        ax.bar(x, mid, width=width, color=_COLORS[training], label=labels[training])
+        ax.errorbar(x, mid, yerr=err, fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+
+
+def plot_feature_classwise(rows: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Mapping] | None = None,
+                           caveat: str | None = AUTO) -> Figure:
     """One panel per evaluation; per class, one bar per training set (mean over seeds) with its
-    95% interval over seeds and test images (Wilson for a single run)."""
+    95% interval over seeds and test images (Wilson for a single run). `caveat` AUTO: a note on
+    every panel when the runs have fewer than style.MIN_EPOCHS epochs, and a dagger on each
+    training set whose models are at chance level."""
+    settings = dict(eval_settings or {})
     # The evaluations that the models trained on constructed data have (sources may have more).
     shown = dict.fromkeys(rows.loc[~rows["training"].str.startswith("source_"), "eval"])
     evals = [e for e in shown if e == "clean"] + [e for e in shown if e != "clean"]
     trainings = [t for t in TRAINING_LABELS if t in set(rows["training"])]
     classes = rows[["class", "class_name"]].drop_duplicates("class").sort_values("class")
     n_classes = len(classes)
-    width = 0.8 / len(trainings)
+    flagged = _flagged_trainings(rows, trainings, n_classes) if caveat == AUTO else set()
+    labels = {t: TRAINING_LABELS[t] + (" †" if t in flagged else "") for t in trainings}
+    epochs_only = rows.drop(columns=["eval"], errors="ignore")  # the epochs part of the caveat; † covers chance
+    note = resolve_caveat(caveat, lambda: table_caveat(epochs_only))
     with figure_style():
-        fig = Figure(figsize=(max(8.0, 1.1 * n_classes + 2), 2.6 * len(evals) + 1.2), layout="constrained")
+        fig = Figure(figsize=figure_size(max(8.0, 1.1 * n_classes + 2), 2.6 * len(evals) + 1.6),
+                     layout="constrained")
         axes = np.atleast_1d(fig.subplots(len(evals), 1, sharex=True))
         for ax, ev in zip(axes, evals, strict=True):
-            sub = rows[rows["eval"] == ev]
-            for j, training in enumerate(trainings):
-                grp = sub[sub["training"] == training]
-                if grp.empty:
-                    continue
-                bars = seed_summary(grp, ["class"]).sort_values("class")  # each run of a training set is a seed
-                x = bars["class"].to_numpy() + (j - (len(trainings) - 1) / 2) * width
-                mid = bars["acc"].to_numpy() * 100
-                lo, hi = bars["ci_lo"].to_numpy() * 100, bars["ci_hi"].to_numpy() * 100
-                err = np.vstack([np.clip(mid - lo, 0, None), np.clip(hi - mid, 0, None)])
-                ax.bar(x, mid, width=width, color=_COLORS[training], label=TRAINING_LABELS[training])
-                ax.errorbar(x, mid, yerr=err, fmt="none", ecolor="black", elinewidth=0.7, capsize=1.5)
+            _bars(ax, rows[rows["eval"] == ev], trainings, labels)
             ax.axhline(100 / n_classes, color="grey", linewidth=0.8, linestyle=":")
-            ax.set_ylim(0, 100)
-            ax.set_ylabel("accuracy (%)")
-            ax.set_title(f"real test set, {eval_label(ev)}", loc="left")
-        axes[0].legend(ncols=min(3, len(trainings)), loc="upper left", bbox_to_anchor=(0, 1.45), frameon=False)
+            percent_axis(ax, "accuracy (%)")
+            ax.set_title(f"real test set, {eval_label(ev, settings.get(ev))}", loc="left")
+            draw_caveat(ax, note)
         axes[-1].set_xticks(classes["class"].to_numpy(), classes["class_name"].tolist(), rotation=40, ha="right")
-        fig.suptitle(title + "  (dotted: chance)")
+        legend_title = "whiskers: 95% interval over seeds and test images; dotted line: chance"
+        if flagged:
+            legend_title += "\n† clean accuracy at chance level: run too short to compare"
+        handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
+                   frameon=False, title=legend_title, title_fontsize=8)
+        fig.suptitle(display_title(title))
     return fig
 
 
@@ -90,7 +128,7 @@ def plot_feature_examples(
     every image titled with the label it is trained with. Images are uint8 (N, C, H, W)."""
     n = min(len(v[0]) for v in sets.values())
     with figure_style():
-        fig = Figure(figsize=(1.25 * n + 1.5, 1.45 * len(sets) + 0.6), layout="constrained")
+        fig = Figure(figsize=figure_size(1.25 * n + 1.5, 1.45 * len(sets) + 0.6), layout="constrained")
         axes = np.atleast_2d(fig.subplots(len(sets), n))
         for r, (name, (images, labels)) in enumerate(sets.items()):
             for c in range(n):
@@ -102,7 +140,7 @@ def plot_feature_examples(
                 ax.set_title(class_names[int(labels[c])], fontsize=8)
                 if c == 0:
                     ax.set_ylabel(name, fontsize=9)
-        fig.suptitle(title)
+        fig.suptitle(display_title(title))
     return fig
 
 

@@ -11,37 +11,42 @@ It takes whatever evaluations the runs have (clean, PGD, AutoAttack, Square, ...
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from study.figures.style import ATTACK_COLORS, CLEAN_COLOR, figure_style, pretty_eval, pretty_method
+from study.figures.names import method_name
+from study.figures.style import (
+    ATTACK_COLORS,
+    AUTO,
+    CLEAN_COLOR,
+    counted_title,
+    draw_caveat,
+    figure_size,
+    figure_style,
+    grid_shape,
+    hide_unused,
+    percent_axis,
+    pretty_eval,
+    resolve_caveat,
+    run_caveat,
+)
 from study.metrics.seeds import accuracy_seed_interval
 from study.metrics.worst import worst_count
 
-_TOKENS = {"at": "PGD-AT", "pgd": "PGD", "trades": "TRADES", "fat": "FAT", "cfa": "CFA", "fairtat": "FAIR-TAT",
-           "ema": "EMA", "fawa": "FAWA", "frl": "FRL", "reweight": "reweight", "remargin": "remargin"}
-_NAMED = {"cw_equal": "Cost-sensitive (equal)", "cw_critical": "Cost-sensitive (critical class)",
-          "tat_weakest": "Targeted AT (weakest class)", "cosine_penalty": "Cosine penalty", "at": "PGD-AT"}
 TABLE_COLUMNS = ["dataset", "model", "method", "eval", "checkpoint", "n_seeds", "mean", "mean_std", "mean_lo",
                  "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class"]
 
 
 def pretty_mitigation(name: str) -> str:
-    """'trades_cfa_fawa' -> 'TRADES + CFA + FAWA'."""
-    if name in _NAMED:
-        return _NAMED[name]
-    if pretty_method(name) != name:
-        return pretty_method(name)
-    name = name.replace("pgd_at", "at")
-    if name.startswith("frl_"):
-        return "FRL (" + " + ".join(name.split("_")[1:]) + ")"
-    return " + ".join(_TOKENS.get(t, t) for t in name.split("_"))
+    """'trades_cfa_fawa' -> 'TRADES + CFA + FAWA' (study.figures.names.method_name)."""
+    return method_name(name)
 
 
 def split_eval(name: str) -> tuple[str, str]:
@@ -95,47 +100,79 @@ def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = No
     return table
 
 
-def plot_mitigation(table: pd.DataFrame, title: str | None = None) -> Figure:
-    """Trade-off scatter: mean vs worst-class accuracy (%), one panel per evaluation, one
-    marker per method (filled: best checkpoint, open: last), 95% intervals as bars."""
+_MARKERS = "osD^v<>pPX*h"
+
+
+def _method_styles(methods: list[str]) -> dict[str, dict]:
+    """Colour and marker per method: a pair no two methods share, so the legend tells them apart."""
+    cmap = mpl.colormaps["tab20" if len(methods) > 10 else "tab10"]
+    return {m: {"color": cmap(i % cmap.N), "marker": _MARKERS[i % len(_MARKERS)]} for i, m in enumerate(methods)}
+
+
+def _draw_point(ax: Axes, row: pd.Series, style: dict, checkpoint: str) -> tuple[float, float, float, float]:
+    """One method's point and 95% interval bars; returns the extent it covers (x lo, x hi, y lo, y hi)."""
+    x, y = 100 * row["mean"], 100 * row["worst"]
+    ax.errorbar(x, y, xerr=[[x - 100 * row["mean_lo"]], [100 * row["mean_hi"] - x]],
+                yerr=[[y - 100 * row["worst_lo"]], [100 * row["worst_hi"] - y]], fmt="none", ecolor=style["color"],
+                alpha=0.5, lw=0.8, clip_on=False)
+    ax.plot(x, y, style["marker"], color=style["color"], ms=7, mew=1.3,
+            mfc=style["color"] if checkpoint == "best" else "white", clip_on=False)
+    return 100 * row["mean_lo"], 100 * row["mean_hi"], 100 * row["worst_lo"], 100 * row["worst_hi"]
+
+
+def _percent_limits(ax: Axes, xs: list[float], ys: list[float]) -> None:
+    """Axes around the points and their intervals, in percent and within 0-100, at least 10
+    points wide: a tighter range would blow up differences smaller than the intervals."""
+    for values, axis in ((xs, "x"), (ys, "y")):
+        lo, hi = min(values) - 2, max(values) + 2
+        if hi - lo < 10:
+            mid = (hi + lo) / 2
+            lo, hi = mid - 5, mid + 5
+        lo, hi = max(0.0, lo), min(100.0, hi)
+        label = "mean class accuracy (%)" if axis == "x" else "worst-class accuracy (%)"
+        percent_axis(ax, label, axis=axis, lo=lo, hi=max(hi, lo + 10))
+
+
+def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str]) -> None:
+    """Beside the panels: one entry per method drawn (filled marker), then the checkpoints drawn."""
+    handles = [Line2D([], [], linestyle="none", marker=st["marker"], color=st["color"], ms=6) for st in styles.values()]
+    labels = [pretty_mitigation(m) for m in styles]
+    for ckpt in checkpoints:
+        handles.append(Line2D([], [], linestyle="none", marker="o", color="#555555", ms=6,
+                              mfc="#555555" if ckpt == "best" else "white"))
+        labels.append(f"{'filled' if ckpt == 'best' else 'open'}: {ckpt} checkpoint")
+    fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False,
+               title="whiskers: 95% interval over seeds\nand test images", title_fontsize=7)
+
+
+def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO) -> Figure:
+    """Trade-off scatter: mean vs worst-class accuracy (%), one panel per evaluation (at most three
+    per row), one marker per method (filled: best checkpoint, open: last), 95% intervals as bars.
+    The legend lists the methods and checkpoints drawn, and the title counts the methods drawn
+    (a count in `title` is replaced). `caveat` AUTO: a note when every worst class is at 0%."""
     if table.empty:
         raise ValueError("mitigation table is empty; nothing to plot")
     evals = list(dict.fromkeys(table["eval"]))
-    methods = list(dict.fromkeys(table["method"]))
-    cmap = plt.get_cmap("tab20" if len(methods) > 10 else "tab10")
-    colors = {m: cmap(i % cmap.N) for i, m in enumerate(methods)}
-    markers = "osD^v<>pPX*h"
-    labelled: set[str] = set()
+    styles = _method_styles(list(dict.fromkeys(table["method"])))
+    checkpoints = [c for c in ("best", "last") if (table["checkpoint"] == c).any()]
+    note = resolve_caveat(caveat, lambda: run_caveat(worst=table["worst"].to_numpy()))
+    rows, cols = grid_shape(len(evals), 3)
     with figure_style():
-        # tall enough for a legend line per method
-        height = max(4.4, 0.19 * len(methods) + 1.4)
-        fig, axes = plt.subplots(1, len(evals), figsize=(4.2 * len(evals) + 3.2, height), squeeze=False)
-        for ax, ev in zip(axes[0], evals, strict=True):
-            for i, m in enumerate(methods):
-                for ckpt in ("last", "best"):
-                    r = table[(table["eval"] == ev) & (table["method"] == m) & (table["checkpoint"] == ckpt)]
-                    if r.empty:
-                        continue
-                    r = r.iloc[0]
-                    x, y = 100 * r["mean"], 100 * r["worst"]
-                    ax.errorbar(x, y, xerr=[[x - 100 * r["mean_lo"]], [100 * r["mean_hi"] - x]],
-                                yerr=[[y - 100 * r["worst_lo"]], [100 * r["worst_hi"] - y]], fmt="none",
-                                ecolor=colors[m], alpha=0.5, lw=0.8)
-                    ax.plot(x, y, markers[i % len(markers)], color=colors[m], ms=7,
-                            mfc=colors[m] if ckpt == "best" else "white", mew=1.3,
-                            label=None if m in labelled else pretty_mitigation(m))
-                    labelled.add(m)
-            ax.set_title(pretty_eval(ev), color=CLEAN_COLOR if ev == "clean" else ATTACK_COLORS[0])
-            ax.set_xlabel("mean class accuracy (%)")
-            ax.set_ylabel("worst-class accuracy (%)")
+        fig = Figure(figsize=figure_size(4.4 * cols + 3.0, max(4.0 * rows, 0.17 * len(styles) + 1.8)),
+                     layout="constrained")
+        axes = np.asarray(fig.subplots(rows, cols, squeeze=False)).ravel()
+        for ax, ev in zip(axes, evals, strict=False):
+            part = table[table["eval"] == ev]
+            extents = [_draw_point(ax, r, styles[r["method"]], r["checkpoint"]) for _, r in part.iterrows()]
+            _percent_limits(ax, [v for e in extents for v in e[:2]], [v for e in extents for v in e[2:]])
+            shown = part["method"].nunique()
+            ax.set_title(f"{pretty_eval(ev)} · {shown} method{'' if shown == 1 else 's'}",
+                         color=CLEAN_COLOR if ev == "clean" else ATTACK_COLORS[0])
             ax.grid(alpha=0.3)
-        # the legend right beside the panels, in the 3.2 inches the width keeps for it
-        right = 1 - 3.0 / fig.get_figwidth()
-        fig.legend(loc="center left", bbox_to_anchor=(right + 0.1 / fig.get_figwidth(), 0.5), fontsize=7,
-                   frameon=False, title="filled: best, open: last", title_fontsize=7)
-        fig.subplots_adjust(right=right, wspace=0.3)
-        if title:
-            fig.suptitle(title)
+            draw_caveat(ax, note)
+        hide_unused(axes, len(evals))
+        _legends(fig, styles, checkpoints)
+        fig.suptitle(counted_title(title, len(styles), "method"))
     return fig
 
 
@@ -147,47 +184,60 @@ def _varying(rows: pd.DataFrame, col: str) -> bool:
     return col in rows and rows[col].notna().any() and bool(rows.groupby("epoch")[col].std().fillna(0).gt(1e-9).any())
 
 
-def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str | None = None) -> Figure:
-    """Per method whose class-wise policy state varies, that state (the first varying of
-    epsilon relative to the base, class weight, boundary weight, beta) against epoch, one
-    line per class (mean over seeds)."""
-    if "epoch" not in epochs.columns or epochs.empty:
-        raise ValueError("epoch table is empty or lacks `epoch`; nothing to plot")
+def _policy_panels(epochs: pd.DataFrame, methods: Sequence[str]) -> list[tuple[str, str, pd.DataFrame]]:
     panels = []
     for m in methods:
         rows = epochs[epochs["method"] == m]
         col = next((c for c, _ in _POLICY_COLUMNS if not rows.empty and _varying(rows, c)), None)
         if col is not None:
             panels.append((m, col, rows))
+    return panels
+
+
+def _policy_panel(ax: Axes, method: str, col: str, rows: pd.DataFrame) -> None:
+    mean = rows.groupby(["epoch", "class", "class_name"], as_index=False)[col].mean()
+    if col == "epsilon":
+        base = mean[mean["epoch"] == mean["epoch"].min()][col].median()
+        mean[col] = mean[col] / base if base > 0 else mean[col]
+    for (_, name), g in mean.groupby(["class", "class_name"]):
+        ax.plot(g["epoch"], g[col], lw=1, label=str(name))
+    ax.set_title(pretty_mitigation(method), fontsize=8)
+    ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(dict(_POLICY_COLUMNS)[col], fontsize=7)
+    ax.grid(alpha=0.3)
+
+
+def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str | None = None, *,
+                       caveat: str | None = AUTO) -> Figure:
+    """Per method whose class-wise policy state varies, that state (the first varying of
+    epsilon relative to the base, class weight, boundary weight, beta) against epoch, one
+    line per class (mean over seeds), at most four panels per row. The title counts the methods
+    drawn. `caveat` AUTO: a note when the runs have fewer than style.MIN_EPOCHS epochs."""
+    if "epoch" not in epochs.columns or epochs.empty:
+        raise ValueError("epoch table is empty or lacks `epoch`; nothing to plot")
+    panels = _policy_panels(epochs, methods)
+    note = resolve_caveat(caveat, lambda: run_caveat(epochs=float(epochs["epoch"].max())))
     with figure_style():
         if not panels:
-            fig, ax = plt.subplots(figsize=(6, 2))
+            fig = Figure(figsize=(6, 2), layout="constrained")
+            ax = fig.subplots()
             ax.axis("off")
             ax.text(0.5, 0.5, "no method's class-wise policy state varies over the epochs", ha="center")
-            if title:
-                fig.suptitle(title)
+            fig.suptitle(counted_title(title, 0, "method"))
             return fig
-        ncol = min(4, len(panels))
-        nrow = math.ceil(len(panels) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), squeeze=False)
-        for ax in axes.flat[len(panels):]:
-            ax.axis("off")
-        for ax, (m, col, rows) in zip(axes.flat, panels, strict=False):
-            mean = rows.groupby(["epoch", "class", "class_name"], as_index=False)[col].mean()
-            if col == "epsilon":
-                base = mean[mean["epoch"] == mean["epoch"].min()][col].median()
-                mean[col] = mean[col] / base if base > 0 else mean[col]
-            for (_, name), g in mean.groupby(["class", "class_name"]):
-                ax.plot(g["epoch"], g[col], lw=1, label=str(name))
-            ax.set_title(pretty_mitigation(m), fontsize=8)
-            ax.set_xlabel("epoch")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_ylabel(dict(_POLICY_COLUMNS)[col], fontsize=7)
-            ax.grid(alpha=0.3)
-        handles, labels = axes.flat[0].get_legend_handles_labels()
+        rows, cols = grid_shape(len(panels), 4)
+        fig = Figure(figsize=figure_size(3.6 * cols, 2.8 * rows + 1.0), layout="constrained")
+        axes = np.asarray(fig.subplots(rows, cols, squeeze=False)).ravel()
+        hide_unused(axes, len(panels))
+        for ax, (m, col, rows_m) in zip(axes, panels, strict=False):
+            _policy_panel(ax, m, col, rows_m)
+            draw_caveat(ax, note)
+        handles, labels = axes[0].get_legend_handles_labels()
         if len(labels) <= 20:
-            fig.legend(handles, labels, loc="lower center", ncol=min(10, len(labels)), fontsize=6, frameon=False)
-        fig.tight_layout(rect=(0, 0.06, 1, 0.95))
-        if title:
-            fig.suptitle(title)
+            fig.legend(handles, labels, loc="outside lower center", ncol=min(10, len(labels)), fontsize=6,
+                       frameon=False, title="class", title_fontsize=7)
+        heading = counted_title(title, len(panels), "method")
+        fig.suptitle(f"{heading}\nclass-wise policy state of the {len(panels)} of {len(methods)} methods "
+                     "whose state varies between classes", fontsize=10)
     return fig

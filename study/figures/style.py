@@ -1,4 +1,6 @@
-"""Fonts, sizes, colours, display names and file output shared by every figure of the study."""
+"""Fonts, sizes, colours, display names, caveats and file output shared by every figure of the study.
+
+Display names live in study.figures.names; the pretty_* functions here are its short forms."""
 
 from __future__ import annotations
 
@@ -6,13 +8,18 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib as mpl
 import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from study.figures import names
+from study.figures.names import dataset_name, eval_name, eval_norm, method_name, model_name
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
@@ -32,48 +39,17 @@ RC = {
     "pdf.fonttype": 42,  # embed TrueType so PDF text stays editable and searchable
 }
 DPI = 150
+# No saved figure is wider or taller than this many pixels (a page or a slide at DPI): facets wrap
+# into rows instead of running off into a strip.
+MAX_PIXELS = 2400
+MAX_INCHES = MAX_PIXELS / DPI
+# A configuration key as it appears in params.yaml (pgd_l2_05, pgd_at_cfa): lower case with an underscore.
+_KEYLIKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 
 # Clean accuracy always gets the same colour; attacks take the following ones in order.
 CLEAN_COLOR = "#4C72B0"
 ATTACK_COLORS = ("#DD8452", "#C44E52", "#8172B3", "#937860", "#55A868", "#DA8BC3")
 SEED_DOT_COLOR = "#222222"
-
-_MODELS = {
-    "preact_resnet18": "PreAct-ResNet18",
-    "resnet18": "ResNet18",
-    "resnet50": "ResNet50",
-    "wide_resnet28_10": "WRN-28-10",
-    "wide_resnet34_10": "WRN-34-10",
-    "wrn28_10": "WRN-28-10",
-    "wrn34_10": "WRN-34-10",
-    "vgg16": "VGG16",
-    "small_cnn": "Small CNN",
-}
-_METHODS = {
-    "standard": "Standard",
-    "pgd_at": "PGD-AT",
-    "fgsm_at": "FGSM-AT",
-    "fast_at": "Fast-AT",
-    "trades": "TRADES",
-    "mart": "MART",
-    "frl": "FRL",
-    "frl_reweight": "FRL (reweight)",
-    "frl_remargin": "FRL (remargin)",
-    "frl_reweight_remargin": "FRL (reweight + remargin)",
-}
-_DATASETS = {
-    "cifar10": "CIFAR-10",
-    "cifar100": "CIFAR-100",
-    "svhn": "SVHN",
-    "stl10": "STL-10",
-    "mnist": "MNIST",
-    "fashion_mnist": "Fashion-MNIST",
-    "tiny_imagenet": "Tiny-ImageNet",
-}
-_ATTACKS = {"pgd": "PGD", "apgd": "APGD", "cw": "CW", "fgsm": "FGSM", "bim": "BIM"}
-_EVALS = {"clean": "Clean", "aa": "AutoAttack", "autoattack": "AutoAttack", "fgsm": "FGSM"}
-_ATTACK_WITH_STEPS = re.compile(r"^([a-z]+)[-_]?(\d+)$")
-
 
 @contextmanager
 def figure_style() -> Iterator[None]:
@@ -82,42 +58,35 @@ def figure_style() -> Iterator[None]:
         yield
 
 
-def pretty_eval(name: str) -> str:
-    """Display name of an evaluation: "pgd20" -> "PGD-20", "clean" -> "Clean"."""
-    if name in _EVALS:
-        return _EVALS[name]
-    match = _ATTACK_WITH_STEPS.match(name)
-    if match and match.group(1) in _ATTACKS:
-        return f"{_ATTACKS[match.group(1)]}-{match.group(2)}"
-    return name
+def pretty_eval(name: str, settings: Mapping | None = None) -> str:
+    """Display name of an evaluation (study.figures.names.eval_name): "pgd20" -> "PGD-20, L∞"."""
+    return eval_name(name, settings)
 
 
-def eval_label(name: str) -> str:
-    """Legend label: "clean accuracy" for clean, "robustness (PGD-20)" for an attack."""
-    if name == "clean":
-        return "clean accuracy"
-    return f"robustness ({pretty_eval(name)})"
+def eval_label(name: str, settings: Mapping | None = None) -> str:
+    """Legend label: "clean accuracy" for clean, "robustness (PGD-20, L∞ 8/255)" for an attack."""
+    return names.eval_label(name, settings)
 
 
 def pretty_model(name: str) -> str:
-    """Display name of a model: "preact_resnet18" -> "PreAct-ResNet18"."""
-    return _MODELS.get(name, name)
+    """Display name of a model: "preact_resnet18" -> "PreAct-ResNet-18"."""
+    return model_name(name)
 
 
 def pretty_method(name: str) -> str:
     """Display name of a training method: "pgd_at" -> "PGD-AT"."""
-    return _METHODS.get(name, name)
+    return method_name(name)
 
 
 def pretty_dataset(name: str) -> str:
     """Display name of a dataset: "cifar10" -> "CIFAR-10"."""
-    return _DATASETS.get(name, name)
+    return dataset_name(name)
 
 
 def run_title(
     dataset: str | None = None, model: str | None = None, method: str | None = None
 ) -> str:
-    """Figure title from run identifiers, e.g. "CIFAR-10 | PreAct-ResNet18 | PGD-AT"."""
+    """Figure title from run identifiers, e.g. "CIFAR-10 | PreAct-ResNet-18 | PGD-AT"."""
     parts = [
         pretty(value)
         for pretty, value in ((pretty_dataset, dataset), (pretty_model, model),
@@ -125,6 +94,38 @@ def run_title(
         if value is not None
     ]
     return " | ".join(parts)
+
+
+def display_title(title: str) -> str:
+    """A caller's title with any bare configuration key replaced by its display name: titles are
+    built by callers this module does not control, and a key must never reach a reader."""
+    return _KEYLIKE.sub(lambda m: _display_key(m.group(0)), title)
+
+
+def _display_key(key: str) -> str:
+    for known, pretty in ((names.METHOD_NAMES, method_name), (names.MODEL_NAMES, model_name),
+                          (names.DATASET_NAMES, dataset_name)):
+        if key in known:
+            return pretty(key)
+    if names.eval_settings_of(key):
+        return eval_name(key)
+    return method_name(key)  # composed methods (trades_cfa_fawa), else the title-cased fallback
+
+
+def counted_title(title: str | None, count: int, noun: str, base: str = "") -> str:
+    """`title` with the number of `noun`s drawn. A count the caller put in the title (what it asked
+    for) is replaced, since a figure's title must count what the figure shows."""
+    heading = re.sub(rf"\s*[·|,]?\s*\b\d+\s+{noun}s?\b", "", display_title(title or base)).strip()
+    counted = f"{count} {noun}{'' if count == 1 else 's'}"
+    return f"{heading}  ·  {counted}" if heading else counted
+
+
+def panel_title(name: str) -> str:
+    """A panel name from a caller: an evaluation key ('clean', 'pgd20') becomes its display name."""
+    key = name.split(" · ")[0]
+    if names.eval_settings_of(key):  # empty unless `key` is spelled like an evaluation key
+        return eval_name(key) + name[len(key):]
+    return name
 
 
 def eval_colors(evals: Sequence[str]) -> dict[str, str]:
@@ -150,6 +151,112 @@ def class_palette(num_classes: int) -> list[tuple[float, float, float, float]]:
     return [cmap(x) for x in np.linspace(0.0, 1.0, num_classes, endpoint=False)]
 
 
+def figure_size(width: float, height: float) -> tuple[float, float]:
+    """(width, height) in inches, each at most MAX_INCHES, so the PNG stays within MAX_PIXELS."""
+    return min(float(width), MAX_INCHES), min(float(height), MAX_INCHES)
+
+
+def grid_shape(panels: int, max_cols: int = 3) -> tuple[int, int]:
+    """Rows and columns of a grid of `panels` facets, at most `max_cols` per row."""
+    cols = max(1, min(panels, max_cols))
+    return -(-panels // cols), cols
+
+
+def percent_axis(ax: Axes, label: str, axis: str = "y", lo: float = 0.0, hi: float = 100.0) -> None:
+    """Label an accuracy or rate axis in percent and fix its limits to [lo, hi] within 0-100."""
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(max(0.0, lo), min(100.0, hi))
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label)
+
+
+def hide_unused(axes: np.ndarray, used: int) -> None:
+    """Switch off the grid cells after the first `used` (a wrapped grid rarely fills its last row)."""
+    for ax in np.asarray(axes).ravel()[used:]:
+        ax.set_axis_off()
+
+
+# ---------------------------------------------------------------- threat models
+
+_NORM_ORDER = {"linf": 0, "l2": 1, "l1": 2}
+
+
+def norm_groups(evals: Sequence[str], settings: Mapping[str, Mapping] | None = None
+                ) -> list[tuple[str | None, list[str]]]:
+    """Evaluations split by threat model, clean in every group: L2 and L-inf results never share an
+    axis, since their budgets are not comparable. [(None, ['clean'])] when nothing is attacked."""
+    settings = settings or {}
+    clean = [e for e in evals if eval_norm(e, settings.get(e)) is None and e.split("@")[0] == "clean"]
+    groups: dict[str, list[str]] = {}
+    for e in evals:
+        if e in clean:
+            continue
+        norm = eval_norm(e, settings.get(e)) or "other"
+        groups.setdefault(norm, []).append(e)
+    if not groups:
+        return [(None, list(clean))]
+    order = sorted(groups, key=lambda n: (_NORM_ORDER.get(n, 9), n))
+    return [(n, [*clean, *groups[n]]) for n in order]
+
+
+# ---------------------------------------------------------------- caveats
+
+# `caveat=AUTO` (the default of every plotting function) asks the figure to decide from its data;
+# None draws no note; any other text is drawn as given.
+AUTO = "auto"
+# Fewer epochs than this cannot separate the classes of a real dataset (STUDY.md trains 120-200).
+MIN_EPOCHS = 5
+# A mean class accuracy at most this multiple of chance (1 / classes) is a model that has not learned.
+CHANCE_FACTOR = 1.5
+CAVEAT_COLOR = "#B22222"
+
+
+def run_caveat(*, epochs: float | None = None, mean_acc: float | None = None, num_classes: int | None = None,
+               worst: Sequence[float] | None = None, min_epochs: int = MIN_EPOCHS) -> str | None:
+    """The note a panel needs when its run is too short to mean anything, else None: fewer than
+    `min_epochs` epochs, a clean mean class accuracy at chance level, or a worst class at 0% in
+    every entry of `worst` (fractions)."""
+    reasons = []
+    if epochs is not None and np.isfinite(epochs) and epochs < min_epochs:
+        reasons.append(f"{int(epochs)} epoch{'' if int(epochs) == 1 else 's'}")
+    if mean_acc is not None and num_classes and np.isfinite(mean_acc) and mean_acc <= CHANCE_FACTOR / num_classes:
+        reasons.append(f"clean accuracy at chance level, {100 * mean_acc:.0f}%")
+    worst_values = np.asarray(worst if worst is not None else [], dtype=float)
+    if worst_values.size and np.all(worst_values == 0):
+        reasons.append("worst class at 0% everywhere")
+    return f"run too short to compare ({', '.join(reasons)})" if reasons else None
+
+
+def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
+    """run_caveat from a class-wise table: its `epochs` column (fewest epochs of its runs) and the
+    mean over classes of the clean rows of `value` (fractions)."""
+    epochs = pd.to_numeric(table["epochs"], errors="coerce").min() if "epochs" in table.columns else None
+    mean_acc = num_classes = None
+    if "eval" in table.columns and value in table.columns:
+        clean = table[table["eval"].astype(str).str.split("@").str[0] == "clean"]
+        if not clean.empty:
+            mean_acc = float(clean.groupby("class")[value].mean().mean())
+            num_classes = int(table["class"].nunique()) if "class" in table.columns else None
+    return run_caveat(epochs=epochs, mean_acc=mean_acc, num_classes=num_classes)
+
+
+def resolve_caveat(caveat: str | None, decide: Callable[[], str | None]) -> str | None:
+    """The caller's caveat, or `decide()` when the caller left it to the figure (AUTO)."""
+    return decide() if caveat == AUTO else caveat
+
+
+def draw_caveat(ax: Axes, text: str | None) -> None:
+    """The note in the panel's title area, outside the data: a line under the panel's title (centre,
+    else left), or in red in the right title slot when the panel has no title. Call it after the
+    panel's titles are set."""
+    if not text:
+        return
+    note = "⚠ " + text
+    for title in (ax.title, ax._left_title):  # matplotlib keeps the left title only privately
+        if title.get_text():
+            title.set_text(f"{title.get_text()}\n{note}")  # keeps the title's own size and colour
+            return
+    ax.set_title(note, loc="right", color=CAVEAT_COLOR, fontsize=8)
+
+
 FORMATS = ("png", "pdf")
 
 
@@ -163,6 +270,12 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
     """
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
+    # The last guard of the pixel budget: a figure that grew past it (many facets, long labels)
+    # is scaled down as a whole rather than saved as an unreadable strip.
+    width, height = fig.get_size_inches()
+    if max(width, height) > MAX_INCHES:
+        scale = MAX_INCHES / max(width, height)
+        fig.set_size_inches(width * scale, height * scale)
     written: list[Path] = []
     try:
         for fmt in FORMATS:

@@ -1,0 +1,258 @@
+"""Display names of methods, evaluations, datasets and models: the one table that every figure
+(and any table meant for readers) takes its labels from, so no configuration key reaches a reader.
+
+Evaluation labels are built from the evaluation's settings (type, norm, eps, steps) when the
+caller has them (the records carry them; `evaluation_settings` reads them from the params), since
+the same key can mean another budget on another dataset (MNIST's pgd10 is eps 0.3). Without
+settings the label comes from the study's key convention (pgd20, pgd20_linf4, pgd_l2_05) and
+names no budget that the key does not spell out. Unknown keys are title-cased and spaced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+
+DATASET_NAMES = {
+    "mnist": "MNIST",
+    "svhn": "SVHN",
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+    "tinyimagenet": "Tiny ImageNet",
+    "tiny_imagenet": "Tiny ImageNet",
+    "imagenet": "ImageNet",
+    "stl10": "STL-10",
+    "fashion_mnist": "Fashion-MNIST",
+    "synthetic": "Synthetic",
+    "cifar10_c": "CIFAR-10-C",
+}
+MODEL_NAMES = {
+    "small_cnn": "Small CNN",
+    "lenet": "LeNet",
+    "vgg16": "VGG-16",
+    "vgg19": "VGG-19",
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "preact_resnet18": "PreAct-ResNet-18",
+    "wrn_28_10": "WRN-28-10",
+    "wrn28_10": "WRN-28-10",
+    "wide_resnet28_10": "WRN-28-10",
+    "wrn34_10": "WRN-34-10",
+    "wide_resnet34_10": "WRN-34-10",
+    "densenet121": "DenseNet-121",
+    "densenet169": "DenseNet-169",
+    "googlenet": "GoogLeNet",
+    "inception_v3": "Inception-v3",
+    "resnet50_torchvision": "ResNet-50 (torchvision)",
+    "Salman2020Do_R50": "ResNet-50 (Salman et al. 2020, robust)",
+}
+# Whole method names; composed methods (trades_cfa_fawa) are spelled from _METHOD_PARTS.
+METHOD_NAMES = {
+    "standard": "Standard",
+    "pgd_at": "PGD-AT",
+    "at": "PGD-AT",  # the mitigation group's PGD-AT: its own key keeps its runs apart, not its name
+    "pgd_at_l2": "PGD-AT (L2)",
+    "fgsm_at": "FGSM-AT",
+    "fast_at": "Fast-AT",
+    "trades": "TRADES",
+    "mart": "MART",
+    "fat": "FAT",
+    "frl": "FRL",
+    "cw_equal": "Cost-sensitive (equal)",
+    "cw_critical": "Cost-sensitive (critical class)",
+    "tat_weakest": "Targeted AT (weakest class)",
+    "cosine_penalty": "Cosine penalty",
+}
+_METHOD_PARTS = {"at": "PGD-AT", "trades": "TRADES", "fat": "FAT", "cfa": "CFA", "fairtat": "FAIR-TAT",
+                 "ema": "EMA", "fawa": "FAWA"}
+# Suffixes that qualify a composed method rather than add a part to it.
+_METHOD_QUALIFIERS = {"nowa": "no weight averaging"}
+ATTACK_NAMES = {"clean": "Clean", "pgd": "PGD", "autoattack": "AutoAttack", "aa": "AutoAttack",
+                "square": "Square", "fgsm": "FGSM", "apgd": "APGD", "bim": "BIM", "cw": "CW", "fab": "FAB",
+                "fat": "FAT"}
+NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
+# Attacks of the study whose key names no norm run under L-inf (params.yaml: every one of them).
+_LINF_BY_DEFAULT = {"pgd", "autoattack", "aa", "square", "fgsm", "apgd", "bim", "fab"}
+# Datasets built after Ilyas et al. 2019 (STUDY.md figure 12), named as in the paper.
+CONSTRUCTED_NAMES = {"d_rand": "D_rand", "d_det": "D_det", "d_nr": "D_NR", "d_r": "D_R"}
+CHECKPOINT_NAMES = {"best": "best checkpoint", "last": "last checkpoint"}
+
+_EVAL_KEY = re.compile(r"^(?P<attack>[a-z]+?)(?P<steps>\d+)?(?:_(?P<norm>linf|l2|l1)_?(?P<eps>\d+))?$")
+_LOWER_WORDS = {"of", "and", "on", "at", "the", "with"}
+
+
+def humanize(key: str) -> str:
+    """Fallback display name of an unknown key: 'my_new_net' -> 'My New Net'. Never the key itself
+    for a lower-case key, so a reader sees that it is a name and not a setting to look up."""
+    words = [w for w in re.split(r"[_\s]+", str(key)) if w]
+    if not words:
+        return str(key)
+    out = [w if not w.islower() else (w if i and w in _LOWER_WORDS else w[:1].upper() + w[1:])
+           for i, w in enumerate(words)]
+    return " ".join(out)
+
+
+def dataset_name(key: str) -> str:
+    """'cifar10' -> 'CIFAR-10'; constructed sets ('cifar10_d_r') -> 'CIFAR-10 (D_R)'."""
+    key = str(key)
+    if key in DATASET_NAMES:
+        return DATASET_NAMES[key]
+    for kind, shown in CONSTRUCTED_NAMES.items():
+        base = key.removesuffix(f"_{kind}")
+        if base != key and base in DATASET_NAMES:
+            return f"{DATASET_NAMES[base]} ({shown})"
+    return humanize(key)
+
+
+def model_name(key: str) -> str:
+    """'preact_resnet18' -> 'PreAct-ResNet-18'."""
+    return MODEL_NAMES.get(str(key), None) or humanize(key)
+
+
+def method_name(key: str) -> str:
+    """'pgd_at' -> 'PGD-AT', 'trades_cfa_fawa' -> 'TRADES + CFA + FAWA', 'frl_reweight' -> 'FRL (reweight)',
+    'trades_cfa_nowa' -> 'TRADES + CFA (no weight averaging)'."""
+    key = str(key)
+    if key in METHOD_NAMES:
+        return METHOD_NAMES[key]
+    if key.startswith("frl_"):
+        return "FRL (" + " + ".join(key.split("_")[1:]) + ")"
+    parts = key.replace("pgd_at", "at").split("_")
+    qualifiers = []
+    while parts and parts[-1] in _METHOD_QUALIFIERS:
+        qualifiers.insert(0, _METHOD_QUALIFIERS[parts.pop()])
+    if parts and all(p in _METHOD_PARTS for p in parts):
+        name = " + ".join(_METHOD_PARTS[p] for p in parts)
+        return f"{name} ({', '.join(qualifiers)})" if qualifiers else name
+    return humanize(key)
+
+
+def _fraction(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and "/" in value:
+        num, den = value.split("/", 1)
+        return float(num) / float(den)
+    return float(value)
+
+
+def format_eps(eps: object, norm: str | None) -> str:
+    """An attack budget as papers write it: L-inf budgets on 0-1 images as k/255, others as numbers."""
+    value = _fraction(eps)
+    if value is None:
+        return ""
+    if norm == "linf":
+        k = Fraction(value * 255).limit_denominator(4)
+        if abs(float(k) - value * 255) < 1e-6 and 0 < k <= 64:
+            return f"{k}/255"
+    return f"{value:g}"
+
+
+def _key_settings(key: str) -> dict:
+    """Settings spelled out by a key of the study's convention: pgd20, pgd20_linf4, pgd_l2_05."""
+    match = _EVAL_KEY.match(key)
+    if not match or match["attack"] not in ATTACK_NAMES:
+        return {}
+    out: dict = {"type": match["attack"]}
+    if match["steps"]:
+        out["steps"] = int(match["steps"])
+    if match["norm"]:
+        out["norm"] = match["norm"]
+        digits = match["eps"]
+        # the convention: L-inf budgets in 1/255 (linf4), others as decimals without the point (l2_05)
+        out["eps"] = int(digits) / 255 if match["norm"] == "linf" else float(
+            f"0.{digits[1:]}" if digits.startswith("0") else digits)
+    elif match["attack"] in _LINF_BY_DEFAULT:
+        out["norm"] = "linf"
+    return out
+
+
+def corruption_name(key: str) -> str:
+    """'gaussian_noise' -> 'Gaussian noise', 'jpeg_compression' -> 'JPEG compression' (CIFAR-10-C)."""
+    words = str(key).split("_")
+    words = ["JPEG" if w == "jpeg" else w for w in words]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def split_checkpoint(key: str) -> tuple[str, str | None]:
+    """'pgd20@best' -> ('pgd20', 'best'); 'pgd20' -> ('pgd20', None)."""
+    base, _, checkpoint = str(key).partition("@")
+    return base, checkpoint or None
+
+
+def eval_settings_of(key: str, settings: Mapping | None = None) -> dict:
+    """The settings of an evaluation: `settings` when given, else what its key spells out."""
+    base, _ = split_checkpoint(key)
+    if settings:
+        return {k: v for k, v in settings.items() if v is not None}
+    return _key_settings(base) if base != "clean" else {"type": "clean"}
+
+
+def eval_norm(key: str, settings: Mapping | None = None) -> str | None:
+    """Threat model of an evaluation: 'linf', 'l2', ... or None for clean (and corruptions)."""
+    found = eval_settings_of(key, settings)
+    if found.get("type", "clean") == "clean":
+        return None
+    norm = found.get("norm")
+    if norm is None and str(found.get("type")) in _LINF_BY_DEFAULT:
+        return "linf"
+    return norm
+
+
+def eval_name(key: str, settings: Mapping | None = None) -> str:
+    """'pgd20' with its settings -> 'PGD-20, L∞ 8/255'; 'pgd_l2_05' -> 'PGD, L2 0.5'; 'clean' -> 'Clean'.
+    A '@best' suffix (mitigation checkpoints) adds '(best checkpoint)'."""
+    base, checkpoint = split_checkpoint(key)
+    found = eval_settings_of(key, settings)
+    kind = str(found.get("type", ""))
+    if kind == "clean":
+        name = "Clean"
+    elif kind in ATTACK_NAMES:
+        name = ATTACK_NAMES[kind]
+        if kind in ("pgd", "fgsm", "apgd", "bim") and found.get("steps"):
+            name += f"-{found['steps']}"
+        norm = found.get("norm")
+        budget = format_eps(found.get("eps"), norm)
+        if norm in NORM_NAMES and budget:
+            name += f", {NORM_NAMES[norm]} {budget}"
+        elif norm in NORM_NAMES:
+            name += f", {NORM_NAMES[norm]}"
+    else:
+        name = humanize(base)
+    return name + (f" ({CHECKPOINT_NAMES.get(checkpoint, checkpoint)})" if checkpoint else "")
+
+
+def eval_label(key: str, settings: Mapping | None = None) -> str:
+    """Legend label: 'clean accuracy' for clean, 'robustness (PGD-20, L∞ 8/255)' for an attack."""
+    base, checkpoint = split_checkpoint(key)
+    suffix = f", {CHECKPOINT_NAMES.get(checkpoint, checkpoint)}" if checkpoint else ""
+    if eval_settings_of(base, settings).get("type") == "clean":
+        return "clean accuracy" + suffix
+    return f"robustness ({eval_name(base, settings)}){suffix}"
+
+
+def norm_title(norm: str | None) -> str:
+    """Panel heading of a threat model: 'L∞ attacks', 'L2 attacks'."""
+    return f"{NORM_NAMES.get(norm, humanize(norm))} attacks" if norm else "clean"
+
+
+def display_name(kind: str, key: str, settings: Mapping | None = None) -> str:
+    """One entry point for tables: kind is 'method', 'eval', 'dataset' or 'model'."""
+    table = {"method": method_name, "dataset": dataset_name, "model": model_name}
+    if kind == "eval":
+        return eval_name(key, settings)
+    if kind not in table:
+        raise ValueError(f"unknown name kind {kind!r}; valid: method, eval, dataset, model")
+    return table[kind](key)
+
+
+def evaluation_settings(params: Mapping, dataset: str | None = None) -> dict[str, dict]:
+    """Every evaluation's settings from the params (per_dataset applied), for `eval_settings=`."""
+    from study.config.methods import resolve_evaluation
+
+    names = set(params.get("evaluations") or {})
+    if dataset is not None:
+        names |= set(((params.get("per_dataset") or {}).get(dataset) or {}).get("evaluations") or {})
+    return {name: resolve_evaluation(params, name, dataset) for name in sorted(names)}
