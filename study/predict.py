@@ -17,7 +17,6 @@ from tqdm import tqdm
 from study.attacks.configured import run_attack_detailed
 from study.data.augment import to_float
 
-
 #: attack types whose batches are formed inside the attack library, not here
 WHOLE_SET_ATTACKS = ("autoattack", "square")
 

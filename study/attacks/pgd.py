@@ -180,6 +180,29 @@ def _attack_labels(x: Tensor, y: Tensor, targeted: bool, target: Tensor | None) 
     return y.to(x.device)
 
 
+def _restart(model: nn.Module, x: Tensor, x32: Tensor, labels: Tensor, delta0: Tensor, eps_t: Tensor,
+             alpha_t: Tensor, steps: int, norm: str, sign: float, loss_fn: LossFn, best: Tensor, best_loss: Tensor,
+             solved: Tensor) -> bool:
+    """One more run on the samples not yet solved, keeping per sample the first success or
+    the best final loss (updates `best`, `best_loss`, `solved` in place); False when every
+    sample was solved already."""
+    idx = (~solved).nonzero().squeeze(1)
+    if idx.numel() == 0:
+        return False
+    delta = _pgd_run(model, x[idx], labels[idx], delta0[idx], eps_t[idx], alpha_t[idx], steps, norm, sign, loss_fn)
+    x_adv = x32[idx] + delta
+    with torch.no_grad():
+        losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
+    success = pred == labels[idx] if sign < 0 else pred != labels[idx]
+    # NaN best_loss marks "no run yet", so the first run always fills it.
+    better = sign * losses > sign * best_loss[idx]
+    take = success | better | torch.isnan(best_loss[idx])
+    best[idx[take]] = x_adv[take]
+    best_loss[idx[take]] = losses[take]
+    solved[idx[success]] = True
+    return True
+
+
 def pgd_attack(
     model: nn.Module,
     x: Tensor,
@@ -250,31 +273,8 @@ def pgd_attack(
                 )
                 best = x32 + delta
                 break
-            idx = (~solved).nonzero().squeeze(1)
-            if idx.numel() == 0:
+            if not _restart(model, x, x32, labels, delta0, eps_t, alpha_t, steps, norm, sign, loss_fn,
+                            best, best_loss, solved):
                 break
-            xs = x[idx]
-            delta = _pgd_run(
-                model,
-                xs,
-                labels[idx],
-                delta0[idx],
-                eps_t[idx],
-                alpha_t[idx],
-                steps,
-                norm,
-                sign,
-                loss_fn,
-            )
-            x_adv = x32[idx] + delta
-            with torch.no_grad():
-                losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
-            success = pred == labels[idx] if targeted else pred != labels[idx]
-            # NaN best_loss marks "no run yet", so the first run always fills it.
-            better = sign * losses > sign * best_loss[idx]
-            take = success | better | torch.isnan(best_loss[idx])
-            best[idx[take]] = x_adv[take]
-            best_loss[idx[take]] = losses[take]
-            solved[idx[success]] = True
     # x + 0 is exact in fp32, so zero-eps samples come back bit-identical to x.
     return best.clamp(0.0, 1.0).to(x.dtype).detach()
