@@ -21,8 +21,8 @@ setup: $(VENV)/.installed
 
 demo: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
-		--config preset=demo -- results/figures/all
-	@echo "figures: results/figures/ (manifest: results/figures/all)"
+		--config preset=demo -- results/figures/all results/reproduction.md
+	@echo "figures: results/figures/ (manifest: results/figures/all); reproduction: results/reproduction.md"
 
 test: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q; rc=$$?; \

@@ -1,6 +1,6 @@
 # Class-wise robustness study: table of contents of the workflow.
-#   snakemake --cores 8 results/figures/all                      (paper preset, the default)
-#   snakemake --cores 2 --config preset=demo results/figures/all (CPU demo)
+#   snakemake --cores 8 results/figures/all                            (paper preset, the default)
+#   snakemake --cores 2 --config preset=demo -- results/figures/all    (CPU demo; `--` ends --config)
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -15,17 +15,16 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
-include: "workflow/rules/figures.smk"
-include: "workflow/rules/explain.smk"
-include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/robustness.smk"
-include: "workflow/rules/mitigation.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/bench.smk"
 
 
 rule all:
     input:
         "results/figures/all",
+        "results/reproduction.md",
         PRETRAINED_TARGETS,

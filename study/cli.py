@@ -183,26 +183,26 @@ def cmd_manifest(args) -> int:
 
 def cmd_check(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import set_threads
+    from study.device import select_device, set_threads
     from study.evaluate.check_run import check_run
 
     set_threads(args.threads)
     result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
-                       per_class=args.per_class, eps_factors=args.eps_factors,
-                       device="cpu" if args.device == "auto" else args.device)
+                       per_class=args.per_class, eps_factors=args.eps_factors, device=select_device(args.device),
+                       checkpoint=args.checkpoint)
     return 1 if result["status"] == "fail" and args.strict else 0
 
 
 def cmd_corruptions(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import set_threads
+    from study.device import select_device, set_threads
     from study.evaluate.corruptions import evaluate_corruptions
 
     set_threads(args.threads)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
                          per_class=args.per_class, batch_size=args.batch_size, seed=args.seed,
-                         device="cpu" if args.device == "auto" else args.device,
-                         source=args.source, raw_dir=args.raw_dir, mirror=args.mirror)
+                         device=select_device(args.device), source=args.source, raw_dir=args.raw_dir,
+                         mirror=args.mirror)
     return 0
 
 
@@ -237,10 +237,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="study", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _run_args() -> argparse.ArgumentParser:
+    """The arguments every command that loads a run shares."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data", required=True, help="prepared dataset file (study prepare)")
+    common.add_argument("--run-dir", required=True)
+    common.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
+    common.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    common.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
+    return common
 
+
+def _add_plan_and_data(sub) -> None:
     p = sub.add_parser("plan", help="list the runs of the configured study")
     _add_params_args(p)
     p.add_argument("--json", action="store_true", help="print every run's resolved config as JSON")
@@ -257,13 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_prepare)
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data", required=True, help="prepared dataset file (study prepare)")
-    common.add_argument("--run-dir", required=True)
-    common.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    common.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    common.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
 
+
+def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("train", parents=[common], help="train (or resume) one run")
     p.add_argument("--run-config", type=_json_arg, required=True, help="resolved run config (JSON or @file)")
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
@@ -271,6 +275,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
     p.set_defaults(func=cmd_train)
 
+    p = sub.add_parser("construct", help="build a robust / non-robust feature dataset (Ilyas et al.)")
+    p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")
+    p.add_argument("--data", required=True, help="prepared source dataset")
+    p.add_argument("--source-run", required=True, help="run directory of the model to construct with")
+    p.add_argument("--settings", type=_json_arg, required=True, help="construction settings (JSON or @file)")
+    p.add_argument("--key", required=True, help="name of this construction (recorded as provenance)")
+    p.add_argument("--work-dir", required=True, help="folder of finished chunks (resume)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_construct)
+
+
+
+def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
     p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
     p.add_argument("--out", required=True, help="parquet file of per-sample records")
@@ -289,59 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
     p.set_defaults(func=cmd_evaluate_pretrained)
+
     p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")
     p.add_argument("--out", required=True)
     p.add_argument("parts", nargs="+")
     p.set_defaults(func=cmd_merge_shards)
 
-    p = sub.add_parser("tables", help="aggregate run records into results/tables")
-    p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
-    p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
-    p.add_argument("--out-dir", default="results/tables")
-    p.add_argument("--metrics", default=None, help="also write headline metrics JSON here")
-    p.set_defaults(func=cmd_tables)
-
-    p = sub.add_parser("figure", help="draw one figure from the tables")
-    p.add_argument("kind", choices=["classwise", "epochs", "discrepancy", "rank_agreement", "confusion",
-                                    "logit_similarity", "corruptions", "cfp", "frl_errors", "mitigation",
-                                    "policy_epochs"])
-    p.add_argument("--table", default=None, help="results/tables/classwise.csv (or epochs.csv)")
-    p.add_argument("--dataset", default=None)
-    p.add_argument("--model", default=None)
-    p.add_argument("--method", default=None)
-    p.add_argument("--evaluations", nargs="*", default=None)
-    # Explanation figures (4-6, 8-10):
-    p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
-    p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
-    p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
-    p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
-    p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
-    p.set_defaults(func=cmd_figure)
-
-    p = sub.add_parser("construct", help="build a robust / non-robust feature dataset (Ilyas et al.)")
-    p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")
-    p.add_argument("--data", required=True, help="prepared source dataset")
-    p.add_argument("--source-run", required=True, help="run directory of the model to construct with")
-    p.add_argument("--settings", type=_json_arg, required=True, help="construction settings (JSON or @file)")
-    p.add_argument("--key", required=True, help="name of this construction (recorded as provenance)")
-    p.add_argument("--work-dir", required=True, help="folder of finished chunks (resume)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_construct)
-
-    p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
-    p.add_argument("--table", required=True, help="results/tables/classwise.csv")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True, help="model trained on the constructed datasets")
-    p.add_argument("--sources", nargs="+", required=True,
-                   help="role=run_id of the source runs, e.g. standard=<run> robust=<run>")
-    p.add_argument("--constructed", nargs="+", required=True, help="constructed prepared datasets")
-    p.add_argument("--data", required=True, help="the original prepared dataset")
-    p.add_argument("--out-stem", required=True)
-    p.add_argument("--examples-stem", required=True)
-    p.set_defaults(func=cmd_features_figure)
     p = sub.add_parser("check", parents=[common], help="checks against false robustness of one run")
     p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
     p.add_argument("--pgd", type=_json_arg, required=True, help="reference PGD evaluation (JSON) for eps sweeps")
@@ -349,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
     p.add_argument("--out", required=True, help="checks.json")
     p.add_argument("--table", required=True, help="checks.csv")
+    p.add_argument("--checkpoint", default="last", choices=["last", "best"],
+                   help="checkpoint checked: last (model.pt) or best (model_best.pt); only its records are compared")
     p.add_argument("--strict", action="store_true", help="exit 1 when a check fails (after writing the results)")
     p.set_defaults(func=cmd_check)
 
@@ -365,6 +340,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_corruptions)
 
+
+
+def _add_tables_and_figures(sub) -> None:
+    p = sub.add_parser("tables", help="aggregate run records into results/tables")
+    p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
+    p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
+    p.add_argument("--out-dir", default="results/tables")
+    p.add_argument("--metrics", default=None, help="also write headline metrics JSON here")
+    p.set_defaults(func=cmd_tables)
+
     p = sub.add_parser("robustness-tables", help="FRL, CFP, confusion, attack and check tables")
     p.add_argument("--records", nargs="+", required=True)
     p.add_argument("--checks", nargs="*", default=[])
@@ -372,6 +357,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="results/tables")
     p.set_defaults(func=cmd_robustness_tables)
 
+    p = sub.add_parser("reproduction", help="our numbers beside the published ones (results/reproduction.md)")
+    _add_params_args(p)
+    p.add_argument("--tables-dir", default="results/tables", help="folder of classwise.csv (study tables)")
+    p.add_argument("--out", default="results/reproduction.md")
+    p.set_defaults(func=cmd_reproduction)
+
+    from study.figures.registry import FIGURE_KINDS
+
+    p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
+    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/registry.py)")
+    p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
+    p.add_argument("--dataset", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--method", default=None)
+    p.add_argument("--evaluations", nargs="*", default=None)
+    # Explanation figures (4-6, 8-10):
+    p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
+    p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
+    p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
+    p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
+    p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
+    p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
+    p.add_argument("--table", required=True, help="results/tables/classwise.csv")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True, help="model trained on the constructed datasets")
+    p.add_argument("--sources", nargs="+", required=True,
+                   help="role=run_id of the source runs, e.g. standard=<run> robust=<run>")
+    p.add_argument("--constructed", nargs="+", required=True, help="constructed prepared datasets")
+    p.add_argument("--data", required=True, help="the original prepared dataset")
+    p.add_argument("--out-stem", required=True)
+    p.add_argument("--examples-stem", required=True)
+    p.set_defaults(func=cmd_features_figure)
+
+    p = sub.add_parser("manifest", help="write the manifest of all figures")
+    p.add_argument("--out", required=True)
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=cmd_manifest)
+
+
+
+def _add_bench(sub) -> None:
     p = sub.add_parser("bench", help="time the engine against a plain reference loop (docs/performance.md)")
     p.add_argument("--out", default="results/bench/cpu.json", help="JSON report; the table goes beside it (.md)")
     p.add_argument("--data", default=None, help="prepared dataset file (default: synthetic CIFAR-sized data)")
@@ -389,10 +417,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("manifest", help="write the manifest of all figures")
-    p.add_argument("--out", required=True)
-    p.add_argument("files", nargs="+")
-    p.set_defaults(func=cmd_manifest)
+
+def cmd_reproduction(args) -> int:
+    from study.reproduction import reproduction_report
+
+    path = reproduction_report(args.tables_dir, _load(args), args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="study", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = _run_args()
+    _add_plan_and_data(sub)
+    _add_training(sub, common)
+    _add_evaluation(sub, common)
+    _add_tables_and_figures(sub)
+    _add_bench(sub)
     return parser
 
 

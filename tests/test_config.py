@@ -45,11 +45,15 @@ def test_paper_is_the_default_with_published_settings(repo_root):
     params = _load(repo_root)
     assert params["preset"] == "paper"
     runs = plan_runs(params)
-    # baseline: 2 models x 3 methods (standard, PGD-AT, TRADES for figure 3) x 3 seeds
+    # baseline: every model x method (standard, PGD-AT, TRADES for figure 3) x seed of its group
+    groups = {g["group"]: g for g in params["experiments"]}
     baseline = [r for r in runs if "baseline" in r.groups]
-    assert len(baseline) == 18 and {r.config["method"] for r in baseline} == {"standard", "pgd_at", "trades"}
-    # mitigation: 34 methods x 3 seeds
-    assert len([r for r in runs if "mitigation" in r.groups]) == 34 * 3
+    assert len(baseline) == len(groups["baseline"]["models"]) * len(groups["baseline"]["methods"]) * len(
+        groups["baseline"]["seeds"])
+    assert {r.config["method"] for r in baseline} == {"standard", "pgd_at", "trades"}
+    # mitigation: every method x seed (FRL's parent, `at`, is one of the methods)
+    assert len([r for r in runs if "mitigation" in r.groups]) == len(groups["mitigation"]["methods"]) * len(
+        groups["mitigation"]["seeds"])
     cfg = runs[0].config
     assert cfg["epochs"] == 200 and cfg["batch_size"] == 128
     assert cfg["optimizer"] == {"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": False}

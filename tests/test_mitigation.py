@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from study.config import ConfigError, load_params, plan_runs, run_config, run_id
+from study.config import ConfigError, load_params, method_definition, plan_runs, resolve_method, run_config, run_id
 from study.io import load_torch
 from study.runs import load_trained_model
 from study.train.engine import train_run
+from study.train.policies import POLICY_KEYS, build_policies
 
 ADAPTIVE = {
     "targets": {"type": "cfp", "temperature": 2.0},
@@ -109,8 +110,8 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     params = copy.deepcopy(ci_params)
     group = next(g for g in params["experiments"] if g["group"] == "mitigation")
     trades_cfa = run_config(params, group, "small_cnn", "trades_cfa", 0)["method_config"]
-    assert trades_cfa["loss"] == {"type": "trades", "beta": 6, "lambda2": 0.5}
-    assert trades_cfa["epsilon"] == {"type": "cfa", "lambda": 0.3}
+    assert trades_cfa["loss"] == {"type": "trades", "beta": 6, "lambda2": 0.5, "warmup": 0.05}
+    assert trades_cfa["epsilon"] == {"type": "cfa", "lambda": 0.3, "warmup": 0.05}
     assert trades_cfa["adversary"]["bn_mode"] == "eval" and trades_cfa["adversary"]["steps"] == 3
     frl = run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)
     parent = run_config(params, group, "small_cnn", "at", 0)
@@ -122,16 +123,28 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     assert run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)["init_from"] != frl["init_from"]
 
 
-def test_ci_plan_runs_every_mitigation_method_of_the_paper_preset(repo_root, ci_params):
+def _policy_types(params, method: str) -> set[tuple[str, str]]:
+    """The engine's policy classes a method builds, its adversary type, and whether it fine-tunes."""
+    cfg = resolve_method(params, method)
+    policies = build_policies(cfg, num_classes=10, epochs=2, class_counts=torch.ones(10))
+    return {(key, type(getattr(policies, key)).__name__) for key in POLICY_KEYS} | {
+        ("adversary", (cfg.get("adversary") or {}).get("type", "none")),
+        ("init_from", str(bool(method_definition(params, method).get("init_from"))))}
+
+
+def test_ci_mitigation_methods_use_every_policy_type_of_the_paper_grid(repo_root, ci_params):
+    """The ci preset trains a few mitigation methods end to end; together they must exercise
+    every policy type (and fine-tuning) that the paper's mitigation grid uses."""
     paper = load_params(repo_root / "params.yaml", {"preset": "paper"}, presets_dir=repo_root / "workflow/presets",
                         schema_path=repo_root / "workflow/schemas/params.schema.yaml")
     grid = next(g for g in paper["experiments"] if g["group"] == "mitigation")["methods"]
-    assert len(grid) == 34
     runs = plan_runs(ci_params)
     mitigation = {r.config["method"]: r for r in runs if any(g.startswith("mitigation") for g in r.groups)}
-    assert set(grid) <= set(mitigation)
+    assert set(mitigation) <= set(grid), "the ci preset draws its methods from the paper's grid"
+    used = set().union(*(_policy_types(ci_params, m) for m in mitigation))
+    assert used == set().union(*(_policy_types(paper, m) for m in grid))
     assert all("best" in r.checkpoints for r in mitigation.values())
-    assert mitigation["frl_reweight_remargin"].checkpoints == ["last", "best"]
+    assert any(r.checkpoints == ["last", "best"] and r.init_from for r in mitigation.values())
     baseline = [r for r in runs if r.groups == ["baseline"]]
     assert all(r.checkpoints == ["last"] and "validation" not in r.config for r in baseline)
 

@@ -1,4 +1,7 @@
-"""The real Snakemake DAG and DVC stages, run on the `ci` preset in a copy of the project."""
+"""The real Snakemake DAG and DVC stages, run on the `ci` preset in a copy of the project.
+
+Every expected count is derived from the preset's plan (study.config) and params, so the tests
+stay right when the study grows."""
 
 import json
 import os
@@ -12,9 +15,20 @@ import pandas as pd
 import pytest
 import yaml
 
+from study.config import group_datasets, method_definition
+from study.data.registry import get_dataset_info
+from study.figures.registry import FIGURE_KINDS
+from study.runs import setting_tuple
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore"]
+# Rules the ci DAG has no job of: targets that only gather other rules' outputs, the bench
+# (it measures the machine; test_bench_target_... checks its DAG) and the pretrained ImageNet
+# models (they need the hand-placed ImageNet; tests/test_pretrained_workflow.py checks their DAG).
+NOT_IN_CI_DAG = {"all", "data_all", "train_all", "evaluate_all", "robustness_all", "pretrained_all", "bench_all",
+                 "bench", "prepare_imagenet", "evaluate_pretrained", "pretrained_tables"}
+DISCREPANCY_FIGURES = ("fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization")
 
 
 def _env():
@@ -51,6 +65,11 @@ def _job_counts(output: str) -> dict[str, int]:
     return counts
 
 
+def _rules(project) -> set[str]:
+    out = _run([BIN / "snakemake", "--list-rules", "--config", "preset=ci"], project)
+    return {line.strip() for line in out.splitlines() if re.fullmatch(r"\w+", line.strip())}
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     return _copy_project(tmp_path_factory.mktemp("project"))
@@ -65,48 +84,113 @@ def _plan(project, preset):
     return params, runs, (constructions(params, runs) if params.get("features") else [])
 
 
+def _is_mitigation(run) -> bool:
+    return any(g.startswith("mitigation") for g in run.groups)
+
+
+def _plain(runs):
+    """The runs of the class-wise figures: on the original data, outside the mitigation groups."""
+    return [r for r in runs if not r.config.get("constructed") and not _is_mitigation(r)]
+
+
+def _of_groups(runs, groups, datasets=None):
+    return [r for r in runs if set(r.groups) & set(groups) and not r.config.get("constructed")
+            and (datasets is None or r.dataset in datasets)]
+
+
+def _robustness_runs(params, runs):
+    """(runs of the robustness groups: figures 3 and 11; runs checked, at each of their
+    checkpoints: those and the mitigation runs; runs of the corruption groups on its datasets)."""
+    rob = params["robustness"]
+    cc = rob.get("corruptions") or {}
+    tabled = _of_groups(runs, rob["groups"])
+    checked = tabled + [r for r in runs if _is_mitigation(r) and r not in tabled]
+    return tabled, checked, _of_groups(runs, cc.get("groups") or rob["groups"], cc.get("datasets", []))
+
+
+def _shards(params) -> dict[str, int]:
+    return {name: int(ev.get("shards", 1)) for name, ev in params["evaluations"].items()}
+
+
+def _evaluate_jobs(params, runs) -> tuple[int, int]:
+    """(evaluate, merge_shards) jobs of a plan: one per (run, evaluation) of the best checkpoint,
+    one per (run, evaluation) of the last or, for a sharded evaluation, one per shard and a merge."""
+    shards = _shards(params)
+    last = [e for r in runs if "last" in r.checkpoints for e in r.evaluations]
+    best = sum(len(r.evaluations) for r in runs if "best" in r.checkpoints)
+    return sum(shards.get(e, 1) for e in last) + best, sum(shards.get(e, 1) > 1 for e in last)
+
+
+def _figure_jobs(params, runs) -> dict[str, int]:
+    """Jobs per figure rule: one per panel (what the figure draws, from STUDY.md's figures)."""
+    plain = _plain(runs)
+    tabled, _, corrupted = _robustness_runs(params, runs)
+    configs: dict[str, set] = {}
+    for r in plain:
+        configs.setdefault(r.dataset, set()).add((r.config["model"], r.config["method"], setting_tuple(r.config)))
+
+    def panels(rs, method=None):
+        return len({(r.dataset, r.config["model"], method or r.config["method"]) for r in rs})
+
+    jobs = {
+        "fig01_classwise_standard": panels([r for r in plain if r.config["method"] == "standard"]),
+        "fig02_classwise_adversarial": panels([r for r in plain if r.config["method"] == "pgd_at"]),
+        "fig03_frl_errors": panels(tabled, "all"),
+        **{fig: 1 for fig in DISCREPANCY_FIGURES},  # one experiment group each
+        "fig07_epochs": panels(plain),
+        "fig08_rank_agreement": sum(len(c) > 1 for c in configs.values()),  # datasets with configurations to compare
+        "fig09_confusion": panels(plain),
+        "fig10_logit_similarity": panels(plain),
+        "fig11_cfp": panels([r for r in tabled if r.config["method"] == "pgd_at"]),
+        "fig12_features": 1 if params.get("features") else 0,
+        "fig13_mitigation": panels([r for r in runs if _is_mitigation(r)], "all"),
+        "fig13_policy_epochs": panels([r for r in runs if _is_mitigation(r)], "all"),
+        "fig14_corruptions": panels(corrupted),
+    }
+    return {fig: n for fig, n in jobs.items() if fig in params["figures"] and n}
+
+
 def test_paper_preset_dry_run_lists_every_job(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
     assert counts["train"] == len(runs)
-    # sharded evaluations (AutoAttack, Square: 10 shards each) are merged; the rest run whole
-    sharded = [(r, e) for r in runs if "last" in r.checkpoints for e in r.evaluations if e in ("autoattack", "square")]
-    last = sum(len(r.evaluations) for r in runs if "last" in r.checkpoints)
-    best = sum(len(r.evaluations) for r in runs if "best" in r.checkpoints)
-    assert counts["evaluate"] + counts["merge_shards"] == last and counts["evaluate_best"] == best
-    assert counts["merge_shards"] == len(sharded) and counts["evaluate_shard"] == 10 * len(sharded)
+    # sharded evaluations (AutoAttack, Square) are merged; the rest run whole
+    evaluate, merges = _evaluate_jobs(params, runs)
+    assert (counts["evaluate"], counts["merge_shards"]) == (evaluate, merges) and merges > 0
     assert counts.get("construct", 0) == len(cons)
-    # the baseline grid: 2 models x 3 methods x 3 seeds, trained on the original data
+    assert counts["prepare"] == len({(r.dataset, r.variant) for r in runs})
+    # the baseline grid: every model x method x seed of its group, trained on the original data
+    group = next(g for g in params["experiments"] if g["group"] == "baseline")
     baseline = [r for r in runs if "baseline" in r.groups]
-    assert len(baseline) == 18 and {r.config["seed"] for r in baseline} == {0, 1, 2}
-    assert counts["prepare"] == 5  # mnist, svhn, cifar10, cifar100, tinyimagenet
-    assert counts["figure_discrepancy"] == 3  # figures 4, 5, 6
-    assert counts["figure_rank_agreement"] == 5  # one per dataset
+    assert len(baseline) == len(group["models"]) * len(group["methods"]) * len(group["seeds"])
+    assert {r.config["seed"] for r in baseline} == set(group["seeds"])
+    assert {fig: counts.get(fig, 0) for fig in params["figures"]} == _figure_jobs(params, runs)
     # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
-    checked = [r for r in runs
-               if set(r.groups) & set(params["robustness"]["groups"]) and not r.config.get("constructed")]
-    assert counts["check"] == len(checked)
+    tabled, checked, corrupted = _robustness_runs(params, runs)
+    assert counts["check"] == sum(len(r.checkpoints) for r in checked)
     # CIFAR-10-C: every CIFAR-10 model of its groups, the fairness-trained ones included
-    corrupted = [r for r in runs if set(r.groups) & set(params["robustness"]["corruptions"]["groups"])
-                 and r.dataset == "cifar10" and not r.config.get("constructed")]
     assert "mitigation" in params["robustness"]["corruptions"]["groups"]
-    assert counts["corruptions"] == len(corrupted) > sum(r.dataset == "cifar10" for r in checked)
-    # mitigation: 34 methods x 3 seeds on CIFAR-10 and on CIFAR-100, best and last checkpoints
-    mitigation = [r for r in runs if any(g.startswith("mitigation") for g in r.groups)]
-    assert len(mitigation) == 34 * 3 * 2 and all(r.checkpoints == ["last", "best"] for r in mitigation)
-    assert counts["figure_mitigation"] == counts["figure_policy_epochs"] == 2
+    assert counts["corruptions"] == len(corrupted) > sum(r.dataset == "cifar10" for r in tabled)
+    # mitigation: every method (and the run it fine-tunes) x model x seed of the mitigation
+    # groups, with best and last checkpoints
+    groups = [g for g in params["experiments"] if g["group"].startswith("mitigation")]
+    wanted = {(ds, model, name, seed) for g in groups for ds in group_datasets(g) for model in g["models"]
+              for m in g["methods"] for name in (m, method_definition(params, m).get("init_from")) if name
+              for seed in g["seeds"]}
+    mitigation = [r for r in runs if _is_mitigation(r)]
+    assert {(r.dataset, r.config["model"], r.config["method"], r.config["seed"]) for r in mitigation} == wanted
+    assert len(mitigation) == len(wanted) and all(r.checkpoints == ["last", "best"] for r in mitigation)
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_rules = r"(local)?rule (train|evaluate|evaluate_shard|evaluate_best|construct):"
+    gpu_rules = r"(local)?rule (train|evaluate|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
-    assert len(gpu_jobs) == (counts["train"] + counts["evaluate"] + counts["evaluate_shard"] + counts["evaluate_best"]
-                             + counts.get("construct", 0))
+    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts.get("construct", 0)
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -134,20 +218,44 @@ def test_demo_preset_dry_run(project):
     out = _run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=demo", "--", "results/figures/all"],
                project)
     counts = _job_counts(out)
-    _, runs, _ = _plan(project, "demo")
+    params, runs, cons = _plan(project, "demo")
     assert counts["train"] == len(runs)
-    last = sum(len(r.evaluations) for r in runs if "last" in r.checkpoints)
-    assert counts["evaluate"] + counts["merge_shards"] == last
-    # mitigation: 3 methods and FRL's parent, clean and PGD of their best checkpoints
-    mitigation = [r for r in runs if "mitigation" in r.groups]
-    assert len(mitigation) == 4 and counts["evaluate_best"] == 2 * len(mitigation)
-    # the robustness suite on the two baseline runs: AutoAttack in 2 shards, Square whole, checks;
-    # CIFAR-10-C for every CIFAR-10 model (baseline, LeNet, the four mitigation runs), none of MNIST
-    assert counts["evaluate_shard"] == 4 and counts["check"] == 2
-    cifar = [r for r in runs if r.dataset == "cifar10" and not r.config.get("constructed")
-             and r.config["method"] != "pgd_at_l2"]
-    assert counts["corruptions"] == len(cifar) == 7
+    assert (counts["evaluate"], counts["merge_shards"]) == _evaluate_jobs(params, runs)
+    assert counts.get("construct", 0) == len(cons)
+    # the robustness suite on the runs of its groups; CIFAR-10-C for those of the corruption
+    # groups trained on CIFAR-10, none of MNIST
+    _, checked, corrupted = _robustness_runs(params, runs)
+    assert counts["check"] == sum(len(r.checkpoints) for r in checked) and counts["corruptions"] == len(corrupted)
+    assert {r.dataset for r in corrupted} == {"cifar10"} and any(r.dataset == "mnist" for r in runs)
+    assert {fig: counts.get(fig, 0) for fig in params["figures"]} == _figure_jobs(params, runs)
     assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
+
+
+@pytest.fixture(scope="module")
+def ci_dry_run(project):
+    # `all`: the figures and everything else the study makes (reports beside the figures)
+    return _run([BIN / "snakemake", "-n", "-p", "--cores", "2", "--config", "preset=ci", "--", "all"], project)
+
+
+def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
+    """The ci preset is the end-to-end test of the workflow: its DAG runs every rule but the
+    targets and those it cannot run (NOT_IN_CI_DAG), and every figure of the study."""
+    rules, counts = _rules(project), _job_counts(ci_dry_run)
+    assert NOT_IN_CI_DAG <= rules, "an exception names no rule"
+    assert not rules - NOT_IN_CI_DAG - set(counts), "rules without a job in the ci DAG"
+    params, runs, cons = _plan(project, "ci")
+    schema = yaml.safe_load((project / "workflow/schemas/params.schema.yaml").read_text())
+    assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
+    assert {fig: counts[fig] for fig in params["figures"]} == _figure_jobs(params, runs)
+    assert counts["train"] == len(runs) and counts["construct"] == len(cons)
+    assert (counts["evaluate"], counts["merge_shards"]) == _evaluate_jobs(params, runs)
+
+
+def test_figure_rules_draw_every_registered_kind(ci_dry_run):
+    """`study figure KIND` of every figure rule names a kind of study/figures/registry.py, and
+    every kind there is drawn by some figure."""
+    kinds = set(re.findall(r"^Shell command: study figure (\S+)", ci_dry_run, re.M))
+    assert kinds == set(FIGURE_KINDS)
 
 
 def test_bad_config_is_reported_before_any_job(project):
@@ -159,94 +267,144 @@ def test_bad_config_is_reported_before_any_job(project):
     assert "unknown preset 'nope'" in proc.stdout + proc.stderr
 
 
+def _expected_logs(params, runs) -> set[str]:
+    """The logs that training and evaluation must leave: one per run, one per (run, evaluation,
+    checkpoint), a sharded one's per shard and its merge's."""
+    logs = {f"results/logs/train/{r.run_id}.log" for r in runs}
+    shards = _shards(params)
+    for r in runs:
+        where = f"results/logs/evaluate/{r.run_id}"
+        for e in r.evaluations:
+            if "best" in r.checkpoints:
+                logs.add(f"{where}/{e}@best.log")
+            if "last" in r.checkpoints and shards.get(e, 1) > 1:
+                logs |= {f"{where}/shards/{e}/{i}-of-{shards[e]}.log" for i in range(shards[e])}
+                logs.add(f"{where}/{e}-merge.log")
+            elif "last" in r.checkpoints:
+                logs.add(f"{where}/{e}.log")
+    return logs
+
+
+def _stats(output: str) -> dict[str, int]:
+    """Jobs per rule over every Snakemake invocation in `output` (DVC runs one per stage)."""
+    counts: dict[str, int] = {}
+    for start in (m.start() for m in re.finditer("Job stats:", output)):
+        for rule, n in _job_counts(output[start:]).items():
+            counts[rule] = counts.get(rule, 0) + n
+    return counts
+
+
 @pytest.mark.slow
 def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
-    def snakemake(*options):
+    """Snakemake (the cpu profile) runs every job up to the tables; DVC then runs its four stages
+    over the same DAG, its figures stage drawing the figures. (A stage rebuilds its outputs that
+    are not persistent, so figures drawn before `dvc repro` would be drawn twice.)"""
+    def snakemake(*options, targets=("results/figures/all",)):
         return [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", *options,
-                "--config", "preset=ci", "--", "results/figures/all"]
+                "--config", "preset=ci", "--", *targets]
 
-    out = _run(snakemake(), project)
+    out = _run(snakemake(targets=("evaluate_all", "robustness_all")), project)
     assert " --threads 1 " in out and " --threads 2 " not in out  # the cpu profile: one thread per job
+    params, runs, cons = _plan(project, "ci")
 
-    _, runs, _ = _plan(project, "ci")
+    # DVC: the same DAG through its stages, in a fresh repository of the copy.
+    dvc = BIN / "dvc"
+    study_params = yaml.safe_load((project / "params.yaml").read_text())
+    study_params["preset"] = "ci"
+    (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
+    shutil.copytree(ROOT / "study", project / "study", ignore=shutil.ignore_patterns("__pycache__"))
+    _run(["git", "init", "-q"], project)
+    _run([dvc, "init", "-q"], project)
+    _run([dvc, "config", "core.analytics", "false"], project)
+    repro = _run([dvc, "repro"], project)
+    assert all(f"Running stage '{stage}'" in repro for stage in ("data", "train", "evaluate", "figures"))
+    lock = yaml.safe_load((project / "dvc.lock").read_text())
+    assert set(lock["stages"]) == {"data", "train", "evaluate", "figures"}
+    assert lock["stages"]["train"]["params"]["params.yaml"]["preset"] == "ci"
+    assert "data/constructed" in {o["path"] for o in lock["stages"]["train"]["outs"]}
+    assert "up to date" in _run([dvc, "status"], project)
+
+    # Every job that ran (the targets aside) has a log, left it and said something in it.
+    ran = _stats(out + repro)
+    assert (ran["train"], ran["construct"]) == (len(runs), len(cons))
+    assert (ran["evaluate"], ran["merge_shards"]) == _evaluate_jobs(params, runs)
+    assert {fig: ran[fig] for fig in params["figures"]} == _figure_jobs(params, runs)
+    logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
+    assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)
+    assert _expected_logs(params, runs) <= set(logs)
+    for log in logs:
+        assert (project / log).stat().st_size > 0, f"{log} is empty"
+
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert {Path(f).parent.name for f in figures} == {
-        "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
-        "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
-        "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
-        "fig03_frl_errors", "fig11_cfp", "fig14_corruptions", "fig13_mitigation", "fig13_policy_epochs"}
+    assert {Path(f).parent.name for f in figures} == set(params["figures"])
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
-    original = [r for r in runs if not r.config.get("constructed")]
-    panels = {(r.config["model"], r.config["method"]) for r in original
-              if "baseline" in r.groups or "models" in r.groups}
-    assert sum("fig07_epochs" in f for f in figures) >= 2 * len(panels)
-    assert sum("fig12_features" in f for f in figures) == 4  # bars and examples, PNG and PDF
+    plain = _plain(runs)
+    assert sum("fig07_epochs" in f for f in figures) == 2 * len(
+        {(r.dataset, r.config["model"], r.config["method"]) for r in plain})  # PNG and PDF per panel
+    # figure 12: bars and examples, PNG and PDF, of the models trained on the constructed sets
+    assert sum("fig12_features" in f for f in figures) == 4 * len({c.source_run.dataset for c in cons}) > 0
     classwise = (project / "results/tables/classwise.csv").read_text()
-    records = sum(len(r.evaluations) * len(r.checkpoints) for r in runs)
-    assert classwise.count("\n") == 1 + 10 * records  # header + runs x evaluations x checkpoints x classes
+    rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
+    assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
     metrics = json.loads((project / "results/metrics.json").read_text())
-    assert {f"synthetic/{m}/{e}" for m in ("small_cnn/standard", "small_cnn/pgd_at", "lenet/standard")
-            for e in ("clean", "pgd3")} <= set(metrics)
-    assert len(list((project / "data/constructed").glob("d_*.pt"))) == 4
-    # the robustness suite on the baseline runs: checks written down and none failed, one row
-    # per (run, evaluation) in the attack table, corruptions per class
-    baseline = [r for r in runs if "baseline" in r.groups]
-    for run in baseline:
-        checks = json.loads((project / "results/evaluations" / run.run_id / "checks.json").read_text())
-        assert checks["status"] in ("pass", "flag"), checks
+    headline = {f"{r.dataset}/{r.config['model']}/{r.config['method']}/{e}" for r in plain for e in r.evaluations}
+    assert headline <= set(metrics)
+    shown = _run([dvc, "metrics", "show", "--json"], project)
+    assert all(key in shown for key in headline)
+    assert len(list((project / "data/constructed").glob("d_*.pt"))) == len(cons)
+    # the robustness suite on the runs of its groups: checks written down and none failed, one
+    # row per (run, evaluation) in the attack table, corruptions per class
+    _, checked, corrupted = _robustness_runs(params, runs)
+    for run in checked:
+        for at in ("@best" if c == "best" else "" for c in run.checkpoints):
+            checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
+            assert checks["status"] in ("pass", "flag"), checks
     attacks = pd.read_csv(project / "results/tables/attacks.csv")
-    assert len(attacks) == sum(len(r.evaluations) for r in baseline)
-    assert {"autoattack", "square"} <= set(attacks["eval"])
+    assert len(attacks) == sum(len(r.evaluations) * len(r.checkpoints) for r in checked)  # one row per record
+    assert {e for e, n in _shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
     corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
-    assert set(corruptions["run_id"]) == {r.run_id for r in baseline}
-    # figure 13: every mitigation method of the paper grid, best checkpoint, in the table beside it
-    fig13 = pd.read_csv(project / "results/figures/fig13_mitigation/synthetic__small_cnn__all.csv")
-    paper = yaml.safe_load((project / "params.yaml").read_text())["experiments"]
-    grid = next(g for g in paper if g["group"] == "mitigation")["methods"]
-    assert set(grid) <= set(fig13[fig13["checkpoint"] == "best"]["method"])
-    assert {"last", "best"} == set(fig13[fig13["method"] == "frl_reweight_remargin"]["checkpoint"])
+    assert set(corruptions["run_id"]) == {r.run_id for r in corrupted}
+    # figure 13: every mitigation method of the preset, best checkpoint (and last where
+    # planned), in the table beside the figure
+    mitigation = [r for r in runs if _is_mitigation(r)]
+    for dataset, model in {(r.dataset, r.config["model"]) for r in mitigation}:
+        fig13 = pd.read_csv(project / f"results/figures/fig13_mitigation/{dataset}__{model}__all.csv")
+        panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
+        assert {r.config["method"] for r in panel} == set(fig13[fig13["checkpoint"] == "best"]["method"])
+        for run in panel:
+            assert set(run.checkpoints) == set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
             p.name for p in run_dir.iterdir()}
-    assert all((project / "results/logs").rglob("*.log"))
 
-    # A second invocation finds everything up to date.
-    again = _run(snakemake(), project)
-    assert "Nothing to be done" in again
+    # Snakemake, run again, finds everything that DVC's stages made up to date.
+    assert "Nothing to be done" in _run(snakemake(), project)
 
     # The HTML report, with a caption per figure.
     _run(snakemake("--report", "report.html"), project)
     report = (project / "report.html").read_text()
     assert "Wilson intervals" in report, "figure captions belong in the report"
 
-    # DVC: the same DAG through its stages, in a fresh repository of the copy.
-    dvc = BIN / "dvc"
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    params["preset"] = "ci"
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    shutil.copytree(ROOT / "study", project / "study", ignore=shutil.ignore_patterns("__pycache__"))
-    _run(["git", "init", "-q"], project)
-    _run([dvc, "init", "-q"], project)
-    _run([dvc, "config", "core.analytics", "false"], project)
-    out = _run([dvc, "repro"], project)
-    assert "Running stage 'figures'" in out
-    lock = yaml.safe_load((project / "dvc.lock").read_text())
-    assert set(lock["stages"]) == {"data", "train", "evaluate", "figures"}
-    assert lock["stages"]["train"]["params"]["params.yaml"]["preset"] == "ci"
-    status = _run([dvc, "status"], project)
-    assert "up to date" in status
-    shown = _run([dvc, "metrics", "show", "--json"], project)
-    assert "synthetic/small_cnn/pgd_at/pgd3" in shown
+    # A changed robustness-evaluation setting makes the evaluations and the figures stale.
+    study_params["robustness"]["corruptions"]["seed"] += 1
+    (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
+    stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
+    assert stale == {"evaluate", "figures"}
 
 
 def test_bench_target_runs_study_bench_with_the_configured_setting(project):
+    params, _, _ = _plan(project, "paper")
     out = _run([BIN / "snakemake", "-n", "-p", "--cores", "2", "bench_all"], project)
-    assert _job_counts(out) == {"bench": 1, "bench_all": 1, "total": 2}
+    default = params["bench"]["default"]
+    assert _job_counts(out) == {"bench": len(default), "bench_all": 1, "total": len(default) + 1}
+    cpu = params["bench"]["settings"]["cpu"]
     command = re.search(r"study bench --out results/bench/cpu\.json .*", out).group(0)
-    assert "--device cpu --model preact_resnet18 --images 250 --test-images 40" in command
+    assert (f"--device cpu --model {cpu['model']} --images {cpu['images']} --test-images {cpu['test_images']}"
+            in command)
     # the GPU setting reads the prepared CIFAR-10 it names, so its DAG prepares that first
     out = _run([BIN / "snakemake", "-n", "--cores", "2", "results/bench/cuda.json"], project)
     assert _job_counts(out)["prepare"] == 1
+    assert params["bench"]["settings"]["cuda"]["data"] in out

@@ -1,25 +1,23 @@
-"""Figures of the study: DataFrames in, matplotlib Figures out, saved as PNG and PDF."""
+"""Figures of the study: DataFrames in, matplotlib Figures out, saved as PNG and PDF.
 
-from study.figures.classwise import plot_classwise
-from study.figures.epochs import plot_epochs
-from study.figures.style import (
-    eval_label,
-    pretty_dataset,
-    pretty_eval,
-    pretty_method,
-    pretty_model,
-    run_title,
-    save_figure,
-)
+The names below are imported on first use: the `study` command reads the figure kinds
+(study.figures.registry) and the workflow the panels (study.figures.panels) without paying
+for matplotlib and scipy.
+"""
 
-__all__ = [
-    "eval_label",
-    "plot_classwise",
-    "plot_epochs",
-    "pretty_dataset",
-    "pretty_eval",
-    "pretty_method",
-    "pretty_model",
-    "run_title",
-    "save_figure",
-]
+from importlib import import_module
+
+_WHERE = {
+    "plot_classwise": "study.figures.classwise",
+    "plot_epochs": "study.figures.epochs",
+    **{name: "study.figures.style" for name in (
+        "eval_label", "pretty_dataset", "pretty_eval", "pretty_method", "pretty_model", "run_title", "save_figure")},
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'study.figures' has no attribute {name!r}")
+    return getattr(import_module(_WHERE[name]), name)

@@ -1,4 +1,6 @@
-"""Draw one figure of the study from the aggregated tables (what `study figure` runs)."""
+"""Draw one figure of the study (what `study figure KIND` runs): `make_figure` looks the kind
+up in study.figures.registry, checks what it reads, and calls its draw function. The draw
+functions of the class-wise (1, 2), epoch (7) and mitigation (13) figures live here."""
 
 from __future__ import annotations
 
@@ -7,14 +9,46 @@ from pathlib import Path
 
 import pandas as pd
 
-from study.figures.classwise import plot_classwise
-from study.figures.epochs import plot_epochs
+from study.figures.registry import FIGURE_KINDS
 from study.figures.style import run_title, save_figure
 from study.runs import SETTING_COLUMNS
 
-FIGURE_KINDS = ("classwise", "epochs", "discrepancy", "rank_agreement", "confusion", "logit_similarity",
-                "mitigation", "policy_epochs")
-# Columns that tell two training settings of one (dataset, model, method) apart.
+
+def make_figure(
+    kind: str,
+    table_path: str | Path | None,
+    out_stem: str | Path,
+    *,
+    dataset: str | None = None,
+    model: str | None = None,
+    method: str | None = None,
+    evaluations: Sequence[str] | None = None,
+    runs: Sequence[str] | None = None,
+    records: Sequence[str | Path] | None = None,
+    by: str | None = None,
+    methods: Sequence[str] | None = None,
+) -> list[Path]:
+    """One figure of kind `kind` from a table (or, for the record kinds, per-sample records);
+    `runs` keeps only those runs (one training setting when the study has several)."""
+    if kind not in FIGURE_KINDS:
+        raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
+    spec = FIGURE_KINDS[kind]
+    options = {"dataset": dataset, "model": model, "method": method, "evaluations": evaluations, "runs": runs,
+               "by": by, "methods": methods}
+    missing = [f"--{name}" for name in spec.needs if options[name] is None]
+    if missing:
+        raise ValueError(f"figure {kind} needs {', '.join(missing)}")
+    if spec.reads == "records":
+        if not records:
+            raise ValueError(f"figure {kind} needs per-sample records (--records; `{spec.made_by}` writes them)")
+        source = list(records)
+    else:
+        if table_path is None:
+            raise ValueError(f"figure {kind} needs --table (`{spec.made_by}` writes it)")
+        source = Path(table_path)
+        if not source.exists():
+            raise FileNotFoundError(f"table {source} does not exist; `{spec.made_by}` makes it")
+    return spec.function()(source, out_stem, **options)
 
 
 def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> pd.DataFrame:
@@ -42,74 +76,67 @@ def _title(rows: pd.DataFrame, dataset: str, model: str, method: str) -> str:
     return title + f"  ·  {seeds} seed{'s' if seeds > 1 else ''}"
 
 
-def make_figure(
-    kind: str,
-    table_path: str | Path,
-    out_stem: str | Path,
-    *,
-    dataset: str | None = None,
-    model: str | None = None,
-    method: str | None = None,
-    evaluations: Sequence[str] | None = None,
-    runs: Sequence[str] | None = None,
-    records: Sequence[str | Path] | None = None,
-    by: str | None = None,
-    methods: Sequence[str] | None = None,
-) -> list[Path]:
-    """One figure. classwise/epochs: one (dataset, model, method), `runs` picks its training
-    setting when the study has several; the other kinds: see study.figures.make_explain."""
-    from study.figures.robustness_make import ROBUSTNESS_KINDS, make_robustness_figure
-
-    if kind in ROBUSTNESS_KINDS:  # figures 3, 11 and 14 (issue 4)
-        return make_robustness_figure(kind, table_path, out_stem, dataset=dataset, model=model, method=method,
-                                      evaluations=evaluations, runs=runs)
-    if kind not in FIGURE_KINDS:
-        raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
-    if kind not in ("classwise", "epochs", "mitigation", "policy_epochs"):
-        from study.figures.make_explain import make_explanation_figure
-
-        return make_explanation_figure(kind, out_stem, table=table_path, records=records, runs=runs, by=by,
-                                       dataset=dataset, evaluations=evaluations)
-    if dataset is None or model is None or method is None:
-        raise ValueError(f"figure {kind} needs --dataset, --model and --method")
-    table_path = Path(table_path)
-    if not table_path.exists():
-        raise FileNotFoundError(f"table {table_path} does not exist; `study tables` makes it")
-    if kind in ("mitigation", "policy_epochs"):
-        return _make_mitigation(kind, table_path, out_stem, dataset, model, methods)
+def _panel(table_path: Path, dataset: str, model: str, method: str,
+           runs: Sequence[str] | None) -> tuple[pd.DataFrame, str]:
+    """The rows of one (dataset, model, method) and the figure's title."""
     table = pd.read_csv(table_path)
     if runs:
         table = table[table["run_id"].isin(runs)]
     rows = select_rows(table, dataset, model, method)
-    title = _title(rows, dataset, model, method)
-    if kind == "classwise":
-        if evaluations:
-            unknown = sorted(set(evaluations) - set(rows["eval"]))
-            if unknown:
-                raise ValueError(f"evaluation(s) {unknown} not in the table; it has {sorted(rows['eval'].unique())}")
-            rows = rows[rows["eval"].isin(evaluations)]
-        fig = plot_classwise(rows, title=title)
-    else:
-        fig = plot_epochs(rows, title=title)
-    return save_figure(fig, out_stem)
+    return rows, _title(rows, dataset, model, method)
 
 
-def _make_mitigation(kind: str, table_path: Path, out_stem: str | Path, dataset: str, model: str,
-                     methods: Sequence[str] | None) -> list[Path]:
-    """Figure 13 for one (dataset, model): every method in `methods` (all in the table if None);
-    the mitigation figure also writes its table as `<out_stem>.csv`."""
-    from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
+def draw_classwise(table: Path, out_stem: str | Path, *, dataset: str, model: str, method: str,
+                   evaluations: Sequence[str] | None = None, runs: Sequence[str] | None = None, **_) -> list[Path]:
+    """Figures 1 and 2: `evaluations` picks the evaluations shown (default: every one)."""
+    from study.figures.classwise import plot_classwise
+
+    rows, title = _panel(table, dataset, model, method, runs)
+    if evaluations:
+        unknown = sorted(set(evaluations) - set(rows["eval"]))
+        if unknown:
+            raise ValueError(f"evaluation(s) {unknown} not in the table; it has {sorted(rows['eval'].unique())}")
+        rows = rows[rows["eval"].isin(evaluations)]
+    return save_figure(plot_classwise(rows, title=title), out_stem)
+
+
+def draw_epochs(table: Path, out_stem: str | Path, *, dataset: str, model: str, method: str,
+                runs: Sequence[str] | None = None, **_) -> list[Path]:
+    """Figure 7: the epochs table's class-wise records of one (dataset, model, method)."""
+    from study.figures.epochs import plot_epochs
+
+    rows, title = _panel(table, dataset, model, method, runs)
+    return save_figure(plot_epochs(rows, title=title), out_stem)
+
+
+def _mitigation_rows(table: Path, dataset: str, model: str,
+                     methods: Sequence[str] | None) -> tuple[pd.DataFrame, list[str], str]:
+    """Figure 13's rows of one (dataset, model), its methods (all in the table if None), its title."""
+    rows = pd.read_csv(table)
+    rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
+    if rows.empty:
+        raise ValueError(f"no rows for dataset={dataset} model={model} in {table}")
+    methods = list(methods) if methods else list(dict.fromkeys(rows["method"]))
+    return rows, methods, f"{run_title(dataset=dataset, model=model)}  ·  {len(methods)} methods"
+
+
+def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: str,
+                    methods: Sequence[str] | None = None, **_) -> list[Path]:
+    """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
+    from study.figures.mitigation import mitigation_table, plot_mitigation
     from study.io import atomic_path
 
-    table = pd.read_csv(table_path)
-    rows = table[(table["dataset"] == dataset) & (table["model"] == model)]
-    if rows.empty:
-        raise ValueError(f"no rows for dataset={dataset} model={model} in {table_path}")
-    methods = list(methods) if methods else list(dict.fromkeys(rows["method"]))
-    title = f"{run_title(dataset=dataset, model=model)}  ·  {len(methods)} methods"
-    if kind == "policy_epochs":
-        return save_figure(plot_policy_epochs(rows, methods, title=title), out_stem)
+    rows, methods, title = _mitigation_rows(table, dataset, model, methods)
     summary = mitigation_table(rows, methods)
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
         summary.to_csv(tmp, index=False)
     return [*save_figure(plot_mitigation(summary, title=title), out_stem), Path(f"{out_stem}.csv")]
+
+
+def draw_policy_epochs(table: Path, out_stem: str | Path, *, dataset: str, model: str,
+                       methods: Sequence[str] | None = None, **_) -> list[Path]:
+    """How the mitigation methods' policies adapt over the epochs (beside figure 13)."""
+    from study.figures.mitigation import plot_policy_epochs
+
+    rows, methods, title = _mitigation_rows(table, dataset, model, methods)
+    return save_figure(plot_policy_epochs(rows, methods, title=title), out_stem)

@@ -1,5 +1,6 @@
 """Draw figures 4, 5, 6 (discrepancy), 8 (rank agreement), 9 (confusion) and 10 (logit similarity)
-from the tables and per-sample records (what `study figure KIND` runs for these kinds)."""
+from the tables and per-sample records: the draw functions of these kinds in
+study.figures.registry (what `study figure KIND` runs for them)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
 
-EXPLANATION_KINDS = ("discrepancy", "rank_agreement", "confusion", "logit_similarity")
 DISCREPANCY_BY = ("dataset", "model", "setting")
 
 
@@ -27,16 +27,15 @@ def setting_label(row: pd.Series | dict) -> str:
            f"{row['schedule']} · wd {row['weight_decay']:.0e}".replace("wd 0e+00", "wd 0")
 
 
-def _read_table(path: str | Path, runs: Sequence[str] | None) -> pd.DataFrame:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"table {path} does not exist; `study tables` makes it")
+def _read_table(path: str | Path, runs: Sequence[str] | None, kind: str) -> pd.DataFrame:
     table = pd.read_csv(path)
     if runs:
         unknown = sorted(set(runs) - set(table["run_id"]))
         if unknown:
             raise ValueError(f"run(s) {unknown[:3]} not in {path} ({len(unknown)} missing)")
         table = table[table["run_id"].isin(runs)]
+    if table.empty:
+        raise ValueError(f"no rows for figure {kind} in {path}")
     return table
 
 
@@ -109,9 +108,9 @@ def class_groups(dataset: str) -> list[str] | None:
     return [info.superclass_names[s] for s in info.superclass_of]
 
 
-def _class_figure(kind: str, records: Sequence[str | Path], title: str | None):
-    if not records:
-        raise ValueError(f"figure {kind} needs per-sample records (--records)")
+def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[str], list[str] | None, str]:
+    """Per evaluation, the mean over seeds of `matrix(frame, num_classes)` of each record; the
+    class names, their superclasses (or None) and the run's title."""
     per_eval: dict[str, list[np.ndarray]] = {}
     meta0 = None
     for path in records:
@@ -119,45 +118,42 @@ def _class_figure(kind: str, records: Sequence[str | Path], title: str | None):
         meta0 = meta0 or meta
         if meta["class_names"] != meta0["class_names"]:
             raise ValueError(f"{path} has other classes than {records[0]}; draw one dataset per figure")
-        n = len(meta["class_names"])
-        name = meta["evaluation"]["name"]
-        matrix = confusion_matrix(frame, n) if kind == "confusion" else logit_cosine_similarity(frame, n)
-        per_eval.setdefault(name, []).append(matrix)
-    names = meta0["class_names"]
+        per_eval.setdefault(meta["evaluation"]["name"], []).append(matrix(frame, len(meta["class_names"])))
     order = sorted(per_eval, key=lambda e: e != "clean")
     # Seeds: mean of the per-seed matrices (logit scales differ between seeds; each is normalised first).
     panels = {("clean" if e == "clean" else pretty_eval(e)) + (f" · mean of {len(per_eval[e])} seeds"
               if len(per_eval[e]) > 1 else ""): np.nanmean(np.stack(per_eval[e]), axis=0) for e in order}
     cfg = meta0["run_config"]
-    heading = title or run_title(cfg["dataset"], cfg["model"], cfg["method"])
-    groups = class_groups(cfg["dataset"])
-    if kind == "confusion":
-        return plot_confusion(panels, names, groups, heading + " · confusion (rows: true class)")
-    return plot_logit_similarity(panels, names, groups, heading + " · cosine similarity of mean logits")
+    return panels, meta0["class_names"], class_groups(cfg["dataset"]), run_title(cfg["dataset"], cfg["model"],
+                                                                                 cfg["method"])
 
 
-def make_explanation_figure(
-    kind: str,
-    out_stem: str | Path,
-    *,
-    table: str | Path | None = None,
-    records: Sequence[str | Path] | None = None,
-    runs: Sequence[str] | None = None,
-    by: str | None = None,
-    dataset: str | None = None,
-    evaluations: Sequence[str] | None = None,
-    title: str | None = None,
-) -> list[Path]:
-    if kind not in EXPLANATION_KINDS:
-        raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(EXPLANATION_KINDS)}")
-    if kind in ("discrepancy", "rank_agreement"):
-        if table is None:
-            raise ValueError(f"figure {kind} needs --table (results/tables/classwise.csv)")
-        rows = _read_table(table, runs)
-        if rows.empty:
-            raise ValueError(f"no rows for figure {kind} in {table}")
-        fig = _discrepancy(rows, by or "dataset", evaluations, title) if kind == "discrepancy" \
-            else _rank(rows, dataset, evaluations, title)
-    else:
-        fig = _class_figure(kind, list(records or []), title)
-    return save_figure(fig, out_stem)
+def draw_discrepancy(table: Path, out_stem: str | Path, *, runs: Sequence[str] | None = None, by: str | None = None,
+                     evaluations: Sequence[str] | None = None, title: str | None = None, **_) -> list[Path]:
+    """Figures 4, 5, 6: the runs' class-wise discrepancy per dataset, model or setting (`by`)."""
+    rows = _read_table(table, runs, "discrepancy")
+    return save_figure(_discrepancy(rows, by or "dataset", evaluations, title), out_stem)
+
+
+def draw_rank_agreement(table: Path, out_stem: str | Path, *, dataset: str | None = None,
+                        runs: Sequence[str] | None = None, evaluations: Sequence[str] | None = None,
+                        title: str | None = None, **_) -> list[Path]:
+    """Figure 8: rank agreement of the class accuracies of one dataset's configurations."""
+    rows = _read_table(table, runs, "rank_agreement")
+    return save_figure(_rank(rows, dataset, evaluations, title), out_stem)
+
+
+def draw_confusion(records: Sequence[str | Path], out_stem: str | Path, *, title: str | None = None,
+                   **_) -> list[Path]:
+    """Figure 9: confusion between classes, one panel per evaluation."""
+    panels, names, groups, heading = _class_matrices(records, confusion_matrix)
+    return save_figure(plot_confusion(panels, names, groups, (title or heading) + " · confusion (rows: true class)"),
+                       out_stem)
+
+
+def draw_logit_similarity(records: Sequence[str | Path], out_stem: str | Path, *, title: str | None = None,
+                          **_) -> list[Path]:
+    """Figure 10: cosine similarity of the classes' mean logits, one panel per evaluation."""
+    panels, names, groups, heading = _class_matrices(records, logit_cosine_similarity)
+    return save_figure(plot_logit_similarity(panels, names, groups,
+                                             (title or heading) + " · cosine similarity of mean logits"), out_stem)

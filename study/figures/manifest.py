@@ -4,6 +4,7 @@ so one target stands for the whole set and a changed figure is visible in `git d
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,3 +19,4 @@ def write_manifest(out: str | Path, files: Iterable[str | Path]) -> None:
         data = f.read_bytes()
         lines.append(f"{f}\t{hashlib.sha256(data).hexdigest()[:16]}\t{len(data)}")
     atomic_write_text(out, "\n".join(lines) + "\n")
+    print(f"manifest of {len(lines) - 1} figure files -> {out}", file=sys.stderr)

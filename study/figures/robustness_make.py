@@ -1,29 +1,25 @@
-"""`study figure` for the robustness figures (3, 11, 14): select rows, draw, save."""
+"""The draw functions of the robustness figures 3 (FRL errors), 11 (class false positives) and
+14 (CIFAR-10-C) in study.figures.registry: select the rows of one panel, draw, save."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from study.figures.robustness import plot_cfp, plot_corruptions, plot_frl_errors
 from study.figures.style import run_title, save_figure
 
-ROBUSTNESS_KINDS = ("corruptions", "cfp", "frl_errors")
 
-
-def make_robustness_figure(
-    kind: str, table_path: str | Path, out_stem: str | Path, *, dataset: str, model: str, method: str,
-    evaluations: Sequence[str] | None = None, runs: Sequence[str] | None = None,
-) -> list[Path]:
+def _draw(plot: Callable[[pd.DataFrame, str], Figure], table: Path, out_stem: str | Path, *, dataset: str,
+          model: str, method: str, evaluations: Sequence[str] | None = None, runs: Sequence[str] | None = None,
+          **_) -> list[Path]:
     """`method` 'all' keeps every method (figure 3 compares them); `runs` keeps only those
     runs (one training setting when the study has several)."""
-    table_path = Path(table_path)
-    if not table_path.exists():
-        raise FileNotFoundError(f"table {table_path} does not exist; `study robustness-tables` makes it")
-    table = pd.read_csv(table_path)
-    rows = table[(table["dataset"] == dataset) & (table["model"] == model)]
+    rows = pd.read_csv(table)
+    rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
     if method != "all":
         rows = rows[rows["method"] == method]
     if runs:
@@ -31,14 +27,18 @@ def make_robustness_figure(
     if evaluations and "eval" in rows:
         rows = rows[rows["eval"].isin(evaluations)]
     if rows.empty:
-        raise ValueError(f"no rows for dataset={dataset} model={model} method={method} in {table_path}")
+        raise ValueError(f"no rows for dataset={dataset} model={model} method={method} in {table}")
     title = run_title(dataset=dataset, model=model, method=None if method == "all" else method)
-    if kind == "corruptions":
-        fig = plot_corruptions(rows, title)
-    elif kind == "cfp":
-        fig = plot_cfp(rows, title)
-    elif kind == "frl_errors":
-        fig = plot_frl_errors(rows, title)
-    else:
-        raise ValueError(f"unknown robustness figure kind {kind!r}; valid: {', '.join(ROBUSTNESS_KINDS)}")
-    return save_figure(fig, out_stem)
+    return save_figure(plot(rows, title), out_stem)
+
+
+def draw_frl_errors(table: Path, out_stem: str | Path, **options) -> list[Path]:
+    return _draw(plot_frl_errors, table, out_stem, **options)
+
+
+def draw_cfp(table: Path, out_stem: str | Path, **options) -> list[Path]:
+    return _draw(plot_cfp, table, out_stem, **options)
+
+
+def draw_corruptions(table: Path, out_stem: str | Path, **options) -> list[Path]:
+    return _draw(plot_corruptions, table, out_stem, **options)

@@ -3,9 +3,13 @@
 # results/figures/all: a bench measures the machine, not the study.
 
 
+def bench_setting(wildcards):
+    return lookup(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")
+
+
 rule bench:
     input:
-        data=bench_data,
+        data=lambda w: [bench_setting(w)["data"]] if bench_setting(w).get("data") else [],
     output:
         report=f"{RESULTS}/bench/{{name}}.json",
         table=f"{RESULTS}/bench/{{name}}.md",
@@ -14,14 +18,15 @@ rule bench:
     wildcard_constraints:
         name=r"[A-Za-z0-9_]+",
     params:
-        args=bench_args,
+        # the setting's keys are `study bench` options (params schema); --data is its input
+        args=lambda w: cli_options(bench_setting(w)),
     threads: 8
     resources:
         gpu=lambda w: 1 if bench_setting(w)["device"] != "cpu" else 0,
         mem_mb=16000,
         runtime=120,
     shell:
-        "study bench --out {output.report} {params.args} --threads {threads} 2> {log}"
+        "study bench --out {output.report} {params.args} --no-progress --threads {threads} 2> {log}"
 
 
 rule bench_all:

@@ -1,32 +1,33 @@
-# All helper Python of the workflow. Science and path-free logic live in the `study`
-# package; this file only maps the configured study onto files and command arguments.
+# All helper Python of the workflow: it maps the configured study onto files and command arguments.
+# Science and path-free logic live in `study` (the plan: study.config; figure panels: study.figures.panels).
 import json
+import os
+import re
 import shlex
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from snakemake.exceptions import WorkflowError
 
-from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
 from study import resources as resources_estimate
+from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
+from study.figures import panels
 
-_BASE = Path(workflow.basedir)
-
-# params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works).
-try:
-    _resolved = load_params(
-        base=config,
-        overrides=dict(workflow.config_settings.overwrite_config or {}),
-        presets_dir=_BASE / "workflow/presets",
-        schema_path=_BASE / "workflow/schemas/params.schema.yaml",
-    )
+_BASE = Path(workflow.basedir) / "workflow"
+try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
+    _resolved = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
+                            overrides=dict(workflow.config_settings.overwrite_config or {}),
+                            presets_dir=_BASE / "presets", schema_path=_BASE / "schemas/params.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.clear()
 config.update(_resolved)
 
-DATA = config["data"]["root"]
-RUNS = {run.run_id: run for run in plan_runs(config)}
-RESULTS = "results"
+DATA, RESULTS = config["data"]["root"], "results"
+PLAN = plan_runs(config)
+RUNS = {run.run_id: run for run in PLAN}
+CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
+ROBUSTNESS, PRETRAINED = config["robustness"], config["pretrained"]
 
 
 wildcard_constraints:
@@ -34,492 +35,265 @@ wildcard_constraints:
     evaluation=r"[A-Za-z0-9_]+",
     dataset=r"[a-z0-9]+",
     variant=r"[a-z0-9]+",
-    model=r"[a-z0-9_]+",
-    method=r"[a-z0-9_]+",
+    # no "__" inside a name: it separates the fields of a figure's file name
+    model=r"[a-z0-9]+(?:_[a-z0-9]+)*",
+    method=r"[a-z0-9]+(?:_[a-z0-9]+)*",
+    group=r"[A-Za-z0-9_]+",
 
 
-# ---------------------------------------------------------------- data
+def one_of(names):
+    """A regex of exactly these names (one that never matches when there are none)."""
+    return "|".join(re.escape(n) for n in sorted(names)) or r"(?!x)x"
+
+
+def quoted_json(obj):
+    return shlex.quote(json.dumps(obj, sort_keys=True))
+
+
+def cli_options(options):
+    """`--name value...` of each option that has a value (a list gives several values)."""
+    words = []
+    for name, value in options.items():
+        if value is not None:
+            values = value if isinstance(value, list) else [value]
+            words += [f"--{name.replace('_', '-')}", *(shlex.quote(str(v)) for v in values)]
+    return " ".join(words)
+
+
+def lookup(table, name, what):
+    """table[name], or an error that names the valid ones."""
+    if name not in table:
+        raise WorkflowError(f"{what} {name!r} is not part of preset {config['preset']!r}; valid: "
+                            f"{', '.join(map(str, table)) or 'none'}")
+    return table[name]
+
+
+# ---------------------------------------------------------------- data and runs
 def prepared_file(dataset, variant):
     return f"{DATA}/prepared/{prepared_name(dataset, variant)}.pt"
 
 
-def all_prepared():
-    return sorted({prepared_file(r.dataset, r.variant) for r in RUNS.values()})
+def data_mirror():
+    """The local mirror: $STUDY_DATA_MIRROR when set (a user's explicit choice), else data.mirror."""
+    return os.environ.get("STUDY_DATA_MIRROR") or config["data"].get("mirror")
 
 
-def mirror_arg(wildcards):
-    mirror = config["data"].get("mirror")
-    return f"--mirror {shlex.quote(str(mirror))}" if mirror else ""
+def source_args(wildcards):
+    """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
+    synthetic = json.dumps(config["data"]["synthetic"], sort_keys=True)
+    return cli_options({"mirror": data_mirror(),
+                        "synthetic": synthetic if wildcards.get("dataset") == "synthetic" else None})
 
 
-def synthetic_arg(wildcards):
-    if wildcards.dataset != "synthetic":
-        return ""
-    return "--synthetic " + shlex.quote(json.dumps(config["data"]["synthetic"], sort_keys=True))
+def construction_of(wildcards):
+    return lookup(CONSTRUCTIONS, wildcards.construction, "construction")
 
 
-# ---------------------------------------------------------------- runs
 def run_of(wildcards):
-    try:
-        return RUNS[wildcards.run_id]
-    except KeyError:
-        raise WorkflowError(
-            f"run {wildcards.run_id!r} is not part of preset {config['preset']!r}; `study plan` lists its runs"
-        ) from None
-
-
-def run_data(wildcards):
-    run = run_of(wildcards)
-    con = run.config.get("constructed")
-    if con:
-        return constructed_file(f"{con['kind']}-{con['key']}")
-    return prepared_file(run.dataset, run.variant)
-
-
-def run_config_arg(wildcards):
-    return shlex.quote(json.dumps(run_of(wildcards).config, sort_keys=True))
+    return lookup(RUNS, wildcards.run_id, "run (`study plan` lists them)")
 
 
 def run_dir(run_id):
     return f"{RESULTS}/runs/{run_id}"
 
 
-def train_runtime(wildcards):
-    """Minutes for the scheduler, from the model's FLOPs, the data size, epochs and attack steps."""
-    return resources_estimate.train_minutes(run_of(wildcards).config)
-
-
-def train_mem_mb(wildcards):
-    return resources_estimate.mem_mb(run_of(wildcards).config, floor=8000)
-
-
-def evaluate_runtime(wildcards):
+def run_data(wildcards):
     run = run_of(wildcards)
-    shards = int(wildcards.shards) if "shards" in wildcards.keys() else 1
-    return resources_estimate.evaluate_minutes(
-        run.config, resolve_evaluation(config, wildcards.evaluation, dataset=run.dataset), shards=shards)
+    con = run.config.get("constructed")
+    return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
 
 
-def evaluate_mem_mb(wildcards):
-    return resources_estimate.mem_mb(run_of(wildcards).config, floor=6000)
-
-
-# Runs of the `mitigation*` groups (figure 13) stay out of the other figures.
-def is_mitigation_run(run):
-    return any(g.startswith("mitigation") for g in run.groups)
-
-
-def all_models():
-    return [f"{run_dir(rid)}/model.pt" for rid in RUNS]
-
-
-# ---------------------------------------------------------------- evaluations
-def eval_file(run_id, evaluation):
-    return f"{RESULTS}/evaluations/{run_id}/{evaluation}.parquet"
-
-
-def all_evaluations():
-    return [
-        eval_file(rid, ev) for rid, run in RUNS.items() if "last" in run.checkpoints for ev in run.evaluations
-    ] + best_evaluations()
-
-
-def evaluation_arg(wildcards):
-    # Settings as resolved for the run's dataset (per_dataset: MNIST's budget).
-    dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None  # pretrained: no run
-    ev = resolve_evaluation(config, wildcards.evaluation, dataset=dataset)
-    return shlex.quote(json.dumps(ev, sort_keys=True))
-
-
-TABLES = {
-    "classwise": f"{RESULTS}/tables/classwise.csv",
-    "summary": f"{RESULTS}/tables/summary.csv",
-    "classwise_seeds": f"{RESULTS}/tables/classwise_seeds.csv",
-    "epochs": f"{RESULTS}/tables/epochs.csv",
-}
-
-
-# ---------------------------------------------------------------- figures
-# figure id -> (kind, method filter or None for every method, caption file)
-FIGURES = {
-    "fig01_classwise_standard": ("classwise", "standard"),
-    "fig02_classwise_adversarial": ("classwise", "pgd_at"),
-    "fig07_epochs": ("epochs", None),
-    # Explanations: for figures 4-6 the second field names the experiment group they draw.
-    "fig04_discrepancy_datasets": ("discrepancy", "datasets"),
-    "fig05_discrepancy_models": ("discrepancy", "models"),
-    "fig06_discrepancy_optimization": ("discrepancy", "optimization"),
-    "fig08_rank_agreement": ("rank_agreement", None),
-    "fig09_confusion": ("confusion", None),
-    "fig10_logit_similarity": ("logit_similarity", None),
-    "fig13_mitigation": ("mitigation", None),
-    "fig13_policy_epochs": ("policy_epochs", None),
-}
-
-
-def figure_panels(fig):
-    """(dataset, model, method) combinations a figure is drawn for."""
-    kind, method = FIGURES[fig]
-    if kind in MITIGATION_PANELS:
-        return MITIGATION_PANELS[kind]()
-    keys = {
-        (r.dataset, r.config["model"], r.config["method"])
-        for r in RUNS.values()
-        if (method is None or r.config["method"] == method) and not r.config.get("constructed")
-        and not is_mitigation_run(r)
-    }
-    return sorted(keys)
-
-
-def figure_stem(fig, dataset, model, method):
-    return f"{RESULTS}/figures/{fig}/{dataset}__{model}__{method}"
-
-
-def all_figures():
-    files = []
-    for fig in config["figures"]:
-        if fig == "fig12_features":
-            for dataset, model in feature_panels():
-                for stem in (f"{RESULTS}/figures/{fig}/{dataset}__{model}", f"{RESULTS}/figures/{fig}/{dataset}__{model}__examples"):
-                    files += [f"{stem}.png", f"{stem}.pdf"]
-            continue
-        if fig in EXPLAIN_FIGURES:
-            files += explain_figure_files(fig)
-            continue
-        for dataset, model, method in figure_panels(fig):
-            stem = figure_stem(fig, dataset, model, method)
-            files += [f"{stem}.png", f"{stem}.pdf"]
-    return files
-
-
-def figure_evaluations(wildcards):
-    """Evaluations shown in a class-wise figure: those of the runs it draws."""
-    return evaluation_names_arg(panel_runs(wildcards))
-
-
-# ---------------------------------------------------------------- explanation figures (4-6, 8-10)
-# Indexes built once, so input functions stay O(1) per job for thousands of runs.
-EXPLAIN_FIGURES = {fig for fig, (kind, _) in FIGURES.items()
-                   if kind in ("discrepancy", "rank_agreement", "confusion", "logit_similarity")}
-DISCREPANCY_BY = {
-    "fig04_discrepancy_datasets": "dataset",
-    "fig05_discrepancy_models": "model",
-    "fig06_discrepancy_optimization": "setting",
-}
-
-
-def _setting(run):
-    c = run.config
-    return (c["optimizer"]["name"], c["optimizer"]["lr"], c["schedule"]["name"],
-            c["optimizer"]["weight_decay"], c["epochs"], c.get("train_per_class"))
-
-
-def _index_runs():
-    groups, panels, datasets = {}, {}, {}
-    for rid, run in RUNS.items():
-        for g in run.groups:
-            groups.setdefault(g, []).append(rid)
-        if run.config.get("constructed") or is_mitigation_run(run):  # figure 12's and figure 13's
-            continue
-        panels.setdefault((run.dataset, run.config["model"], run.config["method"]), []).append(rid)
-        datasets.setdefault(run.dataset, []).append(rid)
-    # A (dataset, model, method) panel draws one training setting: that of its first planned run
-    # (the baseline's, as groups are planned in order); the other settings are figure 6's.
-    panels = {key: [r for r in rids if _setting(RUNS[r]) == _setting(RUNS[rids[0]])]
-              for key, rids in panels.items()}
-    return groups, panels, datasets
-
-
-GROUP_RUNS, PANEL_RUNS, DATASET_RUNS = _index_runs()
-
-
-def panel_runs(wildcards):
-    return PANEL_RUNS[(wildcards.dataset, wildcards.model, wildcards.method)]
-
-
-def panel_runs_arg(wildcards):
-    return " ".join(panel_runs(wildcards))
-
-
-def group_runs_arg(wildcards):
-    return " ".join(GROUP_RUNS[FIGURES[wildcards.fig][1]])
-
-
-def dataset_runs_arg(wildcards):
-    return " ".join(DATASET_RUNS[wildcards.dataset])
-
-
-def panel_records(wildcards):
-    return [eval_file(rid, ev) for rid in panel_runs(wildcards) for ev in RUNS[rid].evaluations]
-
-
-def evaluation_names_arg(runs):
-    names = []
-    for rid in runs:
-        names += [e for e in RUNS[rid].evaluations if e not in names]
-    return " ".join(names)
-
-
-def explain_figure_files(fig):
-    kind, group = FIGURES[fig]
-    if kind == "discrepancy":
-        if group not in GROUP_RUNS:
-            raise WorkflowError(
-                f"figure {fig} draws experiment group {group!r}, which preset {config['preset']!r} lacks; "
-                f"its groups: {', '.join(sorted(GROUP_RUNS))}"
-            )
-        stems = [f"{RESULTS}/figures/{fig}/{group}"]
-    elif kind == "rank_agreement":
-        # Only datasets with at least two configurations to compare.
-        stems = [f"{RESULTS}/figures/{fig}/{ds}" for ds, rids in sorted(DATASET_RUNS.items())
-                 if len({(RUNS[r].config["model"], RUNS[r].config["method"], _setting(RUNS[r])) for r in rids}) > 1]
-    else:
-        stems = [figure_stem(fig, *key) for key in sorted(PANEL_RUNS)]
-    return [f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
-
-
-# ---------------------------------------------------------------- pretrained ImageNet models
-# Evaluated, never trained (workflow/rules/pretrained.smk); off unless pretrained.enabled.
-PRETRAINED = config["pretrained"]
-PRETRAINED_DATA = f"{DATA}/prepared/imagenet-val.pt"
-
-
-def _check_pretrained_evaluations():
-    unknown = [e for e in PRETRAINED["evaluations"] if e not in config["evaluations"]]
-    if unknown:
-        raise WorkflowError(
-            f"pretrained.evaluations names {unknown}, not in evaluations: {sorted(config['evaluations'])}"
-        )
-
-
-_check_pretrained_evaluations()
-
-
-def pretrained_eval_file(model, evaluation):
-    return f"{RESULTS}/pretrained/evaluations/{model}/{evaluation}.parquet"
-
-
-def all_pretrained_evaluations():
-    return [pretrained_eval_file(m, e) for m in PRETRAINED["models"] for e in PRETRAINED["evaluations"]]
-
-
-PRETRAINED_TABLES = {
-    "classwise": f"{RESULTS}/pretrained/tables/classwise.csv",
-    "summary": f"{RESULTS}/pretrained/tables/summary.csv",
-}
-PRETRAINED_TARGETS = list(PRETRAINED_TABLES.values()) if PRETRAINED["enabled"] else []
-
-
-def imagenet_options_arg(wildcards):
-    options = {"per_class": PRETRAINED.get("per_class"), "image_size": PRETRAINED.get("image_size", 224)}
-    return shlex.quote(json.dumps(options, sort_keys=True))
-
-
-def weights_dir_arg(wildcards):
-    weights = PRETRAINED.get("weights_dir")
-    return f"--weights-dir {shlex.quote(str(weights))}" if weights else ""
-# ---------------------------------------------------------------- constructed datasets
-CONSTRUCTIONS = {c.name: c for c in constructions(config, list(RUNS.values()))} if config.get("features") else {}
-
-
-def constructed_file(name):
-    return f"{DATA}/constructed/{name}.pt"
-
-
-def construction_of(wildcards):
-    try:
-        return CONSTRUCTIONS[wildcards.construction]
-    except KeyError:
-        raise WorkflowError(f"construction {wildcards.construction!r} is not part of preset {config['preset']!r}") from None
-
-
-def feature_panels():
-    """(dataset, model trained on the constructed sets) of figure 12."""
-    if not CONSTRUCTIONS:
-        return []
-    return [(next(iter(CONSTRUCTIONS.values())).source_run.dataset, config["features"]["train"]["model"])]
-    evs = []
-    for r in RUNS.values():
-        c = r.config
-        if (r.dataset, c["model"], c["method"]) == (wildcards.dataset, wildcards.model, wildcards.method):
-            evs += [e for e in r.evaluations if e not in evs]
-    return " ".join(evs)
-
-
-# ---------------------------------------------------------------- robustness (issue 4)
-def _sharded():
-    return sorted(n for n, ev in config["evaluations"].items() if int(ev.get("shards", 1)) > 1)
-
-
-# An alternation that never matches when no evaluation is sharded.
-SHARDED_EVALUATIONS = "|".join(_sharded()) or r"(?!x)x"
-
-
-def shard_files(wildcards):
-    n = int(config["evaluations"][wildcards.evaluation]["shards"])
-    return [
-        f"{RESULTS}/evaluations/{wildcards.run_id}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
-        for i in range(n)
-    ]
-
-
-ROBUSTNESS = config["robustness"]
-
-
-def _robustness_runs(groups):
-    """Runs of the given experiment groups (models trained on constructed data excluded)."""
-    return [rid for rid, r in RUNS.items() if set(r.groups) & set(groups) and not r.config.get("constructed")]
-
-
-# Runs that get the checks and appear in the robustness tables and figures 3 and 11.
-ROBUSTNESS_RUNS = _robustness_runs(ROBUSTNESS["groups"])
-
-
-def check_pgd_arg(wildcards):
-    ev = resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(wildcards).dataset)
-    return shlex.quote(json.dumps(ev, sort_keys=True))
-
-
-def corruption_runs():
-    """Runs evaluated on CIFAR-10-C: those of the corruption groups trained on the dataset it corrupts."""
-    cc = ROBUSTNESS.get("corruptions")
-    if not cc:
-        return []
-    return [rid for rid in _robustness_runs(cc.get("groups") or ROBUSTNESS["groups"])
-            if RUNS[rid].dataset in cc["datasets"]]
-
-
-def all_corruption_records():
-    return [f"{RESULTS}/evaluations/{rid}/corruptions.parquet" for rid in corruption_runs()]
-
-
-def robustness_records():
-    return [eval_file(rid, ev) for rid in ROBUSTNESS_RUNS for ev in RUNS[rid].evaluations]
-
-
-def corruption_args(wildcards):
-    cc = ROBUSTNESS["corruptions"]
-    args = ["--corruptions", *cc["names"], "--severities", *map(str, cc["severities"]), "--seed", str(cc["seed"])]
-    if cc.get("per_class"):
-        args += ["--per-class", str(cc["per_class"])]
-    # the official archive is looked for in the mirror, then in the raw-data folder
-    args += ["--source", cc.get("source", "auto"), "--raw-dir", shlex.quote(f"{DATA}/raw")]
-    return " ".join([*args, mirror_arg(wildcards)]).strip()
-
-
-ROBUSTNESS_TABLES = {
-    name: f"{RESULTS}/tables/{name}.csv"
-    for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")
-}
-# figure id -> make_figure kind, and the table it draws
-ROBUSTNESS_FIGURE_KINDS = {"fig03_frl_errors": "frl_errors", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
-_ROBUSTNESS_FIGURE_TABLE = {"fig03_frl_errors": "frl", "fig11_cfp": "cfp", "fig14_corruptions": "corruptions"}
-FIGURES.update(
-    {
-        "fig03_frl_errors": ("frl_errors", "all"),
-        "fig11_cfp": ("cfp", "pgd_at"),
-        "fig14_corruptions": ("corruptions", None),
-    }
-)
-
-
-def _robustness_panels(fig):
-    """(dataset, model, method) -> the runs drawn: one training setting per panel (that of
-    its first run, as for the class-wise figures). Figure 3 puts every method of a (dataset,
-    model) in one panel ('all'); figure 11 draws PGD-AT; figure 14 each corrupted run's method."""
-    rids = corruption_runs() if fig == "fig14_corruptions" else ROBUSTNESS_RUNS
-    panels = {}
-    for rid in rids:
-        r = RUNS[rid]
-        method = r.config["method"]
-        if fig == "fig11_cfp" and method != "pgd_at":
-            continue
-        key = (r.dataset, r.config["model"], "all" if fig == "fig03_frl_errors" else method)
-        panels.setdefault(key, []).append(rid)
-    return {key: [r for r in rids if _setting(RUNS[r]) == _setting(RUNS[rids[0]])] for key, rids in panels.items()}
-
-
-ROBUSTNESS_PANELS = {fig: _robustness_panels(fig) for fig in ROBUSTNESS_FIGURE_KINDS}
-_classwise_figure_panels = figure_panels
-
-
-def figure_panels(fig):
-    """As above, plus the robustness figures 3, 11 and 14."""
-    if fig in ROBUSTNESS_PANELS:
-        return sorted(ROBUSTNESS_PANELS[fig])
-    return _classwise_figure_panels(fig)
-
-
-def robustness_panel_runs_arg(wildcards):
-    return " ".join(ROBUSTNESS_PANELS[wildcards.fig][(wildcards.dataset, wildcards.model, wildcards.method)])
-
-
-def robustness_figure_table(wildcards):
-    return ROBUSTNESS_TABLES[_ROBUSTNESS_FIGURE_TABLE[wildcards.fig]]
-
-
-# ---------------------------------------------------------------- mitigation (figure 13)
-# Runs of the `mitigation*` groups: fine-tuning parents (init_from), best checkpoints
-# (model_best.pt, evaluated as <evaluation>@best), and one figure-13 panel per
-# (dataset, model) with every method (method wildcard `all`).
 def run_parent_model(wildcards):
+    """The parent run a fine-tuning method (FRL) starts from (its model.pt marks it finished)."""
     parent = run_of(wildcards).init_from
     return [f"{run_dir(parent)}/model.pt"] if parent else []
 
 
-def init_from_arg(wildcards, input):
-    return f"--init-from {input.parent[0]}" if input.parent else ""
+def init_from_arg(wildcards):
+    """The parent's checkpoint the run config names (init_checkpoint): its best on validation, or its last."""
+    run = run_of(wildcards)
+    name = "model_best.pt" if run.config.get("init_checkpoint") == "best" else "model.pt"
+    return f"--init-from {run_dir(run.init_from)}/{name}" if run.init_from else ""
 
 
-def best_eval_file(run_id, evaluation):
-    return f"{RESULTS}/evaluations/{run_id}/{evaluation}@best.parquet"
+def run_resource(estimate, **kwargs):
+    """A resource of a run's job (study.resources: from the model's FLOPs, data size, epochs, attack steps)."""
+    return lambda wildcards: estimate(run_of(wildcards).config, **kwargs)
 
 
-def best_evaluations():
-    return [best_eval_file(rid, ev) for rid, run in RUNS.items() if "best" in run.checkpoints for ev in run.evaluations]
+# ---------------------------------------------------------------- evaluations
+# An evaluate job writes <evaluation>.parquet (last checkpoint), <evaluation>@best.parquet (best on validation)
+# or shards/<evaluation>/<i>-of-<n>.parquet (joined by merge_shards); its wildcard `records` names which.
+EVALUATED = {e for run in PLAN for e in run.evaluations}
+SHARDED = {e for e in EVALUATED if int(config["evaluations"].get(e, {}).get("shards", 1)) > 1}
+EVALUATE_RECORDS = (rf"{one_of(EVALUATED - SHARDED)}|(?:{one_of(EVALUATED)})@best"
+                    rf"|shards/(?:{one_of(SHARDED)})/\d+-of-\d+")
 
 
-def _mitigation_panels():
-    return sorted({(r.dataset, r.config["model"], "all") for r in RUNS.values() if is_mitigation_run(r)})
+def eval_file(run_id, evaluation, checkpoint="last"):
+    return f"{RESULTS}/evaluations/{run_id}/{evaluation}{'@best' if checkpoint == 'best' else ''}.parquet"
 
 
-MITIGATION_PANELS = {"mitigation": _mitigation_panels, "policy_epochs": _mitigation_panels}
+def evaluate_job(wildcards):
+    """(evaluation, `study evaluate` option naming the checkpoint or shard, shards) of an evaluate job."""
+    m = re.fullmatch(r"shards/(\w+)/(\d+)-of-(\d+)|(\w+?)(@best)?", wildcards.records)
+    return (m[1], f"--shard {m[2]}/{m[3]}", int(m[3])) if m[1] else (m[4], "--checkpoint best" if m[5] else "", 1)
 
 
-def mitigation_methods(wildcards):
-    """The methods of a figure-13 panel, in the order the groups list them."""
-    names = []
-    for r in RUNS.values():
-        c = r.config
-        if is_mitigation_run(r) and (r.dataset, c["model"]) == (wildcards.dataset, wildcards.model):
-            if c["method"] not in names:
-                names.append(c["method"])
-    return " ".join(names)
+def resolved_evaluation(wildcards):
+    """As resolved for the run's dataset (per_dataset: MNIST's budget); pretrained models have no run."""
+    if "records" not in wildcards.keys():
+        return resolve_evaluation(config, wildcards.evaluation)
+    return resolve_evaluation(config, evaluate_job(wildcards)[0], dataset=run_of(wildcards).dataset)
 
 
-# ---------------------------------------------------------------- bench (issue 7)
-def bench_setting(wildcards):
-    settings = config.get("bench", {}).get("settings", {})
-    if wildcards.name not in settings:
-        raise ValueError(f"unknown bench setting {wildcards.name!r}; params.yaml bench.settings: "
-                         f"{', '.join(settings) or 'none'}")
-    return settings[wildcards.name]
+def evaluate_runtime(wildcards):
+    return resources_estimate.evaluate_minutes(run_of(wildcards).config, resolved_evaluation(wildcards),
+                                               shards=evaluate_job(wildcards)[2])
 
 
-def bench_data(wildcards):
-    data = bench_setting(wildcards).get("data")
-    return [data] if data else []
+def shard_files(wildcards):
+    n = int(config["evaluations"][wildcards.evaluation]["shards"])
+    return [f"{RESULTS}/evaluations/{wildcards.run_id}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
+            for i in range(n)]
 
 
-def bench_args(wildcards, input):
-    s = bench_setting(wildcards)
-    args = ["--device", s["device"], "--model", s["model"], "--images", str(s["images"]),
-            "--test-images", str(s["test_images"]), "--no-progress"]
-    if input.data:
-        args += ["--data", shlex.quote(input.data[0])]
-    if s.get("tasks"):
-        args += ["--tasks", *s["tasks"]]
-    for key in ("batch_size", "accuracy_epochs", "seed"):
-        if key in s:
-            args += [f"--{key.replace('_', '-')}", str(s[key])]
-    return " ".join(args)
+TABLES = {name: f"{RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
+ROBUSTNESS_TABLES = {name: f"{RESULTS}/tables/{name}.csv"
+                     for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}
+
+
+# ---------------------------------------------------------------- robustness (checks, CIFAR-10-C)
+def runs_of_groups(groups):
+    """Runs of these experiment groups, those trained on constructed data excluded."""
+    return [r for r in PLAN if set(r.groups) & set(groups) and not r.config.get("constructed")]
+
+
+# Runs in figures 3 and 11; runs checked (both checkpoints): those and every mitigation run;
+# runs evaluated on CIFAR-10-C: those of the corruption groups trained on a dataset it corrupts.
+_CC = ROBUSTNESS.get("corruptions") or {}
+ROBUSTNESS_RUNS = runs_of_groups(ROBUSTNESS["groups"])
+CHECKED_RUNS = ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in " ".join(r.groups)]
+CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
+                   if r.dataset in _CC.get("datasets", [])]
+
+
+def corruption_args(wildcards):  # the official archive: looked for in the mirror, then in data/raw
+    return cli_options({"corruptions": _CC["names"], "severities": _CC["severities"], "seed": _CC["seed"],
+                        "per_class": _CC.get("per_class") or None, "source": _CC.get("source", "auto"),
+                        "raw_dir": f"{DATA}/raw", "mirror": data_mirror()})
+
+
+# ---------------------------------------------------------------- figures
+# A figure is drawn once per panel. Its panel function (study.figures.panels) returns
+# {key: (run ids, options)}: the key holds the fields of the panel's file name (`stem`), the
+# options those of its `study` command; the files it reads (figure_inputs) are added here.
+
+class Figure(NamedTuple):
+    command: str  # `study COMMAND`: `figure KIND` (study/figures/registry.py) or `features-figure`
+    reads: str  # the table it draws (TABLES, ROBUSTNESS_TABLES) or "records": its runs' per-sample records
+    panels: Callable  # () -> {key: (run ids, options)}
+    caption: str  # workflow/report/<caption>.rst, in the HTML report beside the PNG
+    category: str  # of the HTML report
+    stem: str = "{dataset}__{model}__{method}"  # a panel's file name, from its key
+    extra: tuple = ()  # further outputs: (name, suffix after the stem, caption if a figure of the report)
+
+
+def features_panels():
+    """Figure 12: the models trained on the constructed datasets, beside their source models."""
+    if not CONSTRUCTIONS:
+        return {}
+    source = next(iter(CONSTRUCTIONS.values())).source_run
+    key = (source.dataset, config["features"]["train"]["model"])
+    roles = {f"{'robust' if c.kind == 'd_r' else 'standard'}={c.source_run.run_id}" for c in CONSTRUCTIONS.values()}
+    return {key: ([], {"dataset": key[0], "model": key[1], "sources": sorted(roles),
+                       "constructed": [f"{DATA}/constructed/{name}.pt" for name in CONSTRUCTIONS],
+                       "data": prepared_file(source.dataset, source.variant),
+                       "examples_stem": f"{RESULTS}/figures/fig12_features/{'__'.join(key)}__examples"})}
+
+
+_ACC, _ROBUST, _DISC = "Class-wise accuracy and robustness", "Robustness per class", "Class-wise discrepancy"
+_MATRIX, _MITIGATION = "Confusion and class similarity", "Mitigation"
+FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, stem, extra outputs])
+    "fig01_classwise_standard": Figure("figure classwise", "classwise", lambda: panels.classwise(PLAN, "standard"),
+                                       "classwise", _ACC),
+    "fig02_classwise_adversarial": Figure("figure classwise", "classwise", lambda: panels.classwise(PLAN, "pgd_at"),
+                                          "classwise", _ACC),
+    "fig03_frl_errors": Figure("figure frl_errors", "frl", lambda: panels.robustness(ROBUSTNESS_RUNS, "all"),
+                               "robustness", _ROBUST),
+    "fig04_discrepancy_datasets": Figure("figure discrepancy", "classwise",
+                                         lambda: panels.discrepancy(PLAN, "datasets", "dataset"),
+                                         "discrepancy", _DISC, "{group}"),
+    "fig05_discrepancy_models": Figure("figure discrepancy", "classwise",
+                                       lambda: panels.discrepancy(PLAN, "models", "model"),
+                                       "discrepancy", _DISC, "{group}"),
+    "fig06_discrepancy_optimization": Figure("figure discrepancy", "classwise",
+                                             lambda: panels.discrepancy(PLAN, "optimization", "setting"),
+                                             "discrepancy", _DISC, "{group}"),
+    "fig07_epochs": Figure("figure epochs", "epochs", lambda: panels.classwise(PLAN, evaluations=False),
+                           "epochs", "Class-wise records over training"),
+    "fig08_rank_agreement": Figure("figure rank_agreement", "classwise", lambda: panels.rank_agreement(PLAN),
+                                   "rank_agreement", "Rank agreement of class accuracies", "{dataset}"),
+    "fig09_confusion": Figure("figure confusion", "records", lambda: panels.class_matrix(PLAN),
+                              "class_matrix", _MATRIX),
+    "fig10_logit_similarity": Figure("figure logit_similarity", "records", lambda: panels.class_matrix(PLAN),
+                                     "class_matrix", _MATRIX),
+    "fig11_cfp": Figure("figure cfp", "cfp", lambda: panels.robustness(ROBUSTNESS_RUNS, of_method="pgd_at"),
+                        "robustness", _ROBUST),
+    "fig12_features": Figure("features-figure", "classwise", features_panels,
+                             "features", "Robust and non-robust features", "{dataset}__{model}",
+                             (("examples", "__examples.png", "features_examples"),
+                              ("examples_pdf", "__examples.pdf", None))),
+    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN),
+                               "mitigation", _MITIGATION, extra=(("table", ".csv", None),)),
+    "fig13_policy_epochs": Figure("figure policy_epochs", "epochs", lambda: panels.mitigation(PLAN),
+                                  "policy_epochs", _MITIGATION),
+    "fig14_corruptions": Figure("figure corruptions", "corruptions", lambda: panels.robustness(CORRUPTION_RUNS),
+                                "robustness", _ROBUST),
+}
+try:
+    FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels() for fig in config["figures"]}
+except ValueError as err:
+    raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+STEM_FIELDS = {fig: re.findall(r"{(\w+)}", spec.stem) for fig, spec in FIGURES.items()}
+
+
+def figure_files(fig):
+    """The PNG and PDF files of every panel of a configured figure (the manifest lists them)."""
+    suffixes = [".png", ".pdf", *(s for _, s, _ in FIGURES[fig].extra if s.endswith((".png", ".pdf")))]
+    names = [FIGURES[fig].stem.format(**dict(zip(STEM_FIELDS[fig], key))) for key in FIGURE_PANELS[fig]]
+    return [f"{RESULTS}/figures/{fig}/{name}{suffix}" for name in names for suffix in suffixes]
+
+
+def figure_outputs(fig):
+    """A figure rule's outputs: its PNG (in the report, with its caption and category), PDF and extras."""
+    spec, fields = FIGURES[fig], STEM_FIELDS[fig]
+    stem = f"{RESULTS}/figures/{{fig}}/{spec.stem}"
+
+    def in_report(path, caption, label):
+        return report(path, caption=f"../report/{caption}.rst", category=spec.category,
+                      subcategory="{dataset}" if "dataset" in fields else None,
+                      labels={"figure": label, **{f: f"{{{f}}}" for f in fields if f != "dataset"}})
+    out = {"png": in_report(f"{stem}.png", spec.caption, "{fig}"), "pdf": f"{stem}.pdf"}
+    for name, suffix, caption in spec.extra:
+        out[name] = in_report(stem + suffix, caption, f"{{fig}} ({name})") if caption else stem + suffix
+    return out
+
+
+def figure_panel(wildcards):
+    """The options of the panel a figure job draws, the files it reads among them."""
+    spec, key = FIGURES[wildcards.fig], tuple(wildcards[f] for f in STEM_FIELDS[wildcards.fig])
+    figure_panels = lookup(FIGURE_PANELS, wildcards.fig, "figure (params figures)")
+    ids, options = lookup(figure_panels, key, f"{wildcards.fig} panel")
+    if spec.reads == "records":
+        return {"records": [eval_file(rid, ev) for rid in ids for ev in RUNS[rid].evaluations], **options}
+    return {"table": {**TABLES, **ROBUSTNESS_TABLES}[spec.reads], **options}
+
+
+def figure_inputs(wildcards):
+    return {k: v for k, v in figure_panel(wildcards).items() if k in ("table", "records", "constructed", "data")}
+
+
+def figure_args(wildcards, output):
+    """`study` arguments of a figure job: the figure's command, the panel's options, the out stem."""
+    return f"{FIGURES[wildcards.fig].command} {cli_options(figure_panel(wildcards))} --out-stem {output.png[:-4]}"

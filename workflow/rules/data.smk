@@ -8,17 +8,16 @@ rule prepare:
     log:
         f"{RESULTS}/logs/prepare/{{dataset}}-{{variant}}.log",
     params:
-        mirror=mirror_arg,
-        synthetic=synthetic_arg,
+        sources=source_args,
         raw=f"{DATA}/raw",
     resources:
         mem_mb=8000,
         runtime=30,
     shell:
         "study prepare --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --raw-dir {params.raw} {params.mirror} {params.synthetic} --out {output.prepared} 2> {log}"
+        " --raw-dir {params.raw} {params.sources} --out {output.prepared} 2> {log}"
 
 
 rule data_all:
     input:
-        all_prepared(),
+        sorted({prepared_file(r.dataset, r.variant) for r in PLAN}),

@@ -3,6 +3,14 @@
 # attack, and the records become tables of their own (results/pretrained/tables).
 
 
+# Pretrained models are evaluated, never trained; off unless pretrained.enabled.
+PRETRAINED_DATA = f"{DATA}/prepared/imagenet-val.pt"
+PRETRAINED_TABLES = {name: f"{RESULTS}/pretrained/tables/{name}.csv" for name in ("classwise", "summary")}
+PRETRAINED_TARGETS = list(PRETRAINED_TABLES.values()) if PRETRAINED["enabled"] else []
+for _name in PRETRAINED["evaluations"]:
+    lookup(config["evaluations"], _name, "pretrained.evaluations: evaluation")
+
+
 # data/prepared/imagenet-val.pt also matches the generic `prepare` rule; this one knows
 # ImageNet's options (subset size, image size).
 ruleorder: prepare_imagenet > prepare
@@ -14,14 +22,14 @@ rule prepare_imagenet:
     log:
         f"{RESULTS}/logs/prepare/imagenet-val.log",
     params:
-        mirror=mirror_arg,
-        options=imagenet_options_arg,
+        sources=source_args,
+        options=quoted_json({"per_class": PRETRAINED.get("per_class"), "image_size": PRETRAINED.get("image_size", 224)}),
         raw=f"{DATA}/raw",
     resources:
         mem_mb=16000,
         runtime=120,
     shell:
-        "study prepare --dataset imagenet --variant val --raw-dir {params.raw} {params.mirror}"
+        "study prepare --dataset imagenet --variant val --raw-dir {params.raw} {params.sources}"
         " --options {params.options} --out {output.prepared} 2> {log}"
 
 
@@ -29,14 +37,14 @@ rule evaluate_pretrained:
     input:
         data=PRETRAINED_DATA,
     output:
-        records=pretrained_eval_file("{pretrained}", "{evaluation}"),
+        records=f"{RESULTS}/pretrained/evaluations/{{pretrained}}/{{evaluation}}.parquet",
     log:
         f"{RESULTS}/logs/pretrained/{{pretrained}}/{{evaluation}}.log",
     wildcard_constraints:
         pretrained=r"[A-Za-z0-9_]+",
     params:
-        evaluation=evaluation_arg,
-        weights=weights_dir_arg,
+        evaluation=lambda w: quoted_json(resolved_evaluation(w)),
+        weights=cli_options({"weights_dir": PRETRAINED.get("weights_dir")}),
     threads: 8
     resources:
         gpu=1,
@@ -49,7 +57,8 @@ rule evaluate_pretrained:
 
 rule pretrained_tables:
     input:
-        records=all_pretrained_evaluations(),
+        records=expand(f"{RESULTS}/pretrained/evaluations/{{model}}/{{evaluation}}.parquet",
+                       model=PRETRAINED["models"], evaluation=PRETRAINED["evaluations"]),
     output:
         **PRETRAINED_TABLES,
     log:

@@ -12,14 +12,14 @@ rule train:
     log:
         f"{RESULTS}/logs/train/{{run_id}}.log",
     params:
-        config=run_config_arg,
+        config=lambda w: quoted_json(run_of(w).config),
         run_dir=lambda w: run_dir(w.run_id),
         init_from=init_from_arg,
     threads: 8
     resources:
         gpu=1,
-        mem_mb=train_mem_mb,
-        runtime=train_runtime,
+        mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
+        runtime=run_resource(resources_estimate.train_minutes),
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
         " {params.init_from} --threads {threads} --no-progress 2> {log}"
@@ -27,4 +27,4 @@ rule train:
 
 rule train_all:
     input:
-        all_models(),
+        [f"{run_dir(r.run_id)}/model.pt" for r in PLAN],
