@@ -8,7 +8,16 @@ import pandas as pd
 import pytest
 import torch
 
-from study.config import ConfigError, load_params, method_definition, plan_runs, resolve_method, run_config, run_id
+from study.config import (
+    ConfigError,
+    load_params,
+    method_definition,
+    plan_runs,
+    resolve_evaluation,
+    resolve_method,
+    run_config,
+    run_id,
+)
 from study.io import load_torch
 from study.runs import load_trained_model
 from study.train.engine import train_run
@@ -160,3 +169,21 @@ def test_bad_method_definitions_are_named(repo_root, ci_params):
             load_params(repo_root / "params.yaml", {"preset": "ci", "methods": change},
                         presets_dir=repo_root / "workflow/presets",
                         schema_path=repo_root / "workflow/schemas/params.schema.yaml")
+
+
+def test_frl_fine_tunes_its_parents_best_checkpoint_and_validates_with_pgd20(ci_params):
+    """fair_robust starts from its best pre-trained model and drives its multipliers with
+    PGD-20 on the validation split; a parent without a validation split gives its last."""
+    params = copy.deepcopy(ci_params)
+    group = next(g for g in params["experiments"] if g["group"] == "mitigation")
+    frl = run_config(params, group, "small_cnn", "frl_reweight", 0)
+    assert frl["init_checkpoint"] == "best"
+    attack = frl["epoch_eval"]["validation_attack"]
+    pgd20 = resolve_evaluation(params, "pgd20")
+    assert attack["steps"] == pgd20["steps"] == 20 and attack["eps"] == pgd20["eps"]
+    assert "validation_attack" not in frl["method_config"]  # a run-level key, not a policy
+    no_validation = {**group, "train": {k: v for k, v in group["train"].items() if k != "validation"}}
+    assert run_config(params, no_validation, "small_cnn", "frl_reweight", 0)["init_checkpoint"] == "last"
+    # plain methods carry neither key, so their run ids are unchanged
+    plain = run_config(params, group, "small_cnn", "at", 0)
+    assert "init_checkpoint" not in plain and "validation_attack" not in plain["epoch_eval"]

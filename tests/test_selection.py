@@ -4,6 +4,7 @@ validation epoch, and the engine's choice and record over a real run."""
 import copy
 import json
 
+import pandas as pd
 import pytest
 import torch
 
@@ -53,3 +54,16 @@ def test_engine_chooses_by_the_methods_rule_and_records_the_parts(tmp_path, synt
     best = max(eligible, key=lambda e: (e["score"], -e["epoch"]))
     assert record["best_epoch"] == best["epoch"]
     assert load_torch(tmp_path / "r" / "model_best.pt")["epoch"] == best["epoch"]
+
+
+def test_validation_statistics_use_the_methods_own_attack(tmp_path, synthetic_splits, tiny_run_config):
+    """With `validation_attack` at eps 0 the validation robust accuracy equals the clean one,
+    while the test subset is still attacked by the epoch attack."""
+    cfg = copy.deepcopy(tiny_run_config)
+    cfg.update(epochs=1, train_per_class=20, validation={"fraction": 0.1})
+    cfg["epoch_eval"]["per_class"] = 4
+    cfg["epoch_eval"]["validation_attack"] = {**cfg["epoch_eval"]["attack"], "eps": 0.0}
+    train_run(cfg, synthetic_splits, tmp_path / "r", device="cpu", progress=False)
+    rows = pd.read_csv(tmp_path / "r" / "epochs.csv")
+    assert (rows["val_robust_acc"] == rows["val_clean_acc"]).all()
+    assert rows["robust_acc"].mean() < rows["clean_acc"].mean() or rows["clean_acc"].mean() == 0
