@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import torch
-
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -41,10 +39,14 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
+    import torch  # here, so that the table and figure jobs, which never save tensors, start fast
+
     with atomic_path(path) as tmp:
         torch.save(obj, tmp)
 
 
-def load_torch(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> Any:
+def load_torch(path: str | os.PathLike, map_location: str = "cpu") -> Any:
     """Load a tensor file written by this project (tensors, numbers, strings, containers only)."""
+    import torch
+
     return torch.load(path, map_location=map_location, weights_only=True)

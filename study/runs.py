@@ -12,11 +12,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from study.io import atomic_torch_save, load_torch
-from study.models.registry import build_model
+if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
+    import torch
 
 #: the model files of a run: `last` (final weights) and `best` (best on validation)
 CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt"}
@@ -115,6 +114,8 @@ def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Modul
                epoch: int) -> None:
     """The weights a model file stands for (the averaged ones where the method averages),
     plus the raw trained weights when they differ."""
+    from study.io import atomic_torch_save
+
     blob = {"state_dict": {k: v.detach().cpu() for k, v in out_model.state_dict().items()},
             "arch": arch, "run_key": run_key(cfg), "epoch": epoch}
     if out_model is not raw_model:
@@ -124,6 +125,8 @@ def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Modul
 
 def model_from_arch(arch: Mapping) -> torch.nn.Module:
     """An untrained model of the architecture a model file records."""
+    from study.models.registry import build_model
+
     return build_model(
         arch["name"], arch["num_classes"], in_channels=arch["in_channels"], image_size=arch["image_size"],
         mean=tuple(arch["mean"]), std=tuple(arch["std"]),
@@ -140,6 +143,8 @@ def load_trained_model(
     path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
+    from study.io import load_torch
+
     blob = load_torch(path)
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])

@@ -41,7 +41,6 @@ from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from study.metrics.intervals import ArrayLike, wilson_interval
 
@@ -76,6 +75,8 @@ def seed_interval(
     if (k < 1).any():
         raise ValueError("n_seeds must be at least 1")
     several = k >= 2
+    from scipy import stats  # here: scipy.stats costs a second at import, and most jobs never need it
+
     t = np.where(several, stats.t.ppf(NormalDist().cdf(z), np.where(several, k - 1, 1)), 0.0)
     with np.errstate(invalid="ignore"):
         half = np.where(several, t * s / np.sqrt(k), 0.0)
