@@ -227,6 +227,8 @@ def _published_recipe(table: pd.DataFrame) -> pd.Series:
 def _candidates(table: pd.DataFrame, claim: Claim, methods: set[str], kind: str) -> pd.DataFrame:
     keep = ((table["dataset"] == claim.dataset) & table["method"].isin(methods)
             & (table["checkpoint"] == claim.checkpoint) & (table["kind"] == kind) & _published_recipe(table))
+    if "train_data" in table:  # models trained on a constructed feature dataset are another question
+        keep &= table["train_data"].fillna("original") == "original"
     if claim.model is not None:
         keep &= table["model"] == claim.model
     return table[keep]

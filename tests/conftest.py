@@ -75,3 +75,17 @@ def run_study(*args: str, cwd: Path | None = None, check: bool = True, env: dict
     if check and proc.returncode != 0:
         raise AssertionError(f"study {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+@pytest.fixture(scope="session")
+def paper_dry_run(tmp_path_factory):
+    """(output, seconds) of one dry run of the paper preset's whole DAG (10,000+ jobs), with
+    its shell commands; shared by the tests that read it, since each run takes half a minute."""
+    import time
+
+    from test_workflow import BIN, _copy_project, _run
+
+    project = _copy_project(tmp_path_factory.mktemp("paper"))
+    start = time.perf_counter()
+    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
+    return out, time.perf_counter() - start

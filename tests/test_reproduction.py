@@ -269,3 +269,12 @@ def test_report_states_preset_commit_and_date(params, tmp_path, monkeypatch):
     assert "- commit: `abc123`" in reproduction_markdown(at_best(), params)
     with pytest.raises(FileNotFoundError, match="study tables"):
         reproduction_report(tmp_path / "missing", params, tmp_path / "x.md")
+
+
+def test_models_trained_on_constructed_features_are_not_compared(params):
+    """A standard model trained on D_R or D_det is not 'standard training' of the claims."""
+    table = runs("standard", {"clean": STANDARD_CLEAN}, seeds=(0,))
+    constructed = table.assign(train_data="d_r", run_id=table["run_id"] + "-dr")
+    rows = [r for r in compare(pd.concat([table, constructed], ignore_index=True), params)
+            if r.claim.id == "standard_weakest"]
+    assert len(rows) == 1

@@ -150,8 +150,8 @@ def _figure_jobs(params, runs) -> dict[str, int]:
     return {fig: n for fig, n in jobs.items() if fig in params["figures"] and n}
 
 
-def test_paper_preset_dry_run_lists_every_job(project):
-    out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
+def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
+    out, _ = paper_dry_run
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
     assert counts["train"] == len(runs)
@@ -184,8 +184,8 @@ def test_paper_preset_dry_run_lists_every_job(project):
     assert "cifar10-official.pt" in out
 
 
-def test_every_gpu_job_declares_its_resources(project):
-    out = _run([BIN / "snakemake", "-n", "--cores", "8", "results/figures/all"], project)
+def test_every_gpu_job_declares_its_resources(paper_dry_run):
+    out, _ = paper_dry_run
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
     gpu_rules = r"(local)?rule (train|evaluate|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]

@@ -2,11 +2,10 @@
 model and the data, and the paper preset's dry run lists the whole grid."""
 
 import re
-import time
 
 import pytest
 import torch
-from test_workflow import BIN, _copy_project, _job_counts, _run
+from test_workflow import _job_counts
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_minutes
@@ -14,14 +13,6 @@ from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_m
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(
     r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*|check|corruptions|construct)\b", re.M)
-
-
-@pytest.fixture(scope="module")
-def paper_dry_run(tmp_path_factory):
-    project = _copy_project(tmp_path_factory.mktemp("scale"))
-    start = time.perf_counter()
-    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
-    return out, time.perf_counter() - start
 
 
 def _jobs(out: str) -> list[str]:
