@@ -237,14 +237,20 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _device_args() -> argparse.ArgumentParser:
+    """Where and how visibly a command that runs a model works."""
+    device = argparse.ArgumentParser(add_help=False)
+    device.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
+    device.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    device.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
+    return device
+
+
 def _run_args() -> argparse.ArgumentParser:
     """The arguments every command that loads a run shares."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, parents=[_device_args()])
     common.add_argument("--data", required=True, help="prepared dataset file (study prepare)")
     common.add_argument("--run-dir", required=True)
-    common.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
-    common.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    common.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
     return common
 
 
@@ -275,7 +281,8 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("construct", help="build a robust / non-robust feature dataset (Ilyas et al.)")
+    p = sub.add_parser("construct", parents=[_device_args()],
+                       help="build a robust / non-robust feature dataset (Ilyas et al.)")
     p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")
     p.add_argument("--data", required=True, help="prepared source dataset")
     p.add_argument("--source-run", required=True, help="run directory of the model to construct with")
@@ -283,9 +290,6 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--key", required=True, help="name of this construction (recorded as provenance)")
     p.add_argument("--work-dir", required=True, help="folder of finished chunks (resume)")
     p.add_argument("--out", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_construct)
 
 
@@ -299,15 +303,13 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
                    help="last (model.pt) or best on validation (model_best.pt; recorded as <evaluation>@best)")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("evaluate-pretrained", help="per-sample evaluation of a pretrained ImageNet model")
+    p = sub.add_parser("evaluate-pretrained", parents=[_device_args()],
+                       help="per-sample evaluation of a pretrained ImageNet model")
     p.add_argument("--model", required=True, help="pretrained model name (study.models.pretrained)")
     p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
     p.add_argument("--data", required=True, help="prepared ImageNet validation subset (study prepare)")
     p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
     p.add_argument("--out", required=True, help="parquet file of per-sample records")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
     p.set_defaults(func=cmd_evaluate_pretrained)
 
     p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")

@@ -89,3 +89,15 @@ def paper_dry_run(tmp_path_factory):
     start = time.perf_counter()
     out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
     return out, time.perf_counter() - start
+
+
+@pytest.fixture()
+def one_thread():
+    """One torch thread for the test: on a shared 2-core machine, two OpenMP threads of tiny
+    ops spin-wait on each other ~30x slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

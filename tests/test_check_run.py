@@ -22,13 +22,7 @@ PGD3 = {"name": "pgd3", "type": "pgd", "norm": "linf", "eps": 8 / 255, "alpha": 
 CHEAP = Thresholds(strong_steps=4, strong_restarts=1, large_eps_steps=4)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """On a shared 2-core machine, two OpenMP threads of tiny ops spin-wait on each other ~30x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 ARCH = {"name": "lenet", "num_classes": 10, "in_channels": 3, "image_size": 32, "mean": [0.5] * 3, "std": [0.25] * 3}

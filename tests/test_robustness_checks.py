@@ -26,13 +26,7 @@ SQUARE = {"name": "square", "type": "square", "norm": "linf", "eps": EPS, "queri
 WEAK = {**PGD, "name": "pgd1", "steps": 1, "alpha": EPS / 100, "restarts": 1, "random_start": False}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """On a shared 2-core machine, two OpenMP threads of tiny ops spin-wait on each other ~30x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class NearestMean(nn.Module):
