@@ -346,7 +346,7 @@ def test_cosine_penalty_is_mean_pairwise_cosine_of_class_mean_logits():
     assert pen.penalty(orthogonal, y).item() == pytest.approx(0.0)
     aligned = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [2.0, 2.0, 0.0]])
     assert pen.penalty(aligned, y).item() == pytest.approx(0.5)
-    assert pen.penalty(aligned, torch.tensor([0, 0, 0])) is None
+    assert pen.penalty(aligned, torch.tensor([0, 0, 0])).item() == 0.0
 
 
 def test_policy_state_round_trips_and_bad_types_are_named():

@@ -10,6 +10,8 @@ alpha, a targeted mode (descending the loss towards `target`; the stopping rule 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -17,11 +19,55 @@ from study.attacks.pgd import (
     LossFn,
     _cross_entropy,
     _per_sample,
-    _project,
     _random_start,
-    _step_direction,
     frozen_params,
+    project,
+    step_direction,
 )
+
+
+def early_stopped_run(
+    model: nn.Module,
+    x32: Tensor,
+    y: Tensor,
+    labels: Tensor,
+    delta: Tensor,
+    eps_t: Tensor,
+    alpha_t: Tensor,
+    *,
+    steps: int,
+    tau: int,
+    norm: str,
+    sign: float,
+    loss_fn: LossFn,
+    step_noise: Callable[[int], Tensor | None],
+    stop_early: bool = True,
+) -> Tensor:
+    """FAT's early-stopped steps from `delta` (fp32 images `x32`, per-sample (B, 1, ..)
+    `eps_t`, `alpha_t`); `step_noise(i)` is step i's noise or None. `stop_early` ends the
+    loop once every sample has stopped, which reads a value back to the host: a compiled
+    step runs every step instead (stopped samples do not move, so the result is the same)."""
+    budget = torch.full((x32.shape[0],), int(tau), device=x32.device)
+    active = torch.ones(x32.shape[0], dtype=torch.bool, device=x32.device)
+    for i in range(steps):
+        delta.requires_grad_(True)
+        logits = model((x32 + delta).to(x32.dtype)).float()
+        wrong = logits.argmax(1) != y
+        # A fooled sample with no budget left stops here; one with budget spends a step.
+        active = active & ~(wrong & (budget == 0))
+        budget = torch.where(wrong & active, budget - 1, budget)
+        if stop_early and not bool(active.any()):
+            break
+        (grad,) = torch.autograd.grad(loss_fn(logits, labels).sum(), delta)
+        with torch.no_grad():
+            moved = delta.detach() + sign * alpha_t * step_direction(grad.float(), norm)
+            noise = step_noise(i)
+            if noise is not None:
+                moved = moved + noise
+            moved = project(moved, x32, eps_t, norm)
+            mask = active.view(-1, *([1] * (x32.dim() - 1)))
+            delta = torch.where(mask, moved, delta.detach())
+    return delta.detach()
 
 
 def early_stopped_pgd(
@@ -50,35 +96,21 @@ def early_stopped_pgd(
         raise ValueError(f"tau must be >= 0, got {tau}")
     if step_noise < 0:
         raise ValueError(f"step_noise must be >= 0, got {step_noise}")
-    loss_fn = loss or _cross_entropy
-    labels = y if target is None else target
-    sign = 1.0 if target is None else -1.0
     x = x.detach()
     x32 = x.float()
     eps_t, alpha_t = _per_sample(eps, "eps", x), _per_sample(alpha, "alpha", x)
     if random_start:
-        delta = _project(_random_start(x32, eps_t, norm, generator, start_std), x32, eps_t, norm)
+        delta = project(_random_start(x32, eps_t, norm, generator, start_std), x32, eps_t, norm)
     else:
         delta = torch.zeros_like(x32)
-    budget = torch.full((x.shape[0],), int(tau), device=x.device)
-    active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
+
+    def noise(_step: int) -> Tensor | None:
+        if step_noise <= 0:
+            return None
+        return step_noise * torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+
     with frozen_params(model):
-        for _ in range(steps):
-            delta.requires_grad_(True)
-            logits = model((x32 + delta).to(x.dtype)).float()
-            wrong = logits.argmax(1) != y
-            # A fooled sample with no budget left stops here; one with budget spends a step.
-            active = active & ~(wrong & (budget == 0))
-            budget = torch.where(wrong & active, budget - 1, budget)
-            if not bool(active.any()):
-                break
-            (grad,) = torch.autograd.grad(loss_fn(logits, labels).sum(), delta)
-            with torch.no_grad():
-                moved = delta.detach() + sign * alpha_t * _step_direction(grad.float(), norm)
-                if step_noise > 0:
-                    moved = moved + step_noise * torch.randn(x.shape, generator=generator, device=x.device,
-                                                             dtype=torch.float32)
-                moved = _project(moved, x32, eps_t, norm)
-                mask = active.view(-1, *([1] * (x.dim() - 1)))
-                delta = torch.where(mask, moved, delta.detach())
-    return (x32 + delta.detach()).clamp(0.0, 1.0).to(x.dtype)
+        delta = early_stopped_run(model, x32, y, y if target is None else target, delta, eps_t, alpha_t,
+                                  steps=steps, tau=tau, norm=norm, sign=1.0 if target is None else -1.0,
+                                  loss_fn=loss or _cross_entropy, step_noise=noise)
+    return (x32 + delta).clamp(0.0, 1.0).to(x.dtype)

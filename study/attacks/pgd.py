@@ -66,7 +66,7 @@ def _flat_norm(t: Tensor) -> Tensor:
     return torch.linalg.vector_norm(t.flatten(1), dim=1).view(-1, *([1] * (t.dim() - 1)))
 
 
-def _project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
+def project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
     """Project onto the eps-ball, then into the [0, 1] image box.
 
     Clipping to the box only shrinks each coordinate of ``delta`` towards 0 (``x`` is in
@@ -80,23 +80,38 @@ def _project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
     return (x + delta).clamp(0.0, 1.0) - x
 
 
-def _random_start(x: Tensor, eps: Tensor, norm: str, generator: torch.Generator | None,
-                  start_std: float | None = None) -> Tensor:
+def start_draws(x: Tensor, norm: str, generator: torch.Generator | None,
+                start_std: float | None = None) -> tuple[Tensor, ...]:
+    """The random numbers of one random start, drawn from `generator` in a fixed order (a
+    compiled training step takes them as inputs: a generator cannot live inside a graph)."""
+    if start_std is not None or norm == "linf":
+        draw = torch.randn if start_std is not None else torch.rand
+        return (draw(x.shape, generator=generator, device=x.device, dtype=torch.float32),)
+    direction = torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+    return direction, torch.rand(x.shape[0], generator=generator, device=x.device, dtype=torch.float32)
+
+
+def start_from_draws(draws: tuple[Tensor, ...], x: Tensor, eps: Tensor, norm: str,
+                     start_std: float | None = None) -> Tensor:
+    """The start perturbation (before projection) that `draws` (from `start_draws`) stand for."""
     if start_std is not None:
         # TRADES' start (yaodongyu/TRADES trades.py): x + 0.001 * N(0, 1), whatever the ball.
-        return start_std * torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+        return start_std * draws[0]
     if norm == "linf":
-        u = torch.rand(x.shape, generator=generator, device=x.device, dtype=torch.float32)
-        return (2 * u - 1) * eps
+        return (2 * draws[0] - 1) * eps
     # Uniform in the L2 ball: Gaussian direction, radius eps * U^(1/d).
-    direction = torch.randn(x.shape, generator=generator, device=x.device, dtype=torch.float32)
+    direction, u = draws
     direction = direction / _flat_norm(direction).clamp_min(1e-12)
-    u = torch.rand(x.shape[0], generator=generator, device=x.device, dtype=torch.float32)
     radius = u.pow(1.0 / x[0].numel()).view_as(eps)
     return direction * radius * eps
 
 
-def _step_direction(grad: Tensor, norm: str) -> Tensor:
+def _random_start(x: Tensor, eps: Tensor, norm: str, generator: torch.Generator | None,
+                  start_std: float | None = None) -> Tensor:
+    return start_from_draws(start_draws(x, norm, generator, start_std), x, eps, norm, start_std)
+
+
+def step_direction(grad: Tensor, norm: str) -> Tensor:
     if norm == "linf":
         return grad.sign()
     return grad / _flat_norm(grad).clamp_min(1e-12)
@@ -116,7 +131,7 @@ def _losses(
     return losses.float(), logits.argmax(dim=1)
 
 
-def _pgd_run(
+def pgd_run(
     model: nn.Module,
     x: Tensor,
     labels: Tensor,
@@ -136,8 +151,8 @@ def _pgd_run(
         # Summing keeps each sample's gradient its own (a mean would scale it by 1/B).
         (grad,) = torch.autograd.grad(losses.sum(), delta)
         with torch.no_grad(), autocast_off:
-            delta = delta.detach() + sign * alpha * _step_direction(grad.float(), norm)
-            delta = _project(delta, x.float(), eps, norm)
+            delta = delta.detach() + sign * alpha * step_direction(grad.float(), norm)
+            delta = project(delta, x.float(), eps, norm)
     return delta.detach()
 
 
@@ -189,7 +204,7 @@ def _restart(model: nn.Module, x: Tensor, x32: Tensor, labels: Tensor, delta0: T
     idx = (~solved).nonzero().squeeze(1)
     if idx.numel() == 0:
         return False
-    delta = _pgd_run(model, x[idx], labels[idx], delta0[idx], eps_t[idx], alpha_t[idx], steps, norm, sign, loss_fn)
+    delta = pgd_run(model, x[idx], labels[idx], delta0[idx], eps_t[idx], alpha_t[idx], steps, norm, sign, loss_fn)
     x_adv = x32[idx] + delta
     with torch.no_grad():
         losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
@@ -263,12 +278,12 @@ def pgd_attack(
         for _ in range(restarts):
             if random_start:
                 delta0 = _random_start(x32, eps_t, norm, generator, start_std)
-                delta0 = _project(delta0, x32, eps_t, norm)
+                delta0 = project(delta0, x32, eps_t, norm)
             else:
                 delta0 = torch.zeros_like(x32)
             if restarts == 1:
                 # Nothing to choose between, so skip the extra scoring forward pass.
-                delta = _pgd_run(
+                delta = pgd_run(
                     model, x, labels, delta0, eps_t, alpha_t, steps, norm, sign, loss_fn
                 )
                 best = x32 + delta

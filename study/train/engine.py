@@ -46,6 +46,7 @@ from study.train.records import (
     write_epochs_csv,
 )
 from study.train.setup import RunState, channel_stats, check_data, check_run_dir, resume_or_start, setup_run
+from study.train.step import TrainStep
 
 __all__ = ["EPOCH_COLUMNS", "TrainResult", "TrainingDivergedError", "channel_stats", "train_run"]
 
@@ -66,8 +67,10 @@ def train_run(
     stop_after: int | None = None,
     progress: bool = True,
     init_from: str | Path | None = None,
+    compile_mode: str = "off",
 ) -> TrainResult:
     """Train (or resume) the run `cfg` into `run_dir`; `stop_after` ends this call after that epoch.
+    `compile_mode` is `speed.compile` (study.train.step: off, default, max, auto).
 
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
     weights of that parent run, `init_from` being the parent's model file."""
@@ -78,10 +81,11 @@ def train_run(
     state = setup_run(cfg, splits, run_dir, device)
     resume_or_start(state, init_from)
     prime_policies(state)
+    step = TrainStep(state, compile_mode)
     for epoch in range(state.start_epoch + 1, state.epochs + 1):
         t0 = time.perf_counter()
         policy_state = EpochPolicyState.of(state)
-        totals = train_epoch(state, epoch, policy_state, progress)
+        totals = train_epoch(state, step, epoch, policy_state, progress)
         end_epoch(state, epoch, totals, policy_state)
         state.timings.append(time.perf_counter() - t0)
         save_state(state, epoch)

@@ -60,7 +60,7 @@ class CELoss(StatelessPolicy):
         return a * natural if b is None else a * natural + b * boundary
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
-                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
         return self.weighted(y, F.cross_entropy(adv_logits, y, reduction="none"), w_nat)
 
 
@@ -96,8 +96,9 @@ class TradesLoss(CELoss):
         return (self.lambda2 + self.t) * self.beta
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
-                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
-        beta = self.class_beta().to(adv_logits.device, adv_logits.dtype)[y]
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
+        # `beta`: the epoch's class_beta() already on the device (the training step passes it).
+        beta = (self.class_beta() if beta is None else beta).to(adv_logits.device, adv_logits.dtype)[y]
         natural = F.cross_entropy(clean_logits, y, reduction="none")
         boundary = trades_kl(adv_logits, clean_logits)
         if self.lambda2 is None:
@@ -133,7 +134,7 @@ class MixedLoss(CELoss):
         return cls(ctx.num_classes, cfg.get("adv_weight", 0.5), ctx.weight_normalization)
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
-                   w_nat: torch.Tensor, w_bndy: torch.Tensor) -> torch.Tensor:
+                   w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
         clean = F.cross_entropy(clean_logits, y, reduction="none")
         adv = F.cross_entropy(adv_logits, y, reduction="none")
         return self.weighted(y, (1 - self.adv_weight) * clean + self.adv_weight * adv, w_nat)

@@ -15,8 +15,8 @@ class NoRegularizer:
     def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoRegularizer:
         return cls()
 
-    def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-        return None
+    def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return logits.new_zeros(())
 
 
 class CosinePenalty(NoRegularizer):
@@ -31,18 +31,19 @@ class CosinePenalty(NoRegularizer):
     def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CosinePenalty:
         return cls(ctx.num_classes, cfg.get("coef", 0.1))
 
-    def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+    def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        # Masks instead of selecting the present classes: no data-dependent shape and no host
+        # read, so the step stays one graph. Fewer than two classes in the batch: no penalty.
         onehot = F.one_hot(y, self.num_classes).to(logits.dtype)
         counts = onehot.sum(0)
-        present = counts > 0
-        if int(present.sum()) < 2:
-            return None
-        means = (onehot.t() @ logits)[present] / counts[present, None]
+        present = (counts > 0).to(logits.dtype)
+        means = (onehot.t() @ logits) / counts.clamp_min(1)[:, None]
         unit = F.normalize(means, dim=1)
-        sim = unit @ unit.t()
-        k = sim.shape[0]
+        pairs = present[:, None] * present[None, :]
+        sim = (unit @ unit.t()) * pairs
+        k = present.sum()
         off = sim.sum() - sim.diagonal().sum()
-        return self.coef * off / (k * (k - 1))
+        return torch.where(k >= 2, self.coef * off / (k * (k - 1)).clamp_min(1), logits.new_zeros(()))
 
 
 REGULARIZER = Registry("regularizer", default="none", types={

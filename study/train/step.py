@@ -1,0 +1,205 @@
+"""One training step, the same function for every method: adversary -> loss policy
+(+ regularizer) -> parameter update -> the epoch's per-class sums, on device tensors only.
+
+The step reads nothing back to the host, so a GPU never waits for Python between steps,
+and it is a pure function of its tensor arguments, so `torch.compile(fullgraph=True)` can
+take it whole (a graph break would be a host read or a Python side effect, and is an
+error, not a fallback). What the step cannot hold is drawn before it, in a fixed order,
+from the run's device generator (`draws`): the attack targets, the random start and FAT's
+step noise. The learning rate of each iteration comes from a per-epoch device table.
+
+The last batch of an epoch keeps its true size: padding it with masked samples would
+change BatchNorm's batch statistics, and the reference codes train on it, so a compiled
+step holds two shapes (full and last batch) and compiles each once per run.
+
+    speed.compile   off      eager
+                    default  torch.compile(fullgraph=True)
+                    max      + CUDA graphs ("reduce-overhead"); as `default` on a CPU
+                    auto     what `study bench --compile` measured fastest on the device
+                             kind: `default` on CUDA, `off` on a CPU (compiling a model costs
+                             minutes on 2 cores, more than the demo's runs take)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from study.attacks.fat import early_stopped_run
+from study.attacks.pgd import pgd_run, project, start_draws, start_from_draws
+from study.device import train_autocast
+from study.train.optim import PARAM_UPDATES, mark_stepped
+from study.train.policies.loss import trades_kl
+from study.train.policies.stats import EpochStats
+
+COMPILE_MODES = ("off", "default", "max", "auto")
+#: What `auto` means per device kind (docs/performance.md has the measurement behind it).
+AUTO_COMPILE = {"cuda": "default", "cpu": "off"}
+
+
+def resolve_compile(mode: str, device: torch.device) -> str:
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"unknown speed.compile {mode!r}; valid: {', '.join(COMPILE_MODES)}")
+    if mode == "auto":
+        return AUTO_COMPILE.get(device.type, "off")
+    return mode
+
+
+@dataclass
+class EpochTotals:
+    """Per-class sums over one epoch's training inputs (float64, on the device)."""
+
+    loss: torch.Tensor
+    correct: torch.Tensor
+    count: torch.Tensor
+    confusion: torch.Tensor  # flattened (true * C + predicted)
+
+    @classmethod
+    def zeros(cls, num_classes: int, dev: torch.device) -> EpochTotals:
+        def z(n: int) -> torch.Tensor:
+            return torch.zeros(n, device=dev, dtype=torch.float64)
+
+        return cls(z(num_classes), z(num_classes), z(num_classes), z(num_classes * num_classes))
+
+    def add(self, per_sample_loss: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> None:
+        num_classes = self.count.shape[0]
+        with torch.no_grad():
+            y64 = y.long()
+            ones = torch.ones_like(per_sample_loss, dtype=torch.float64)
+            pred = logits.argmax(1)
+            self.loss.index_add_(0, y64, per_sample_loss.detach().double())
+            self.correct.index_add_(0, y64, (pred == y).double())
+            self.count.index_add_(0, y64, ones)
+            self.confusion.index_add_(0, y64 * num_classes + pred.long(), ones)
+
+    def stats(self, epoch: int) -> EpochStats:
+        """The epoch's statistics for the policies (one host read)."""
+        c = self.count.shape[0]
+        return EpochStats(epoch, self.count.cpu(), self.correct.cpu(), self.confusion.cpu().view(c, c))
+
+
+@dataclass(frozen=True)
+class EpochTables:
+    """The per-class values of one epoch, on the device (policies adapt between epochs)."""
+
+    class_eps: torch.Tensor | None  # None: every sample has the adversary's eps
+    w_nat: torch.Tensor
+    w_bndy: torch.Tensor
+    class_beta: torch.Tensor
+
+
+class TrainStep:
+    """The run's step: `draws(x, y)` before, then `__call__` (eager or compiled)."""
+
+    def __init__(self, state, mode: str = "off", backend: str | None = None):
+        adv = state.adversary.cfg or {}
+        if adv and int(adv.get("restarts", 1)) != 1:
+            raise ValueError(f"a training adversary runs one restart, got restarts {adv['restarts']}")
+        opt_name = state.cfg["optimizer"]["name"]
+        if len(state.optimizer.param_groups) != 1 or opt_name not in PARAM_UPDATES:
+            raise ValueError(f"the training step updates one parameter group of {', '.join(PARAM_UPDATES)}; "
+                             f"got optimizer {opt_name!r}")
+        self.state, self.adv = state, adv
+        self.mode = resolve_compile(mode, state.dev)
+        prepare, self._update = PARAM_UPDATES[opt_name]
+        prepare(state.optimizer)
+        mark_stepped(state.optimizer)
+        self.params = list(state.optimizer.param_groups[0]["params"])
+        self.fn: Callable = self.step if self.mode == "off" else _compile(self.step, self.mode, state.dev, backend)
+
+    # -- outside the step: random numbers from the run's generator, in a fixed order -------
+    def draws(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor | None, tuple, torch.Tensor | None]:
+        """(targets, random-start numbers, FAT's step noise) for batch (x, y)."""
+        gen, adv = self.state.dev_gen, self.adv
+        if not adv:
+            return None, (), None
+        target = self.state.policies.targets.sample(y, gen)
+        start = start_draws(x, adv.get("norm", "linf"), gen, adv.get("start_std")) \
+            if adv.get("random_start", True) else ()
+        noise = None
+        if adv.get("type") == "fat" and float(adv.get("step_noise", 0)) > 0:
+            noise = float(adv["step_noise"]) * torch.randn((int(adv["steps"]), *x.shape), generator=gen,
+                                                           device=x.device, dtype=torch.float32)
+        return target, start, noise
+
+    # -- the step itself --------------------------------------------------------------------
+    def step(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
+             noise: torch.Tensor | None, tables: EpochTables, lr: torch.Tensor, totals: EpochTotals) -> None:
+        model, policies = self.state.model, self.state.policies
+        with train_autocast(self.state.dev, self.state.cfg.get("precision", "fp32")):
+            x_in = self.adversarial(x, y, target, start, noise, tables.class_eps)
+            logits = model(x_in)
+            clean_logits = model(x).float() if policies.loss.needs_clean else None
+        per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, tables.w_nat, tables.w_bndy,
+                                              tables.class_beta)
+        loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
+        grads = torch.autograd.grad(loss, self.params)
+        with torch.no_grad():
+            self._update(self.state.optimizer, self.params, list(grads), lr)
+        totals.add(per_sample, logits, y)
+
+    def adversarial(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
+                    noise: torch.Tensor | None, class_eps: torch.Tensor | None) -> torch.Tensor:
+        """The inputs the batch trains on (the clean batch without an adversary)."""
+        adv = self.adv
+        if not adv:
+            return x
+        model, norm = self.state.model, adv.get("norm", "linf")
+        shape = (-1, *([1] * (x.dim() - 1)))
+        base = float(adv["eps"])
+        eps = torch.full((x.shape[0],), base, device=x.device) if class_eps is None else class_eps[y]
+        eps_t = eps.view(shape)
+        alpha_t = self.state.adversary.step_sizes(eps).view(shape)
+        x32 = x.float()
+        if start:
+            delta = project(start_from_draws(start, x32, eps_t, norm, adv.get("start_std")), x32, eps_t, norm)
+        else:
+            delta = torch.zeros_like(x32)
+        labels, sign = (y, 1.0) if target is None else (target, -1.0)
+        loss_fn = self._inner_loss(model, x, target)
+        if adv.get("bn_mode", "train") == "eval":
+            model.eval()
+        if adv.get("type", "pgd") == "fat":
+            delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=int(adv["steps"]),
+                                      tau=int(adv["tau"]), norm=norm, sign=sign, loss_fn=loss_fn,
+                                      step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]),
+                                      stop_early=False)
+        else:
+            delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, int(adv["steps"]), norm, sign, loss_fn)
+        model.train()
+        return (x32 + delta).clamp(0.0, 1.0).to(x.dtype)
+
+    def _inner_loss(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor | None) -> Callable:
+        """The per-sample loss the attack ascends: CE, or TRADES' KL to the clean prediction
+        (targeted attacks always descend CE towards the target)."""
+        if self.state.inner_loss != "kl" or target is not None:
+            return _cross_entropy
+        if self.adv.get("bn_mode", "train") == "eval":
+            model.eval()
+        with torch.no_grad():
+            clean_logits = model(x).float()
+        model.train()
+
+        def kl(logits: torch.Tensor, _labels: torch.Tensor) -> torch.Tensor:
+            return trades_kl(logits, clean_logits)
+
+        return kl
+
+
+def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits, labels, reduction="none")
+
+
+def _compile(fn: Callable, mode: str, device: torch.device, backend: str | None) -> Callable:
+    import torch._dynamo
+
+    # The attack's input gradient is torch.autograd.grad inside the step; dynamo traces it
+    # only when asked to.
+    torch._dynamo.config.trace_autograd_ops = True
+    options = {"mode": "reduce-overhead"} if mode == "max" and device.type == "cuda" else {}
+    if backend is not None:  # the tests' aot_eager: capture and trace without code generation
+        options = {"backend": backend}
+    return torch.compile(fn, fullgraph=True, dynamic=False, **options)
