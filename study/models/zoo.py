@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import socket
 import sys
 import warnings
@@ -180,14 +181,10 @@ def _download(utils, entry: ZooEntry, model_dir: Path, record: dict, path: Path)
         socket.setdefaulttimeout(previous)
 
 
-def load_zoo_model(
-    entry: ZooEntry,
-    weights_dir: str | os.PathLike | None = None,
-    device: torch.device | str = "cpu",
-    *,
-    download: bool = False,
-) -> ZooModel:
-    """`entry` through robustbench.utils.load_model from the weights folder, in eval mode."""
+def check_zoo_weights(
+    entry: ZooEntry, weights_dir: str | os.PathLike | None = None, *, download: bool = False
+) -> list[Path]:
+    """The files robustbench reads for `entry`, all in place (or `WeightsUnavailableError`)."""
     model_dir = resolve_weights_dir(weights_dir)
     utils = _import_robustbench()
     record = _zoo_record(utils, entry)
@@ -198,11 +195,70 @@ def load_zoo_model(
         missing = [p for p in files if not p.is_file()]
     if missing:
         raise _missing_error(entry, missing[0], record)
+    return files
+
+
+def load_zoo_model(
+    entry: ZooEntry,
+    weights_dir: str | os.PathLike | None = None,
+    device: torch.device | str = "cpu",
+    *,
+    download: bool = False,
+) -> ZooModel:
+    """`entry` through robustbench.utils.load_model from the weights folder, in eval mode."""
+    files = check_zoo_weights(entry, weights_dir, download=download)
+    utils = _import_robustbench()
     try:
-        network = utils.load_model(entry.name, model_dir=str(model_dir), dataset=entry.dataset,
-                                   threat_model=entry.threat_model)
+        network = utils.load_model(entry.name, model_dir=str(resolve_weights_dir(weights_dir)),
+                                   dataset=entry.dataset, threat_model=entry.threat_model)
     except pickle.UnpicklingError as err:
         raise ValueError(f"{files[0]}: torch refuses to unpickle it with weights_only (first line: "
                          f"{str(err).splitlines()[0]}); if the file is RobustBench's own, set "
                          "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1") from None
     return ZooModel(network, entry).to(device).eval()
+
+
+_LEADERBOARD_DATASETS = {"CIFAR-10": "cifar10", "CIFAR-100": "cifar100", "ImageNet": "imagenet"}
+
+
+def _threat_heading(line: str) -> str | None:
+    text = line.lstrip("#").strip().lower()
+    return "Linf" if text.startswith("linf") else "L2" if text.startswith("l2") else \
+        "corruptions" if "corruptions" in text else None
+
+
+def _leaderboard_row(line: str) -> tuple[str, float, float] | None:
+    cells = [re.sub(r"<[^>]+>|\*", "", c).strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) < 5 or not cells[3].endswith("%") or not cells[4].endswith("%"):
+        return None
+    try:
+        return cells[1], float(cells[3].rstrip("%")), float(cells[4].rstrip("%"))
+    except ValueError:
+        return None
+
+
+def reported_accuracy() -> dict[tuple[str, str, str], dict[str, float]]:
+    """RobustBench's own reported accuracies, (dataset, threat model, name) -> {clean, robust} in %.
+
+    robustbench 1.1.1 ships no model-info JSON files; its package metadata (the README that
+    PyPI shows) carries the leaderboard tables of CIFAR-10, CIFAR-100 and ImageNet (clean
+    and AutoAttack accuracy; for corruptions the accuracy on the corruptions). Read from
+    there, without importing robustbench; empty if the metadata is not installed."""
+    from importlib import metadata
+
+    try:
+        text = metadata.metadata("robustbench").get_payload() or ""
+    except metadata.PackageNotFoundError:
+        return {}
+    out: dict[tuple[str, str, str], dict[str, float]] = {}
+    dataset = threat = None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            dataset, threat = _LEADERBOARD_DATASETS.get(line[4:].strip()), None
+        elif line.startswith("#### "):
+            threat = _threat_heading(line)
+        elif line.startswith("|") and dataset and threat:
+            row = _leaderboard_row(line)
+            if row:
+                out.setdefault((dataset, threat, row[0]), {"clean": row[1], "robust": row[2]})
+    return out
