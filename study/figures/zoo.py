@@ -49,8 +49,11 @@ def class_matrix(rows: pd.DataFrame) -> pd.DataFrame:
     return wide.loc[wide.mean(axis=1).sort_values(ascending=False).index]
 
 
+THREAT_MODELS = {"Linf": "L∞", "L2": "L2", "corruptions": "corruptions"}
+
+
 def _title(dataset: str, threat_model: str | None, ev: str, what: str) -> str:
-    tm = f" {threat_model}" if threat_model else ""
+    tm = f" {THREAT_MODELS.get(threat_model, threat_model)}" if threat_model else ""
     return f"{dataset_name(dataset)} · RobustBench zoo{tm} · {what} ({eval_name(ev)})"
 
 
