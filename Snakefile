@@ -20,6 +20,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/pretrained.smk"
+include: "workflow/rules/zoo.smk"
 include: "workflow/rules/bench.smk"
 
 
@@ -28,3 +29,4 @@ rule all:
         "results/figures/all",
         "results/reproduction.md",
         PRETRAINED_TARGETS,
+        ZOO_TARGETS,

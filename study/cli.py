@@ -110,6 +110,21 @@ def cmd_evaluate_pretrained(args) -> int:
     return 0
 
 
+def cmd_zoo_run(args) -> int:
+    from study.runs import write_zoo_run
+
+    run_dir = write_zoo_run(args.run_dir, args.run_config, args.weights_dir)
+    print(f"{args.run_config['zoo']['name']}: {run_dir} names its weights", file=sys.stderr)
+    return 0
+
+
+def cmd_zoo_table(args) -> int:
+    from study.tables import zoo_table
+
+    print(f"zoo table: {zoo_table(args.classwise, args.out)}", file=sys.stderr)
+    return 0
+
+
 def cmd_tables(args) -> int:
     from study.tables import build_tables
 
@@ -124,7 +139,8 @@ def cmd_figure(args) -> int:
 
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
-                          records=args.records, by=args.by, methods=args.methods)
+                          records=args.records, by=args.by, methods=args.methods,
+                          threat_model=args.threat_model, reference=args.reference)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -379,6 +395,9 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
     p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
     p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
+    p.add_argument("--threat-model", default=None, help="RobustBench threat model of a zoo panel (Linf, L2)")
+    p.add_argument("--reference", default=None,
+                   help="the study's class-wise table, for our PGD-AT runs beside the zoo (zoo_ranks)")
     p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
     p.set_defaults(func=cmd_figure)
 
@@ -399,6 +418,19 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("files", nargs="+")
     p.set_defaults(func=cmd_manifest)
 
+
+
+def _add_zoo(sub) -> None:
+    p = sub.add_parser("zoo-run", help="the run directory of a RobustBench zoo model (names its weights file)")
+    p.add_argument("--run-config", type=_json_arg, required=True, help="the zoo run's config (study.config.zoo)")
+    p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
+    p.add_argument("--run-dir", required=True)
+    p.set_defaults(func=cmd_zoo_run)
+
+    p = sub.add_parser("zoo-table", help="the zoo's accuracies beside RobustBench's reported ones")
+    p.add_argument("--classwise", required=True, help="the zoo's class-wise table (study tables)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_zoo_table)
 
 
 def _add_bench(sub) -> None:
@@ -436,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(sub, common)
     _add_evaluation(sub, common)
     _add_tables_and_figures(sub)
+    _add_zoo(sub)
     _add_bench(sub)
     return parser
 

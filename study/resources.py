@@ -31,6 +31,9 @@ FORWARD_GFLOPS_32 = {
 TRAIN_SIZES = {"mnist": 60_000, "svhn": 73_257, "cifar10": 50_000, "cifar100": 50_000, "tinyimagenet": 100_000}
 TEST_SIZES = {"mnist": 10_000, "svhn": 26_032, "cifar10": 10_000, "cifar100": 10_000, "tinyimagenet": 10_000}
 
+# RobustBench zoo models (study.config.zoo) at their dataset's resolution: an upper bound
+# (CIFAR: WideResNet-94-16 is ~55 GFLOPs; ImageNet: Swin-L ~35), which the scheduler may overshoot.
+ZOO_GFLOPS = {"cifar10": 60.0, "cifar100": 60.0, "imagenet": 40.0}
 GPU_FLOPS = 8e12          # sustained FLOP/s of one GPU on these small-image networks (bf16 autocast)
 SAFETY = 2.0
 MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs continue on the retry
@@ -104,7 +107,8 @@ def evaluate_minutes(cfg: Mapping, evaluation: Mapping, shards: int = 1) -> int:
         test = min(test, per_class * 100)
     test = math.ceil(test / shards)
     steps = attack_steps(evaluation)
-    return _minutes(test * (1 + BACKWARD * steps) * forward_gflops(cfg["model"], side) * 1e9, floor=10)
+    gflops = ZOO_GFLOPS.get(cfg["zoo"]["dataset"], 60.0) if cfg.get("zoo") else forward_gflops(cfg["model"], side)
+    return _minutes(test * (1 + BACKWARD * steps) * gflops * 1e9, floor=10)
 
 
 def mem_mb(cfg: Mapping, floor: int = 8000) -> int:

@@ -146,6 +146,30 @@ def load_trained_model(
     from study.io import load_torch
 
     blob = load_torch(path)
+    if "zoo" in blob:  # a RobustBench zoo model (write_zoo_run): robustbench loads it from the folder
+        from study.models.zoo import ZooEntry, load_zoo_model
+
+        return load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device), {"name": "zoo", **blob["zoo"]}
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]
+
+
+def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | None) -> Path:
+    """The run directory of a RobustBench zoo model (study.config.zoo): config.json, and a
+    model.pt that names the model and its weights files (with their SHA-256) instead of
+    holding weights; `load_trained_model` loads it through robustbench. A missing weights
+    file is an error here, when the job runs."""
+    from study.data.download import file_checksums
+    from study.io import atomic_torch_save, atomic_write_json
+    from study.models.weights import resolve_weights_dir
+    from study.models.zoo import ZooEntry, check_zoo_weights
+
+    run_dir = Path(run_dir)
+    folder = resolve_weights_dir(weights_dir).resolve()
+    files = check_zoo_weights(ZooEntry(**cfg["zoo"]), folder)
+    atomic_write_json(run_dir / CONFIG_FILE, dict(cfg))
+    blob = {"zoo": dict(cfg["zoo"]), "weights_dir": str(folder),
+            "files": {str(p.relative_to(folder)): file_checksums(p, ["sha256"])["sha256"] for p in files}}
+    atomic_torch_save(blob, run_dir / CHECKPOINT_FILES["last"])
+    return run_dir

@@ -73,3 +73,45 @@ def headline_metrics(summary: pd.DataFrame) -> dict:
             "seeds": int(group["seed"].nunique()),
         }
     return out
+
+
+#: test images RobustBench evaluates on (ImageNet: its 5,000-image validation subset)
+ROBUSTBENCH_TEST_SIZES = {"cifar10": 10_000, "cifar100": 10_000, "imagenet": 5_000}
+ZOO_TOLERANCE_PP = 0.5
+
+
+def _zoo_id_fields(run_id: str) -> tuple[str, str, str]:
+    """(RobustBench dataset, threat model, model ID) of a zoo run id (study.config.zoo.zoo_run_id)."""
+    _, dataset, threat, rest = run_id.split("-", 3)
+    return dataset, threat, rest.split("-on-")[0]
+
+
+def zoo_table(classwise: str | Path, out: str | Path, tolerance_pp: float = ZOO_TOLERANCE_PP) -> Path:
+    """Our accuracy of every zoo model and evaluation beside RobustBench's reported one
+    (clean beside clean, AutoAttack beside its robust accuracy), flagged where they differ by
+    more than `tolerance_pp` points on RobustBench's full test set."""
+    from study.figures.names import zoo_model_name
+    from study.models.zoo import reported_accuracy
+
+    rows = pd.read_csv(classwise)
+    reported = reported_accuracy()
+    per = rows.groupby(["run_id", "dataset", "model", "eval"], sort=False)[["n", "correct"]].sum().reset_index()
+    out_rows = []
+    for r in per.itertuples(index=False):
+        dataset, threat, name = _zoo_id_fields(r.run_id)
+        kind = "clean" if r.eval == "clean" else "robust" if str(r.eval).startswith("autoattack") else None
+        theirs = reported.get((dataset, threat, name), {})
+        ours = 100 * r.correct / r.n if r.n else float("nan")
+        ref = theirs.get(kind) if kind else None
+        full = r.dataset == dataset and r.n == ROBUSTBENCH_TEST_SIZES.get(dataset)
+        diff = None if ref is None else round(ours - ref, 2)
+        out_rows.append({
+            "robustbench_dataset": dataset, "threat_model": threat, "name": name, "model_name": zoo_model_name(name),
+            "evaluated_on": r.dataset, "eval": r.eval, "n": int(r.n), "ours_pct": round(ours, 2),
+            "reported_clean_pct": theirs.get("clean"), "reported_robust_pct": theirs.get("robust"),
+            "difference_pp": diff, "full_test_set": bool(full),
+            "flag": bool(full and kind == "robust" and diff is not None and abs(diff) > tolerance_pp),
+        })
+    with atomic_path(out) as tmp:
+        pd.DataFrame(out_rows).to_csv(tmp, index=False)
+    return Path(out)

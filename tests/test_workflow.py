@@ -28,6 +28,10 @@ WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignor
 # models (they need the hand-placed ImageNet; tests/test_pretrained_workflow.py checks their DAG).
 NOT_IN_CI_DAG = {"all", "data_all", "train_all", "evaluate_all", "robustness_all", "pretrained_all", "bench_all",
                  "bench", "prepare_imagenet", "evaluate_pretrained", "pretrained_tables"}
+# The RobustBench zoo's rules and figures: in the ci DAG only once its weights are placed
+# (tests/test_zoo_workflow.py places them and runs them).
+ZOO_FIGURES = {"fig15_zoo_classwise": "zoo_classwise", "fig16_zoo_ranks": "zoo_ranks", "fig17_zoo_gap": "zoo_gap"}
+NOT_IN_CI_DAG |= {"zoo_run", "zoo_tables", "zoo_robustness_tables", "zoo_all", *ZOO_FIGURES}
 DISCREPANCY_FIGURES = ("fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization")
 
 
@@ -121,6 +125,20 @@ def _evaluate_jobs(params, runs) -> tuple[int, int]:
     return sum(shards.get(e, 1) for e in last) + best, sum(shards.get(e, 1) > 1 for e in last)
 
 
+def _zoo(params):
+    from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted
+
+    zoo = plan_zoo(params)
+    return zoo, zoo_checked(params, zoo), zoo_corrupted(params, zoo)
+
+
+def _zoo_panels(params) -> int:
+    """Zoo figures: one panel per (dataset, threat model) with its robust evaluation."""
+    robust = (params.get("zoo") or {}).get("figure_evaluations") or {}
+    return len({(r.dataset, r.config["zoo"]["threat_model"]) for r in _zoo(params)[0]
+                if robust.get(r.config["zoo"]["threat_model"]) in r.evaluations})
+
+
 def _figure_jobs(params, runs) -> dict[str, int]:
     """Jobs per figure rule: one per panel (what the figure draws, from STUDY.md's figures)."""
     plain = _plain(runs)
@@ -146,6 +164,7 @@ def _figure_jobs(params, runs) -> dict[str, int]:
         "fig13_mitigation": panels([r for r in runs if _is_mitigation(r)], "all"),
         "fig13_policy_epochs": panels([r for r in runs if _is_mitigation(r)], "all"),
         "fig14_corruptions": panels(corrupted),
+        **{fig: _zoo_panels(params) for fig in ZOO_FIGURES},
     }
     return {fig: n for fig, n in jobs.items() if fig in params["figures"] and n}
 
@@ -155,8 +174,10 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
     assert counts["train"] == len(runs)
+    zoo, zoo_checked, zoo_corrupted = _zoo(params)
+    assert counts["zoo_run"] == len(zoo) > 6  # the RobustBench zoo: evaluated like runs, never trained
     # sharded evaluations (AutoAttack, Square) are merged; the rest run whole
-    evaluate, merges = _evaluate_jobs(params, runs)
+    evaluate, merges = _evaluate_jobs(params, runs + zoo)
     assert (counts["evaluate"], counts["merge_shards"]) == (evaluate, merges) and merges > 0
     assert counts.get("construct", 0) == len(cons)
     assert counts["prepare"] == len({(r.dataset, r.variant) for r in runs})
@@ -168,7 +189,8 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     assert {fig: counts.get(fig, 0) for fig in params["figures"]} == _figure_jobs(params, runs)
     # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
     tabled, checked, corrupted = _robustness_runs(params, runs)
-    assert counts["check"] == sum(len(r.checkpoints) for r in checked)
+    # (the zoo's checks and CIFAR-10-C feed results/zoo/tables, a target of `all`, not of the figures)
+    assert counts["check"] == sum(len(r.checkpoints) for r in checked) and zoo_checked and zoo_corrupted
     # CIFAR-10-C: every CIFAR-10 model of its groups, the fairness-trained ones included
     assert "mitigation" in params["robustness"]["corruptions"]["groups"]
     assert counts["corruptions"] == len(corrupted) > sum(r.dataset == "cifar10" for r in tabled)
@@ -227,7 +249,9 @@ def test_demo_preset_dry_run(project):
     _, checked, corrupted = _robustness_runs(params, runs)
     assert counts["check"] == sum(len(r.checkpoints) for r in checked) and counts["corruptions"] == len(corrupted)
     assert {r.dataset for r in corrupted} == {"cifar10"} and any(r.dataset == "mnist" for r in runs)
-    assert {fig: counts.get(fig, 0) for fig in params["figures"]} == _figure_jobs(params, runs)
+    # figures with panels (the zoo's have none without placed weights: zoo.require_weights)
+    assert {fig: counts[fig] for fig in params["figures"] if fig in counts} == _figure_jobs(params, runs)
+    assert "zoo_run" not in counts
     assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
 
 
@@ -246,7 +270,7 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     params, runs, cons = _plan(project, "ci")
     schema = yaml.safe_load((project / "workflow/schemas/params.schema.yaml").read_text())
     assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
-    assert {fig: counts[fig] for fig in params["figures"]} == _figure_jobs(params, runs)
+    assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     assert counts["train"] == len(runs) and counts["construct"] == len(cons)
     assert (counts["evaluate"], counts["merge_shards"]) == _evaluate_jobs(params, runs)
 
@@ -255,7 +279,7 @@ def test_figure_rules_draw_every_registered_kind(ci_dry_run):
     """`study figure KIND` of every figure rule names a kind of study/figures/registry.py, and
     every kind there is drawn by some figure."""
     kinds = set(re.findall(r"^Shell command: study figure (\S+)", ci_dry_run, re.M))
-    assert kinds == set(FIGURE_KINDS)
+    assert kinds == set(FIGURE_KINDS) - set(ZOO_FIGURES.values())  # the zoo's: tests/test_zoo_workflow.py
 
 
 def test_bad_config_is_reported_before_any_job(project):

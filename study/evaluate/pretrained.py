@@ -55,9 +55,9 @@ def evaluate_pretrained(
             f"pretrained model {name} classifies ImageNet; the data given is "
             f"{splits.meta.get('dataset')} ({splits.meta.get('variant')})"
         )
-    weights = weights_path(get_pretrained_spec(name), weights_dir)
     dev = select_device(device)
-    model = load_pretrained(name, weights_dir, dev)
+    model = load_pretrained(name, weights_dir, dev)  # first: its error names a missing file best
+    weights = weights_path(get_pretrained_spec(name), weights_dir)
     return evaluate_model(
         model, splits, evaluation, out, run_id=f"pretrained-{name}",
         run_config=pretrained_run_config(name, weights, splits), device=dev, progress=progress,

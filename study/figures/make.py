@@ -27,6 +27,8 @@ def make_figure(
     records: Sequence[str | Path] | None = None,
     by: str | None = None,
     methods: Sequence[str] | None = None,
+    threat_model: str | None = None,
+    reference: str | Path | None = None,
 ) -> list[Path]:
     """One figure of kind `kind` from a table (or, for the record kinds, per-sample records);
     `runs` keeps only those runs (one training setting when the study has several)."""
@@ -34,7 +36,7 @@ def make_figure(
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
     spec = FIGURE_KINDS[kind]
     options = {"dataset": dataset, "model": model, "method": method, "evaluations": evaluations, "runs": runs,
-               "by": by, "methods": methods}
+               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference}
     missing = [f"--{name}" for name in spec.needs if options[name] is None]
     if missing:
         raise ValueError(f"figure {kind} needs {', '.join(missing)}")

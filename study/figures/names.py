@@ -93,6 +93,23 @@ def humanize(key: str) -> str:
     return " ".join(out)
 
 
+_ZOO_ID = re.compile(r"^(?P<author>[A-Z][A-Za-z]+?)(?P<year>(?:19|20)\d\d)(?P<word>[^_]*)(?:_(?P<rest>.+))?$")
+ZOO_NAMES = {"Standard": "Standard training (RobustBench)"}
+
+
+def zoo_model_name(key: str) -> str:
+    """A RobustBench model ID as a reader cites it: 'Carmon2019Unlabeled' -> 'Carmon et al. 2019
+    (Unlabeled)', 'Gowal2020Uncovering_70_16_extra' -> 'Gowal et al. 2020 (Uncovering, 70-16, extra)'."""
+    key = str(key)
+    match = _ZOO_ID.match(key)
+    if key in ZOO_NAMES or not match:
+        return ZOO_NAMES.get(key, key)
+    rest = match["rest"] or ""
+    rest = re.sub(r"(?<=\d)_(?=\d)", "-", rest).replace("_", " ")
+    details = ", ".join(x for x in (match["word"], rest) if x)
+    return f"{match['author']} et al. {match['year']}" + (f" ({details})" if details else "")
+
+
 def dataset_name(key: str) -> str:
     """'cifar10' -> 'CIFAR-10'; constructed sets ('cifar10_d_r') -> 'CIFAR-10 (D_R)'."""
     key = str(key)

@@ -122,3 +122,18 @@ def mitigation(runs: Sequence[Run]) -> Panels:
     return {key: ([r.run_id for r in members],
                   _options(key, methods=list(dict.fromkeys(r.config["method"] for r in members))))
             for key, members in panels.items()}
+
+
+def zoo(runs: Sequence[Run], robust: dict, reference: str | None = None) -> Panels:
+    """Figures 15-17: per (dataset evaluated on, RobustBench threat model), the zoo runs with
+    that threat model's robust evaluation (zoo.figure_evaluations); `reference` (figure 16) is
+    the study's class-wise table, for our PGD-AT runs beside the zoo."""
+    out = {}
+    for (dataset, threat), members in grouped(runs, lambda r: (r.dataset, r.config["zoo"]["threat_model"])).items():
+        ev = robust.get(threat)
+        ids = [r.run_id for r in members if ev in r.evaluations]
+        if ids:
+            extra = {"reference": reference} if reference else {}
+            out[(dataset, threat)] = (ids, {"dataset": dataset, "threat_model": threat, "runs": ids,
+                                            "evaluations": [ev], **extra})
+    return out

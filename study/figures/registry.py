@@ -3,7 +3,8 @@ it and what it reads. Adding a kind is one entry here and its draw function.
 
 A draw function is called as `draw(source, out_stem, **options)`: `source` is the table file
 (`reads` "table") or the list of per-sample record files ("records"); `options` are every
-option of `study figure` (dataset, model, method, evaluations, runs, by, methods), None where
+option of `study figure` (dataset, model, method, evaluations, runs, by, methods,
+threat_model, reference), None where
 not given, those in `needs` given. It returns the files it wrote.
 
 This module imports nothing heavy (the `study` command builds its parser from it); a kind's
@@ -54,4 +55,8 @@ FIGURE_KINDS: dict[str, FigureKind] = {
     # figure 13: mitigation methods (worst vs mean class) and their policies over the epochs
     "mitigation": FigureKind("study.figures.make:draw_mitigation", "table", DATASET_MODEL_METHOD),
     "policy_epochs": FigureKind("study.figures.make:draw_policy_epochs", "table", DATASET_MODEL_METHOD),
+    # figures 15-17: the RobustBench model zoo, per (dataset, threat model) at its robust evaluation
+    "zoo_classwise": FigureKind("study.figures.zoo:draw_zoo_classwise", "table", ("evaluations",)),
+    "zoo_ranks": FigureKind("study.figures.zoo:draw_zoo_ranks", "table", ("evaluations",)),
+    "zoo_gap": FigureKind("study.figures.zoo:draw_zoo_gap", "table", ("evaluations",)),
 }

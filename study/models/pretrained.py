@@ -1,32 +1,31 @@
 """Pretrained ImageNet models, evaluated but never trained here.
 
 Weights are files placed in a local weights folder (config key `pretrained.weights_dir`,
-or $STUDY_WEIGHTS_DIR); nothing is downloaded. Two checkpoint layouts are understood:
+or $STUDY_WEIGHTS_DIR); nothing is downloaded. Two kinds of file:
 
 * torchvision: a plain ResNet-50 state dict (`resnet50-0676ba61.pth`, the IMAGENET1K_V1
   weights), normalized with the ImageNet mean/std;
-* RobustBench: the adversarially trained ImageNet models it distributes
-  (`<weights_dir>/imagenet/Linf/Salman2020Do_R50.pt`, as RobustBench's own model folder
-  lays them out): the state dict may be nested under `model` or `state_dict`, its keys
-  prefixed `module.` and/or `model.`, and it may carry its normalization (`normalize.mean`
-  / `normalize.std`, or the robustness library's `normalizer.new_mean` / `new_std`)."""
+* RobustBench: the adversarially trained ImageNet models of its zoo, at their place in
+  robustbench's model folder (`<weights_dir>/imagenet/Linf/Salman2020Do_R50.pt`), loaded by
+  robustbench itself (`study.models.zoo`), which knows its checkpoints' layout."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
+from torch import nn
 
 from study.io import load_torch
 from study.models.imagenet_resnet import IMAGENET_MEAN, IMAGENET_STD, ImageNetResNet50
 from study.models.normalize import Normalize
+from study.models.weights import WEIGHTS_CONFIG_KEY, WEIGHTS_ENV, WeightsUnavailableError, resolve_weights_dir
+from study.models.zoo import ZooEntry, load_zoo_model
 
-WEIGHTS_ENV = "STUDY_WEIGHTS_DIR"
-WEIGHTS_CONFIG_KEY = "pretrained.weights_dir"
+__all__ = ["PRETRAINED", "WEIGHTS_CONFIG_KEY", "WEIGHTS_ENV", "PretrainedSpec", "WeightsUnavailableError",
+           "get_pretrained_spec", "load_pretrained", "resolve_weights_dir", "weights_path"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +40,14 @@ class PretrainedSpec:
     source: str
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
+
+    @property
+    def zoo_entry(self) -> ZooEntry | None:
+        """The RobustBench zoo entry that robustbench loads this model as (its layout only)."""
+        if self.layout != "robustbench":
+            return None
+        dataset, threat_model, _ = self.file.split("/")
+        return ZooEntry(dataset, threat_model, self.name)
 
 
 PRETRAINED: dict[str, PretrainedSpec] = {
@@ -64,25 +71,10 @@ PRETRAINED: dict[str, PretrainedSpec] = {
 }
 
 
-class WeightsUnavailableError(FileNotFoundError):
-    """The weights file of a pretrained model is not in the weights folder."""
-
-
 def get_pretrained_spec(name: str) -> PretrainedSpec:
     if name not in PRETRAINED:
         raise ValueError(f"unknown pretrained model {name!r}; valid names: {', '.join(PRETRAINED)}")
     return PRETRAINED[name]
-
-
-def resolve_weights_dir(weights_dir: str | os.PathLike | None) -> Path:
-    if weights_dir is not None and str(weights_dir) != "":
-        return Path(weights_dir).expanduser()
-    from_env = os.environ.get(WEIGHTS_ENV, "")
-    if not from_env:
-        raise WeightsUnavailableError(
-            f"no weights folder given: set the config key {WEIGHTS_CONFIG_KEY} or ${WEIGHTS_ENV}"
-        )
-    return Path(from_env).expanduser()
 
 
 def weights_path(spec: PretrainedSpec, weights_dir: str | os.PathLike | None) -> Path:
@@ -96,56 +88,16 @@ def weights_path(spec: PretrainedSpec, weights_dir: str | os.PathLike | None) ->
     return path
 
 
-def _unwrap(checkpoint: Any, path: Path) -> dict[str, torch.Tensor]:
-    """The state dict inside a checkpoint that may nest it under `model`/`state_dict`."""
-    while isinstance(checkpoint, Mapping):
-        tensors = {k: v for k, v in checkpoint.items() if isinstance(v, torch.Tensor)}
-        if tensors and len(tensors) >= len(checkpoint) / 2:
-            return tensors
-        for key in ("state_dict", "model"):
-            if isinstance(checkpoint.get(key), Mapping):
-                checkpoint = checkpoint[key]
-                break
-        else:
-            break
-    raise ValueError(f"{path} holds no state dict (looked at the top and under 'state_dict'/'model')")
-
-
-def _strip(key: str) -> str:
-    for prefix in ("module.", "model."):
-        while key.startswith(prefix):
-            key = key[len(prefix):]
-    return key
-
-
-_NORMALIZATION_KEYS = {
-    "normalize.mean": "mean", "normalize.std": "std",
-    "normalizer.new_mean": "mean", "normalizer.new_std": "std",
-}
-
-
-def network_state(checkpoint: Any, path: Path) -> tuple[dict[str, torch.Tensor], dict[str, list[float]]]:
-    """(network weights with torchvision key names, normalization found in the file)."""
-    state: dict[str, torch.Tensor] = {}
-    norm: dict[str, list[float]] = {}
-    for key, value in _unwrap(checkpoint, path).items():
-        key = _strip(key)
-        if key.startswith("attacker."):  # the robustness library saves the model twice
-            continue
-        if key in _NORMALIZATION_KEYS:
-            norm[_NORMALIZATION_KEYS[key]] = value.flatten().tolist()
-            continue
-        state[key] = value
-    return state, norm
-
-
 def load_pretrained(
     name: str, weights_dir: str | os.PathLike | None = None, device: torch.device | str = "cpu"
-) -> ImageNetResNet50:
-    """The pretrained model `name` in eval mode, its weights checked key by key."""
+) -> nn.Module:
+    """The pretrained model `name` in eval mode: RobustBench's through robustbench, the
+    torchvision ResNet-50 from its plain state dict, checked key by key."""
     spec = get_pretrained_spec(name)
+    if spec.zoo_entry is not None:
+        return load_zoo_model(spec.zoo_entry, weights_dir, device)
     path = weights_path(spec, weights_dir)
-    state, norm = network_state(load_torch(path), path)
+    state = dict(load_torch(path))
     # Built without memory or random init (meta device): every weight comes from the file.
     with torch.device("meta"):
         model = ImageNetResNet50(1000)
@@ -162,5 +114,5 @@ def load_pretrained(
             f"(e.g. {unexpected[:3]})"
         )
     model.load_state_dict(state, strict=False, assign=True)
-    model.normalize = Normalize(norm.get("mean", spec.mean), norm.get("std", spec.std))
+    model.normalize = Normalize(spec.mean, spec.std)
     return model.to(device).eval()

@@ -11,6 +11,7 @@ from snakemake.exceptions import WorkflowError
 
 from study import resources as resources_estimate
 from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
+from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_weights_dir
 from study.figures import panels
 
 _BASE = Path(workflow.basedir) / "workflow"
@@ -25,7 +26,8 @@ config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
 PLAN = plan_runs(config)
-RUNS = {run.run_id: run for run in PLAN}
+ZOO = plan_zoo(config)  # RobustBench zoo models as runs that are evaluated, never trained (zoo.smk)
+RUNS = {run.run_id: run for run in PLAN + ZOO}
 CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
 ROBUSTNESS, PRETRAINED = config["robustness"], config["pretrained"]
 
@@ -72,11 +74,9 @@ def lookup(table, name, what):
 def prepared_file(dataset, variant):
     return f"{DATA}/prepared/{prepared_name(dataset, variant)}.pt"
 
-
 def data_mirror():
     """The local mirror: $STUDY_DATA_MIRROR when set (a user's explicit choice), else data.mirror."""
     return os.environ.get("STUDY_DATA_MIRROR") or config["data"].get("mirror")
-
 
 def source_args(wildcards):
     """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
@@ -84,37 +84,30 @@ def source_args(wildcards):
     return cli_options({"mirror": data_mirror(),
                         "synthetic": synthetic if wildcards.get("dataset") == "synthetic" else None})
 
-
 def construction_of(wildcards):
     return lookup(CONSTRUCTIONS, wildcards.construction, "construction")
-
 
 def run_of(wildcards):
     return lookup(RUNS, wildcards.run_id, "run (`study plan` lists them)")
 
-
 def run_dir(run_id):
     return f"{RESULTS}/runs/{run_id}"
-
 
 def run_data(wildcards):
     run = run_of(wildcards)
     con = run.config.get("constructed")
     return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
 
-
 def run_parent_model(wildcards):
     """The parent run a fine-tuning method (FRL) starts from (its model.pt marks it finished)."""
     parent = run_of(wildcards).init_from
     return [f"{run_dir(parent)}/model.pt"] if parent else []
-
 
 def init_from_arg(wildcards):
     """The parent's checkpoint the run config names (init_checkpoint): its best on validation, or its last."""
     run = run_of(wildcards)
     name = "model_best.pt" if run.config.get("init_checkpoint") == "best" else "model.pt"
     return f"--init-from {run_dir(run.init_from)}/{name}" if run.init_from else ""
-
 
 def run_resource(estimate, **kwargs):
     """A resource of a run's job (study.resources: from the model's FLOPs, data size, epochs, attack steps)."""
@@ -124,7 +117,7 @@ def run_resource(estimate, **kwargs):
 # ---------------------------------------------------------------- evaluations
 # An evaluate job writes <evaluation>.parquet (last checkpoint), <evaluation>@best.parquet (best on validation)
 # or shards/<evaluation>/<i>-of-<n>.parquet (joined by merge_shards); its wildcard `records` names which.
-EVALUATED = {e for run in PLAN for e in run.evaluations}
+EVALUATED = {e for run in PLAN + ZOO for e in run.evaluations}
 SHARDED = {e for e in EVALUATED if int(config["evaluations"].get(e, {}).get("shards", 1)) > 1}
 EVALUATE_RECORDS = (rf"{one_of(EVALUATED - SHARDED)}|(?:{one_of(EVALUATED)})@best"
                     rf"|shards/(?:{one_of(SHARDED)})/\d+-of-\d+")
@@ -161,6 +154,7 @@ def shard_files(wildcards):
 TABLES = {name: f"{RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
 ROBUSTNESS_TABLES = {name: f"{RESULTS}/tables/{name}.csv"
                      for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}
+ZOO_TABLES = {f"zoo_{n}": f"{RESULTS}/zoo/tables/{n}.csv" for n in ("classwise", "robustbench", "checks", "corruptions")}
 
 
 # ---------------------------------------------------------------- robustness (checks, CIFAR-10-C)
@@ -176,6 +170,7 @@ ROBUSTNESS_RUNS = runs_of_groups(ROBUSTNESS["groups"])
 CHECKED_RUNS = ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in " ".join(r.groups)]
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
+ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
 
 
 def corruption_args(wildcards):  # the official archive: looked for in the mirror, then in data/raw
@@ -213,7 +208,7 @@ def features_panels():
 
 
 _ACC, _ROBUST, _DISC = "Class-wise accuracy and robustness", "Robustness per class", "Class-wise discrepancy"
-_MATRIX, _MITIGATION = "Confusion and class similarity", "Mitigation"
+_MATRIX, _MITIGATION, _ZOO = "Confusion and class similarity", "Mitigation", "RobustBench model zoo"
 FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, stem, extra outputs])
     "fig01_classwise_standard": Figure("figure classwise", "classwise", lambda: panels.classwise(PLAN, "standard"),
                                        "classwise", _ACC),
@@ -250,6 +245,10 @@ FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, s
                                   "policy_epochs", _MITIGATION),
     "fig14_corruptions": Figure("figure corruptions", "corruptions", lambda: panels.robustness(CORRUPTION_RUNS),
                                 "robustness", _ROBUST),
+    **{fig: Figure(f"figure {kind}", "zoo_classwise", lambda ref=ref: panels.zoo(ZOO, _ZF, ref), kind, _ZOO,
+                   "{dataset}__{group}", extra) for fig, kind, ref, extra in (
+        ("fig15_zoo_classwise", "zoo_classwise", None, (("intervals", ".csv", None),)),
+        ("fig16_zoo_ranks", "zoo_ranks", TABLES["classwise"], ()), ("fig17_zoo_gap", "zoo_gap", None, ()))},
 }
 try:
     FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels() for fig in config["figures"]}
@@ -287,11 +286,11 @@ def figure_panel(wildcards):
     ids, options = lookup(figure_panels, key, f"{wildcards.fig} panel")
     if spec.reads == "records":
         return {"records": [eval_file(rid, ev) for rid in ids for ev in RUNS[rid].evaluations], **options}
-    return {"table": {**TABLES, **ROBUSTNESS_TABLES}[spec.reads], **options}
+    return {"table": {**TABLES, **ROBUSTNESS_TABLES, **ZOO_TABLES}[spec.reads], **options}
 
 
 def figure_inputs(wildcards):
-    return {k: v for k, v in figure_panel(wildcards).items() if k in ("table", "records", "constructed", "data")}
+    return {k: v for k, v in figure_panel(wildcards).items() if k in ("table", "records", "constructed", "data", "reference")}
 
 
 def figure_args(wildcards, output):

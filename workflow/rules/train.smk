@@ -9,6 +9,8 @@ rule train:
     output:
         model=f"{RESULTS}/runs/{{run_id}}/model.pt",
         epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
+    wildcard_constraints:
+        run_id=r"(?!zoo-)[A-Za-z0-9_.\-]+",  # zoo runs (zoo.smk) are never trained
     log:
         f"{RESULTS}/logs/train/{{run_id}}.log",
     params:

@@ -1,0 +1,264 @@
+"""The RobustBench model zoo, loaded through robustbench itself (`robustbench.utils.load_model`).
+
+Weights are files in the local weights folder (config key `pretrained.weights_dir`, or
+$STUDY_WEIGHTS_DIR), laid out as robustbench lays out its own `model_dir`:
+`<weights_dir>/<dataset>/<threat_model>/<name>.pt` (an ensemble: `<name>.pt_m0.pt`,
+`<name>.pt_m1.pt`, ...). robustbench parses its checkpoints (nesting, prefixes, the
+normalization layer) and returns models that take images in [0, 1] and normalize inside,
+which is this project's model contract.
+
+robustbench downloads a missing file from Google Drive (gdown, no timeout). Here it is
+called only when every file it reads is in place; a missing file is one
+`WeightsUnavailableError` line naming the file, its place and where the official copy comes
+from. `download=True` lets robustbench try its download first (machines with a network);
+a failed download ends in the same one-line error.
+
+robustbench is imported inside the loader only (it takes seconds: timm, torchvision).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import socket
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from study.models.weights import WEIGHTS_CONFIG_KEY, WEIGHTS_ENV, WeightsUnavailableError, resolve_weights_dir
+
+ZOO_DATASETS = ("cifar10", "cifar100", "imagenet")
+ZOO_THREAT_MODELS = ("Linf", "L2", "corruptions")
+DOWNLOAD_TIMEOUT_S = 60
+
+# Declared schemas of the two torchvision ops that torchvision registers without checking
+# that its compiled extension loaded (see _import_robustbench); kept alive while the process runs.
+_TORCHVISION_SCHEMAS: list[Any] = []
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One RobustBench model: its leaderboard (dataset, threat model) and its model ID."""
+
+    dataset: str
+    threat_model: str
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.dataset not in ZOO_DATASETS:
+            raise ValueError(f"RobustBench dataset {self.dataset!r}; valid: {', '.join(ZOO_DATASETS)}")
+        if self.threat_model not in ZOO_THREAT_MODELS:
+            raise ValueError(f"RobustBench threat model {self.threat_model!r}; valid: {', '.join(ZOO_THREAT_MODELS)}")
+
+    @property
+    def relative_file(self) -> str:
+        """The file's place in the weights folder (robustbench's model_dir layout)."""
+        return f"{self.dataset}/{self.threat_model}/{self.name}.pt"
+
+    def describe(self) -> str:
+        return f"RobustBench model {self.name} ({self.dataset}, {self.threat_model})"
+
+
+class ZooModel(nn.Module):
+    """A RobustBench model under the project's model contract: float images in [0, 1] in,
+    logits out (the normalization is inside the network, where RobustBench puts it)."""
+
+    def __init__(self, network: nn.Module, entry: ZooEntry):
+        super().__init__()
+        self.network = network
+        self.entry = entry
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network(x).float()
+
+
+def zoo_file(entry: ZooEntry, weights_dir: str | os.PathLike | None) -> Path:
+    return resolve_weights_dir(weights_dir) / entry.relative_file
+
+
+def _declare_torchvision_ops() -> None:
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    for op in ("nms", "qnms"):
+        lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TORCHVISION_SCHEMAS.append(lib)
+
+
+def _import_torchvision() -> None:
+    """torchvision, importable even where its compiled ops do not match torch (a CUDA
+    torchvision wheel beside a CPU torch): it then fails on two fake-op registrations that
+    it makes unguarded; with their schemas declared, its pure-Python parts import (models,
+    transforms; robustbench uses no compiled torchvision op)."""
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError as err:
+        if "torchvision::nms" not in str(err):
+            raise
+        for mod in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[mod]
+        _declare_torchvision_ops()
+        import torchvision  # noqa: F401
+
+
+def _import_robustbench():
+    """`robustbench.utils`, imported where robustbench 1.1.1's own imports fail: its
+    evaluation module imports `autoattack` (fra31/auto-attack, not on PyPI), the code that
+    PyPI ships as `pyautoattack` (a dependency of robustbench and of this project)."""
+    try:
+        import autoattack  # noqa: F401
+    except ImportError:
+        import pyautoattack
+        import pyautoattack.state
+
+        sys.modules.setdefault("autoattack", pyautoattack)
+        sys.modules.setdefault("autoattack.state", pyautoattack.state)
+    _import_torchvision()
+    with warnings.catch_warnings():  # timm's and pkg_resources' deprecation notes, on every import
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+        import robustbench.utils
+
+    return robustbench.utils
+
+
+def _zoo_record(utils, entry: ZooEntry) -> dict:
+    """robustbench's model-zoo entry of `entry`; refuses models it would not load from the folder."""
+    import timm
+    from robustbench.model_zoo.enums import BenchmarkDataset, ThreatModel
+
+    models = utils.all_models[BenchmarkDataset(entry.dataset)][ThreatModel(entry.threat_model)]
+    if entry.name not in models:
+        raise ValueError(f"{entry.describe()} is not in robustbench's model zoo "
+                         f"({len(models)} models there, e.g. {', '.join(list(models)[:5])})")
+    timm_name = f"{entry.name.lower().replace('-', '_')}_{entry.dataset}_{entry.threat_model.lower()}"
+    if timm.is_model(timm_name) or (entry.dataset == "imagenet" and "Standard" in entry.name):
+        raise ValueError(f"robustbench loads {entry.name} from a model hub (timm / torchvision), "
+                         "not from the weights folder; the study evaluates only folder-loaded models")
+    if models[entry.name]["gdrive_id"] is None:
+        raise ValueError(f"{entry.describe()} has no checkpoint in robustbench's zoo")
+    return models[entry.name]
+
+
+def zoo_files(entry: ZooEntry, weights_dir: str | os.PathLike | None, record: dict) -> list[Path]:
+    """Every file robustbench's load_model reads for `entry` (several for an ensemble)."""
+    base = zoo_file(entry, weights_dir)
+    ids = record["gdrive_id"]
+    return [Path(f"{base}_m{i}.pt") for i in range(len(ids))] if isinstance(ids, list) else [base]
+
+
+def _missing_error(entry: ZooEntry, path: Path, record: dict, cause: str = "") -> WeightsUnavailableError:
+    ids = record["gdrive_id"]
+    return WeightsUnavailableError(
+        f"weights of {entry.describe()} not found: expected the file {path} ({entry.relative_file} in the "
+        f"weights folder, robustbench's layout <model_dir>/<dataset>/<threat_model>/<name>.pt){cause}. The "
+        f"official copy: robustbench.utils.load_model({entry.name!r}, model_dir=<folder>, dataset="
+        f"{entry.dataset!r}, threat_model={entry.threat_model!r}) downloads it from Google Drive (id "
+        f"{ids if not isinstance(ids, list) else ', '.join(ids)}) on a machine with a network; copy the folder's "
+        f"file there. The folder is the config key {WEIGHTS_CONFIG_KEY} or ${WEIGHTS_ENV}."
+    )
+
+
+def _download(utils, entry: ZooEntry, model_dir: Path, record: dict, path: Path) -> None:
+    """robustbench's own download (gdown), bounded in time; a failure is our one-line error."""
+    existed = {p: p.exists() for p in [path]}
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(DOWNLOAD_TIMEOUT_S)
+    try:
+        utils.load_model(entry.name, model_dir=str(model_dir), dataset=entry.dataset,
+                         threat_model=entry.threat_model)
+    except Exception as err:  # gdown / requests raise many kinds; the user needs the file's place
+        for p, was in existed.items():
+            if not was and p.exists() and p.stat().st_size == 0:
+                p.unlink()
+        raise _missing_error(entry, path, record, f" (robustbench's download failed: "
+                             f"{type(err).__name__})") from None
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def check_zoo_weights(
+    entry: ZooEntry, weights_dir: str | os.PathLike | None = None, *, download: bool = False
+) -> list[Path]:
+    """The files robustbench reads for `entry`, all in place (or `WeightsUnavailableError`)."""
+    model_dir = resolve_weights_dir(weights_dir)
+    utils = _import_robustbench()
+    record = _zoo_record(utils, entry)
+    files = zoo_files(entry, model_dir, record)
+    missing = [p for p in files if not p.is_file()]
+    if missing and download:
+        _download(utils, entry, model_dir, record, missing[0])
+        missing = [p for p in files if not p.is_file()]
+    if missing:
+        raise _missing_error(entry, missing[0], record)
+    return files
+
+
+def load_zoo_model(
+    entry: ZooEntry,
+    weights_dir: str | os.PathLike | None = None,
+    device: torch.device | str = "cpu",
+    *,
+    download: bool = False,
+) -> ZooModel:
+    """`entry` through robustbench.utils.load_model from the weights folder, in eval mode."""
+    files = check_zoo_weights(entry, weights_dir, download=download)
+    utils = _import_robustbench()
+    try:
+        network = utils.load_model(entry.name, model_dir=str(resolve_weights_dir(weights_dir)),
+                                   dataset=entry.dataset, threat_model=entry.threat_model)
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{files[0]}: torch refuses to unpickle it with weights_only (first line: "
+                         f"{str(err).splitlines()[0]}); if the file is RobustBench's own, set "
+                         "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1") from None
+    return ZooModel(network, entry).to(device).eval()
+
+
+_LEADERBOARD_DATASETS = {"CIFAR-10": "cifar10", "CIFAR-100": "cifar100", "ImageNet": "imagenet"}
+
+
+def _threat_heading(line: str) -> str | None:
+    text = line.lstrip("#").strip().lower()
+    return "Linf" if text.startswith("linf") else "L2" if text.startswith("l2") else \
+        "corruptions" if "corruptions" in text else None
+
+
+def _leaderboard_row(line: str) -> tuple[str, float, float] | None:
+    cells = [re.sub(r"<[^>]+>|\*", "", c).strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) < 5 or not cells[3].endswith("%") or not cells[4].endswith("%"):
+        return None
+    try:
+        return cells[1], float(cells[3].rstrip("%")), float(cells[4].rstrip("%"))
+    except ValueError:
+        return None
+
+
+def reported_accuracy() -> dict[tuple[str, str, str], dict[str, float]]:
+    """RobustBench's own reported accuracies, (dataset, threat model, name) -> {clean, robust} in %.
+
+    robustbench 1.1.1 ships no model-info JSON files; its package metadata (the README that
+    PyPI shows) carries the leaderboard tables of CIFAR-10, CIFAR-100 and ImageNet (clean
+    and AutoAttack accuracy; for corruptions the accuracy on the corruptions). Read from
+    there, without importing robustbench; empty if the metadata is not installed."""
+    from importlib import metadata
+
+    try:
+        text = metadata.metadata("robustbench").get_payload() or ""
+    except metadata.PackageNotFoundError:
+        return {}
+    out: dict[tuple[str, str, str], dict[str, float]] = {}
+    dataset = threat = None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            dataset, threat = _LEADERBOARD_DATASETS.get(line[4:].strip()), None
+        elif line.startswith("#### "):
+            threat = _threat_heading(line)
+        elif line.startswith("|") and dataset and threat:
+            row = _leaderboard_row(line)
+            if row:
+                out.setdefault((dataset, threat, row[0]), {"clean": row[1], "robust": row[2]})
+    return out

@@ -1,0 +1,65 @@
+"""The RobustBench zoo in the real Snakemake DAG (ci preset, copied project): its entry
+appears only once its weights file is placed; then `study zoo-run` and the ordinary evaluate
+rule evaluate it class-wise on a few synthetic images, and its tables and figures follow."""
+
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from test_workflow import BIN, _copy_project, _env, _job_counts, _run
+from test_zoo import ENTRY, place_random_weights
+
+from study.evaluate.records import read_records
+
+ZOO_FIGURES = ("fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    project = _copy_project(tmp_path_factory.mktemp("project"))
+    weights = tmp_path_factory.mktemp("weights")
+    place_random_weights(weights)
+    return project, weights
+
+
+def test_zoo_jobs_only_with_placed_weights_then_records_tables_figures(project, monkeypatch):
+    project, weights = project
+    monkeypatch.delenv("STUDY_WEIGHTS_DIR", raising=False)
+    off = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=ci", "--", "all"], project))
+    assert "zoo_run" not in off and not set(ZOO_FIGURES) & set(off)
+    monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or pretrained.weights_dir)
+    config = ["--config", "preset=ci"]
+    on = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", *config, "--", "all"], project))
+    assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
+    assert on["evaluate"] == off["evaluate"] + 2  # the entry's clean and PGD evaluations
+    # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
+    run_id = f"zoo-{ENTRY.dataset}-{ENTRY.threat_model}-{ENTRY.name}-on-synthetic"
+    stem = "results/figures/{}/synthetic__Linf.png"
+    _run([BIN / "snakemake", "--cores", "2", *config, "--", "results/zoo/tables/robustbench.csv",
+          stem.format(ZOO_FIGURES[0]), stem.format(ZOO_FIGURES[2])], project)
+    records, meta = read_records(project / f"results/evaluations/{run_id}/zoo_pgd.parquet")
+    assert len(records) == 2 * 10 and meta["run_config"]["zoo"]["name"] == ENTRY.name  # 2 images per class
+    classwise = pd.read_csv(project / "results/zoo/tables/classwise.csv")
+    assert set(classwise["eval"]) == {"zoo_clean", "zoo_pgd"} and classwise["class"].nunique() == 10
+    table = pd.read_csv(project / "results/zoo/tables/robustbench.csv")
+    assert table["reported_clean_pct"].notna().all() and not table["flag"].any()
+
+
+def test_missing_zoo_weights_fail_the_job_with_the_file_named(project, tmp_path, monkeypatch):
+    project, _ = project
+    # require_weights off: the entry is in the DAG without its file; the dry run works
+    monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(tmp_path))
+    presets = project / "workflow" / "presets"
+    overlay = yaml.safe_load((presets / "ci.yaml").read_text())
+    overlay["zoo"]["require_weights"] = False
+    (presets / "ci_zoo.yaml").write_text(yaml.safe_dump(overlay))
+    config = ["--config", "preset=ci_zoo"]
+    _run([BIN / "snakemake", "-n", "--cores", "1", *config, "--", "zoo_all"], project)
+    target = f"results/runs/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic/model.pt"
+    proc = subprocess.run([BIN / "snakemake", "--cores", "1", *config, "--", target], cwd=project, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    log = (project / f"results/logs/zoo/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic.log").read_text()
+    error = [line for line in log.splitlines() if line.startswith("study zoo-run: error:")]
+    assert len(error) == 1 and str(tmp_path / "cifar10/Linf/Wong2020Fast.pt") in error[0]

@@ -1,0 +1,61 @@
+# The RobustBench model zoo (params `zoo`): models evaluated class-wise, never trained. A zoo
+# run's directory names its model and weights file (`study zoo-run`, which fails with the file's
+# expected place when it is missing); the evaluate, merge_shards, check and corruptions rules
+# then treat it as a trained run. Its tables: results/zoo/tables; its figures: 15-17.
+
+ZOO_TARGETS = list(ZOO_TABLES.values()) if ZOO else []
+
+
+rule zoo_run:
+    output:
+        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        config=f"{RESULTS}/runs/{{run_id}}/config.json",
+    wildcard_constraints:
+        run_id=one_of(r.run_id for r in ZOO),
+    log:
+        f"{RESULTS}/logs/zoo/{{run_id}}.log",
+    params:
+        config=lambda w: quoted_json(run_of(w).config),
+        weights=cli_options({"weights_dir": zoo_weights_dir(config)}),
+        run_dir=lambda w: run_dir(w.run_id),
+    shell:
+        "study zoo-run --run-config {params.config} {params.weights} --run-dir {params.run_dir} 2> {log}"
+
+
+rule zoo_tables:
+    input:
+        records=[eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations],
+    output:
+        classwise=ZOO_TABLES["zoo_classwise"],
+        robustbench=ZOO_TABLES["zoo_robustbench"],
+    log:
+        f"{RESULTS}/logs/zoo/tables.log",
+    params:
+        out_dir=f"{RESULTS}/zoo/tables",
+    shell:
+        "study tables --records {input.records} --out-dir {params.out_dir} 2> {log}"
+        " && study zoo-table --classwise {output.classwise} --out {output.robustbench} 2>> {log}"
+
+
+rule zoo_robustness_tables:
+    input:
+        records=[eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations],
+        checks=[f"{RESULTS}/evaluations/{r.run_id}/checks.json" for r in ZOO_CHECKED],
+        corruptions=[f"{RESULTS}/evaluations/{r.run_id}/corruptions.parquet" for r in ZOO_CORRUPTED],
+    output:
+        checks=ZOO_TABLES["zoo_checks"],
+        corruptions=ZOO_TABLES["zoo_corruptions"],
+    log:
+        f"{RESULTS}/logs/zoo/robustness_tables.log",
+    params:
+        out_dir=f"{RESULTS}/zoo/tables",
+        checks=lambda w, input: " ".join(input.checks),
+        corruptions=lambda w, input: " ".join(input.corruptions),
+    shell:
+        "study robustness-tables --records {input.records} --checks {params.checks}"
+        " --corruptions {params.corruptions} --out-dir {params.out_dir} 2> {log}"
+
+
+rule zoo_all:
+    input:
+        ZOO_TARGETS,
