@@ -67,7 +67,8 @@ def cmd_train(args) -> int:
     set_threads(args.threads)
     splits = load_prepared(args.data)
     result = train_run(args.run_config, splits, args.run_dir, device=args.device,
-                       stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from)
+                       stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
+                       compile_mode=args.compile)
     return 0 if result.finished or args.stop_after is not None else 1
 
 
@@ -295,6 +296,8 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
     p.add_argument("--init-from", default=None,
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
+    p.add_argument("--compile", default="off", choices=["off", "default", "max", "auto"],
+                   help="torch.compile of the training step (params.yaml speed.compile; docs/performance.md)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("construct", parents=[_device_args()],

@@ -20,6 +20,7 @@ rule evaluate:
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
         runtime=evaluate_runtime,
     shell:

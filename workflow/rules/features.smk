@@ -21,6 +21,7 @@ rule construct:
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=16000,
         runtime=lambda w: max(30, int(construction_of(w).settings["representation"]["steps"] / 4)),
     shell:

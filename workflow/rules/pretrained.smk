@@ -48,6 +48,7 @@ rule evaluate_pretrained:
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=32000,
         runtime=240,
     shell:

@@ -25,6 +25,7 @@ rule check:
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
         runtime=60,
     shell:
@@ -48,6 +49,7 @@ rule corruptions:
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=16000,
         runtime=240,
     shell:

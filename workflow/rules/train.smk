@@ -17,14 +17,16 @@ rule train:
         config=lambda w: quoted_json(run_of(w).config),
         run_dir=lambda w: run_dir(w.run_id),
         init_from=init_from_arg,
+        compile=config.get("speed", {}).get("compile", "auto"),
     threads: 8
     resources:
         gpu=1,
+        gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
         runtime=run_resource(resources_estimate.train_minutes),
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
-        " {params.init_from} --threads {threads} --no-progress 2> {log}"
+        " {params.init_from} --compile {params.compile} --threads {threads} --no-progress 2> {log}"
 
 
 rule train_all:
