@@ -248,7 +248,8 @@ def cmd_bench(args) -> int:
     report = run_bench(args.out, data=args.data, model=args.model, images=args.images,
                        test_images=args.test_images, tasks=args.tasks or ALL_TASKS, device=args.device, seed=args.seed,
                        batch_size=args.batch_size, threads=args.threads, accuracy_epochs=args.accuracy_epochs,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, compile_modes=args.compile, profile=args.profile,
+                       concurrent=args.concurrent)
     print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')} "
           f"(accuracy_ok: {report.get('accuracy_ok')})", file=sys.stderr)
     return 0
@@ -448,6 +449,12 @@ def _add_bench(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--compile", nargs="+", default=["auto"], choices=["off", "default", "max", "auto"],
+                   help="speed.compile settings to time the engine's training tasks with (the first is the headline)")
+    p.add_argument("--profile", action="store_true",
+                   help="write a torch.profiler table of the PGD-10 AT step (per compile setting) beside --out")
+    p.add_argument("--concurrent", type=int, default=None, metavar="K",
+                   help="also time K training processes sharing the device against one alone")
     p.add_argument("--accuracy-epochs", type=int, default=2,
                    help="PGD-10 AT epochs before both sides' accuracy is compared (the last is timed)")
     p.add_argument("--threads", type=int, default=None)

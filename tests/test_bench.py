@@ -13,11 +13,18 @@ from study.bench.reference import RandomCropFlip, crop_flip, to_tensor
 TASKS = ("pgd10_at_epoch", "pgd20_eval", "autoattack_eval")
 
 
+COMPILE_MODES = ["off", "default"]
+
+
 @pytest.fixture(scope="module")
 def tiny_bench(tmp_path_factory):
+    """One tiny bench with every option: two compile settings, the profile, 2 concurrent runs."""
     out = tmp_path_factory.mktemp("bench") / "cpu.json"
-    report = run_bench(out, model="small_cnn", images=64, test_images=20, tasks=TASKS, device="cpu",
-                       threads=2, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        # Capture without code generation keeps this cheap; the compiled path is the same.
+        mp.setenv("STUDY_COMPILE_BACKEND", "aot_eager")
+        report = run_bench(out, model="small_cnn", images=64, test_images=20, tasks=TASKS, device="cpu",
+                           threads=2, progress=False, compile_modes=COMPILE_MODES, profile=True, concurrent=2)
     return out, report
 
 
@@ -119,3 +126,19 @@ def test_cli_bench_names_the_valid_tasks(tmp_path, capsys):
     assert rc == 2
     assert "valid tasks: standard_epoch, pgd10_at_epoch" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_bench_times_compile_settings_profiles_and_concurrent_runs(tiny_bench):
+    """--compile, --profile and --concurrent: what each writes, not how fast."""
+    out, report = tiny_bench
+    task = report["tasks"]["pgd10_at_epoch"]
+    assert task["compile"] == COMPILE_MODES[0] and set(task["engine_by_compile"]) == set(COMPILE_MODES[1:])
+    assert all(r["images_per_s"] > 0 for r in task["engine_by_compile"].values())
+    assert [p["compile"] for p in report["profile"]] == COMPILE_MODES
+    for p in report["profile"]:
+        table = out.with_name(f"cpu.profile-{p['compile']}.txt").read_text()
+        assert "Self CPU" in table and p["host_seconds_per_step"] > 0
+    c = report["concurrent"]
+    assert c["k"] == 2 and c["aggregate_images_per_s"] > 0 and c["one_images_per_s"] > 0
+    md = out.with_suffix(".md").read_text()
+    assert "pgd10_at_epoch, compile default" in md and "2 training processes at once" in md

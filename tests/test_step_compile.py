@@ -18,7 +18,7 @@ import torch
 
 from study.config import run_config
 from study.data.batches import epoch_batches
-from study.train.epoch import EpochPolicyState, _augmented_batch
+from study.train.epoch import EpochPolicyState, augmented_batch
 from study.train.optim import lr_table
 from study.train.setup import resume_or_start, setup_run
 from study.train.step import COMPILE_MODES, EpochTotals, TrainStep, resolve_compile
@@ -64,7 +64,7 @@ def _run(state, mode: str, backend: str | None = None) -> EpochTotals:
     batches = epoch_batches(state.x_train.shape[0], int(state.cfg["batch_size"]), state.cpu_gen)[:STEPS]
     lrs = lr_table(state.scheduler, state.scheduler.last_epoch, len(batches), state.dev)
     for i, idx in enumerate(batches):
-        x, y = _augmented_batch(state, idx)
+        x, y = augmented_batch(state, idx)
         step.fn(x, y, *step.draws(x, y), tables, lrs[i], totals)
     return totals
 

@@ -56,10 +56,11 @@ def train_config(params: Mapping, splits: Splits, task: str, model: str, *, per_
     return cfg
 
 
-def train_task(cfg: Mapping, splits: Splits, run_dir: Path, device: torch.device, progress: bool) -> dict:
+def train_task(cfg: Mapping, splits: Splits, run_dir: Path, device: torch.device, progress: bool,
+               compile_mode: str = "off") -> dict:
     """Train the run and report its epoch times from meta.json (the second epoch is the
     timed one: the first carries one-time warm-up)."""
-    train_run(cfg, splits, run_dir, device=str(device), progress=progress)
+    train_run(cfg, splits, run_dir, device=str(device), progress=progress, compile_mode=compile_mode)
     meta = json.loads((run_dir / "meta.json").read_text())
     return {"epoch_seconds": meta["epoch_seconds"], "seconds": float(meta["epoch_seconds"][1]),
             "images": int(meta["train_images"]), "overhead": _epoch_overhead(cfg, splits, run_dir, device)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 
 def side_record(images: int, seconds: float, flops_per_image: float, basis: str) -> dict:
@@ -74,6 +75,11 @@ def markdown(report: Mapping) -> str:
             f"| {e['seconds']:.2f} | {ref['seconds']:.2f} | {e['flops_per_image'] / 1e9:.3g} "
             f"| {e['flop_per_s'] / 1e9:.3g} ({100 * e['fraction_of_peak']:.1f}% {e['peak_basis']}) "
             f"| {ref['flop_per_s'] / 1e9:.3g} ({100 * ref['fraction_of_peak']:.1f}% {ref['peak_basis']}) |")
+        for mode, c in (r.get("engine_by_compile") or {}).items():
+            lines.append(f"| {task}, compile {mode} | {_num(c['images_per_s'])} | {_num(ref['images_per_s'])} "
+                         f"| {c['speedup']:.2f}x | {c['seconds']:.2f} | {ref['seconds']:.2f} "
+                         f"| {c['flops_per_image'] / 1e9:.3g} | {c['flop_per_s'] / 1e9:.3g} | |")
+    lines += _extras_lines(report)
     overhead = {t: r for t, r in report["tasks"].items() if "engine_epoch_overhead_seconds" in r}
     if overhead:
         parts = [f"{t} {r['engine_epoch_overhead_seconds']:.2f} s"
@@ -91,3 +97,22 @@ def markdown(report: Mapping) -> str:
                          f"| {m['difference']:+.3f} | {m['tolerance']:.3f} | {'yes' if m['ok'] else 'no'} |")
         lines += ["", f"accuracy_ok: {str(report['accuracy_ok']).lower()}"]
     return "\n".join(lines) + "\n"
+
+
+def _extras_lines(report: dict) -> list[str]:
+    """The profile summaries and the concurrent throughput, where the bench measured them."""
+    lines = []
+    if report["tasks"]:
+        modes = {r.get("compile") for r in report["tasks"].values() if r.get("compile")}
+        if modes:
+            lines += ["", f"Headline engine rows: speed.compile {', '.join(sorted(modes))}."]
+    for p in report.get("profile") or []:
+        lines += ["", f"Profile of the PGD-10 AT step, compile {p['compile']}: {p['host_seconds_per_step']:.4f} s "
+                  f"per step, device busy {100 * p['device_busy_fraction']:.1f}% ({p['busy_basis']}); "
+                  f"top operators in `{Path(p['table']).name}`."]
+    c = report.get("concurrent")
+    if c:
+        lines += ["", f"{c['k']} training processes at once ({c['method']}, compile {c['compile']}): "
+                  f"{c['aggregate_images_per_s']:.3g} img/s together against {c['one_images_per_s']:.3g} img/s "
+                  f"for one alone, {c['aggregate_over_one']:.2f}x."]
+    return lines

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from study.bench import ours, reference
+from study.bench import extras, ours, reference
 from study.bench.peak import FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
 from study.bench.report import accuracy_check, add_fractions, markdown, side_record
 from study.data.prepared import load_prepared
@@ -80,7 +80,9 @@ class _Bench:
     """State shared by the tasks of one bench run."""
 
     def __init__(self, splits: Splits, model: str, per_class: int, test_per_class: int, *, dev: torch.device,
-                 seed: int, batch_size: int, accuracy_epochs: int, progress: bool, tmp: Path):
+                 seed: int, batch_size: int, accuracy_epochs: int, progress: bool, tmp: Path,
+                 compile_modes: Sequence[str] = ("auto",)):
+        self.compile_modes = list(compile_modes)
         self.splits, self.model_name, self.per_class = splits, model, per_class
         self.dev, self.seed, self.batch_size = dev, seed, batch_size
         self.accuracy_epochs, self.progress, self.tmp = accuracy_epochs, progress, tmp
@@ -115,7 +117,10 @@ class _Bench:
         cfg = ours.train_config(self.params, self.splits, task, self.model_name, per_class=self.per_class,
                                 epochs=epochs, batch_size=self.batch_size, seed=self.seed)
         run_dir = self.tmp / task
-        eng = ours.train_task(cfg, self.splits, run_dir, self.dev, self.progress)
+        eng = ours.train_task(cfg, self.splits, run_dir, self.dev, self.progress, self.compile_modes[0])
+        # Every other compile setting: the same run again, timed the same way.
+        by_mode = {mode: ours.train_task(cfg, self.splits, self.tmp / f"{task}-{mode}", self.dev, self.progress,
+                                         mode) for mode in self.compile_modes[1:]}
 
         model = self._fresh_model()
         torch.manual_seed(self.seed)
@@ -135,7 +140,10 @@ class _Bench:
             self.at_models = {"engine": ours.trained_model(run_dir, self.dev), "reference": model.eval()}
         flops, accounting = task_flops(task, self.forward, steps=int((adversary or {}).get("steps", 0)))
         n = eng["images"]
+        compiled = {mode: {**side_record(n, e["seconds"], flops, peak_basis(self.dev, "engine", task)),
+                           "speedup": (n / e["seconds"]) / (n / ref_seconds[1])} for mode, e in by_mode.items()}
         return self._sides(task, (n, eng["seconds"]), (n, ref_seconds[1]), flops, accounting,
+                           compile=self.compile_modes[0], engine_by_compile=compiled,
                            epochs=epochs, timed_epoch=2, engine_epoch_seconds=eng["epoch_seconds"],
                            reference_epoch_seconds=ref_seconds, method=cfg["method"], adversary=adversary,
                            same_initial_weights=self.same_init, engine_epoch_overhead_seconds=eng["overhead"],
@@ -199,15 +207,40 @@ class _Bench:
         return accuracy_check(accs["engine"], accs["reference"], len(self.test_y))
 
 
+def _extras(bench: _Bench, out: Path, device: str, threads: int | None, profile: bool,
+            concurrent: int | None) -> dict:
+    """The profile tables and the concurrent throughput, on a one-epoch PGD-10 AT run."""
+    if not profile and not concurrent:
+        return {}
+    cfg = ours.train_config(bench.params, bench.splits, "pgd10_at_epoch", bench.model_name, per_class=bench.per_class,
+                            epochs=1, batch_size=bench.batch_size, seed=bench.seed)
+    found: dict = {}
+    if profile:
+        found["profile"] = [
+            extras.profile_steps(cfg, bench.splits, bench.tmp / f"profile-{mode}", str(bench.dev), mode,
+                                 out.with_name(f"{out.stem}.profile-{mode}.txt"))
+            for mode in bench.compile_modes]
+    if concurrent:
+        found["concurrent"] = extras.concurrent_throughput(cfg, bench.splits, bench.tmp, str(bench.dev),
+                                                           bench.compile_modes[0], concurrent, threads)
+    return found
+
+
 def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "preact_resnet18",
               images: int = 1024, test_images: int = 256, tasks: Sequence[str] = ALL_TASKS,
               device: str = "auto", seed: int = 0, batch_size: int = 128, threads: int | None = None,
-              accuracy_epochs: int = 2, progress: bool = True) -> dict:
+              accuracy_epochs: int = 2, progress: bool = True, compile_modes: Sequence[str] = ("auto",),
+              profile: bool = False, concurrent: int | None = None) -> dict:
     """Time each task for the engine and the reference; write `out` (JSON) and `out`.md.
 
     Training tasks use the first `images` training images (class-stratified), evaluations
     the first `test_images` test images; `data` is a prepared dataset file, None for
-    synthetic CIFAR-sized data. Nothing about the timings is asserted."""
+    synthetic CIFAR-sized data. Nothing about the timings is asserted.
+
+    `compile_modes` (speed.compile values) times the engine's training tasks once per mode,
+    the first being the headline; `profile` writes a torch.profiler table of the PGD-10 AT
+    step per mode beside `out`; `concurrent` K times K training processes sharing the device
+    against one alone."""
     tasks = _check_args(tasks, model, accuracy_epochs, batch_size)
     set_threads(threads)
     dev = select_device(device)
@@ -221,7 +254,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
     results = {}
     with tempfile.TemporaryDirectory(prefix="study-bench-") as tmp:
         bench = _Bench(splits, model, per_class, test_per_class, dev=dev, seed=seed, batch_size=batch_size,
-                       accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp))
+                       accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp), compile_modes=compile_modes)
         for task in tasks:
             results[task] = bench.train(task) if task in ours.TRAIN_METHODS else bench.evaluate(task)
             if progress:
@@ -229,6 +262,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
                 print(f"{task}: engine {r['engine']['images_per_s']:.3g} img/s, reference "
                       f"{r['reference']['images_per_s']:.3g} img/s, {r['speedup']:.1f}x", file=sys.stderr, flush=True)
         acc = bench.accuracy() if bench.at_models else None
+        extras = _extras(bench, Path(out), device, threads, profile, concurrent)
         peak = combine_peaks(bench.peak, measure_peak(dev))
         add_fractions(results, peak["flops"])
         if acc and progress:
@@ -253,6 +287,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
         "tasks": results,
         "accuracy": acc,
         "accuracy_ok": acc["ok"] if acc else None,
+        **extras,
         "wall_seconds": time.time() - started,
     }
     out = Path(out)

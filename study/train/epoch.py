@@ -46,7 +46,7 @@ class EpochPolicyState:
                            dev(self.class_beta))
 
 
-def _augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch's images as floats in [0,1], cropped and flipped on the device, and its labels."""
     augment = state.cfg.get("augment", {})
     xb, yb = state.x_train[idx], state.y_train[idx]
@@ -71,7 +71,7 @@ def train_epoch(state: RunState, step: TrainStep, epoch: int, policy_state: Epoc
     bar = tqdm(batches, desc=f"epoch {epoch}/{state.epochs}", disable=not progress, leave=False,
                file=sys.stderr, mininterval=2)
     for i, idx in enumerate(bar):
-        x, y = _augmented_batch(state, idx.to(dev))
+        x, y = augmented_batch(state, idx.to(dev))
         target, start, noise = step.draws(x, y)
         step.fn(x, y, target, start, noise, tables, lrs[i], totals)
         # The schedule's own counter (checkpointed) moves on; its lr was in the table already.

@@ -22,6 +22,7 @@ step holds two shapes (full and last batch) and compiles each once per run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from study.train.policies.loss import trades_kl
 from study.train.policies.stats import EpochStats
 
 COMPILE_MODES = ("off", "default", "max", "auto")
+COMPILE_BACKEND_ENV = "STUDY_COMPILE_BACKEND"
 #: What `auto` means per device kind (docs/performance.md has the measurement behind it).
 AUTO_COMPILE = {"cuda": "default", "cpu": "off"}
 
@@ -200,6 +202,9 @@ def _compile(fn: Callable, mode: str, device: torch.device, backend: str | None)
     # only when asked to.
     torch._dynamo.config.trace_autograd_ops = True
     options = {"mode": "reduce-overhead"} if mode == "max" and device.type == "cuda" else {}
-    if backend is not None:  # the tests' aot_eager: capture and trace without code generation
+    # `aot_eager` captures and traces the step without generating code (the tests; a quick
+    # check that a change keeps the step one graph): $STUDY_COMPILE_BACKEND or the argument.
+    backend = backend or os.environ.get(COMPILE_BACKEND_ENV)
+    if backend:
         options = {"backend": backend}
     return torch.compile(fn, fullgraph=True, dynamic=False, **options)
