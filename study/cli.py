@@ -212,13 +212,14 @@ def cmd_check(args) -> int:
 
 def cmd_corruptions(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import select_device, set_threads
+    from study.device import eval_batch_size, select_device, set_threads
     from study.evaluate.corruptions import evaluate_corruptions
 
     set_threads(args.threads)
+    device = select_device(args.device)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
-                         per_class=args.per_class, batch_size=args.batch_size, seed=args.seed,
-                         device=select_device(args.device), source=args.source, raw_dir=args.raw_dir,
+                         per_class=args.per_class, batch_size=eval_batch_size(args.batch_size, device),
+                         seed=args.seed, device=device, source=args.source, raw_dir=args.raw_dir,
                          mirror=args.mirror)
     return 0
 
@@ -357,7 +358,8 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--mirror", default=None, help="local mirror folder (default: $STUDY_DATA_MIRROR)")
     p.add_argument("--severities", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--per-class", type=int, default=None, help="test images per class (default: all)")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="images per batch (default: by device, study.device.eval_batch_size)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_corruptions)

@@ -43,3 +43,18 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+#: `batch_size: auto` of an evaluation, per device kind: a GPU is only kept busy by large
+#: batches; on a CPU larger batches gain nothing. Multiples of RNG_CHUNK (study.attacks.pgd),
+#: so that the records are those of any other such batch size.
+AUTO_EVAL_BATCH = {"cuda": 1024, "cpu": 256}
+
+
+def eval_batch_size(setting: int | str | None, device: torch.device) -> int:
+    """The evaluation batch size of `setting` (an integer, or `auto`/None) on `device`."""
+    if setting is None or setting == "auto":
+        return AUTO_EVAL_BATCH.get(device.type, 256)
+    if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
+        raise ValueError(f"evaluation batch_size must be a positive integer or auto, got {setting!r}")
+    return setting

@@ -15,6 +15,7 @@ from torch import nn
 from tqdm import tqdm
 
 from study.attacks.configured import run_attack_detailed
+from study.attacks.pgd import RNG_CHUNK
 from study.data.augment import to_float
 
 #: attack types whose batches are formed inside the attack library, not here
@@ -48,6 +49,10 @@ def predict(
         # run_standard_evaluation does (it batches internally by the evaluation's
         # batch_size), so each attack sees every still-robust sample in one call.
         batch_size = max(1, images.shape[0])
+    elif int((attack or {}).get("restarts", 1)) > 1:
+        # Each restart draws new starts for the whole batch: beyond one chunk of random
+        # numbers, the order of draws (and so the records) would follow the batch size.
+        batch_size = min(batch_size, RNG_CHUNK)
     was_training = model.training
     model.eval()
     generator = torch.Generator(device=device)

@@ -80,10 +80,25 @@ def project(delta: Tensor, x: Tensor, eps: Tensor, norm: str) -> Tensor:
     return (x + delta).clamp(0.0, 1.0) - x
 
 
+#: Random starts are drawn RNG_CHUNK images at a time, so a sample's start does not depend on
+#: the batch it is evaluated in (for batch sizes that are multiples of it): a GPU can
+#: evaluate in large batches and give the records of small ones.
+RNG_CHUNK = 128
+
+
 def start_draws(x: Tensor, norm: str, generator: torch.Generator | None,
                 start_std: float | None = None) -> tuple[Tensor, ...]:
-    """The random numbers of one random start, drawn from `generator` in a fixed order (a
-    compiled training step takes them as inputs: a generator cannot live inside a graph)."""
+    """The random numbers of one random start, drawn from `generator` in a fixed order,
+    RNG_CHUNK images at a time (a compiled training step takes them as inputs: a generator
+    cannot live inside a graph)."""
+    if x.shape[0] <= RNG_CHUNK:
+        return _chunk_draws(x, norm, generator, start_std)
+    parts = [_chunk_draws(x[i : i + RNG_CHUNK], norm, generator, start_std) for i in range(0, x.shape[0], RNG_CHUNK)]
+    return tuple(torch.cat(p) for p in zip(*parts, strict=True))
+
+
+def _chunk_draws(x: Tensor, norm: str, generator: torch.Generator | None,
+                 start_std: float | None) -> tuple[Tensor, ...]:
     if start_std is not None or norm == "linf":
         draw = torch.randn if start_std is not None else torch.rand
         return (draw(x.shape, generator=generator, device=x.device, dtype=torch.float32),)

@@ -15,6 +15,7 @@ import torch
 
 from study.config import load_params, resolve_evaluation, run_config
 from study.data.splits import Splits, stratified_subset
+from study.device import eval_batch_size
 from study.io import atomic_torch_save, load_torch
 from study.predict import Predictions, predict
 from study.runs import load_trained_model
@@ -92,7 +93,7 @@ def timed_predict(model: torch.nn.Module, images: torch.Tensor, labels: torch.Te
                   device: torch.device, seed: int) -> tuple[float, Predictions]:
     """(seconds, predictions) of the package's evaluation path; `predict` returns host arrays,
     so the device has finished when it returns."""
-    batch_size = int((attack or {}).get("batch_size", 256))
+    batch_size = eval_batch_size((attack or {}).get("batch_size"), torch.device(device))
     t0 = time.perf_counter()
     out = predict(model, images, labels, attack=attack, batch_size=batch_size, device=device, seed=seed)
     return time.perf_counter() - t0, out

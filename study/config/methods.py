@@ -65,6 +65,6 @@ def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -
             ev[key] = parse_fraction(ev[key])
     ev["name"] = name
     ev.setdefault("test_per_class", params["evaluate"].get("test_per_class"))
-    ev.setdefault("batch_size", params["evaluate"].get("batch_size", 256))
+    ev.setdefault("batch_size", params["evaluate"].get("batch_size", "auto"))
     ev.setdefault("seed", params["evaluate"].get("seed", 0))
     return ev

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from study.data.splits import Splits, stratified_subset
-from study.device import describe, select_device
+from study.device import describe, eval_batch_size, select_device
 from study.evaluate.records import records_frame, write_records
 from study.predict import predict
 from study.runs import load_trained_model
@@ -79,7 +79,8 @@ def evaluate_model(
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
-        attack=evaluation, batch_size=int(evaluation.get("batch_size", 256)), device=device,
+        attack=evaluation, batch_size=eval_batch_size(evaluation.get("batch_size"), torch.device(device)),
+        device=device,
         seed=seed, keep_logits=True, progress=progress,
         desc=f"{evaluation['name']} {run_id}",
     )
