@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# Keep test runs quiet and on two threads like the CI machine.
+# Keep test runs quiet and on two threads like the CI machine; under `pytest -n 2` (make test)
+# each of the two workers keeps to one, so they do not compete for the two cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end tests (marked slow) first: with two workers, the rest fills in beside
+    them instead of one long test starting last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
@@ -47,12 +56,15 @@ def synthetic_splits(synthetic_file):
 
 @pytest.fixture()
 def tiny_run_config(ci_params):
-    """A 3-epoch PGD-AT run of the small CNN on the CI preset's synthetic data."""
+    """A 3-epoch PGD-AT run of the small CNN on a third of the CI preset's synthetic data."""
     from study.config import plan_runs
 
     runs = {r.config["method"]: r for r in plan_runs(ci_params)}
     cfg = copy.deepcopy(runs["pgd_at"].config)
     cfg["epochs"] = 3
+    # A third of the preset's images: the engine tests check mechanics (records, resume), not learning.
+    cfg["train_per_class"] = ci_params["data"]["synthetic"]["train_per_class"] // 3
+    cfg["epoch_eval"]["per_class"] = 4
     return cfg
 
 

@@ -39,7 +39,8 @@ def test_training_writes_records_checkpoint_and_model(tmp_path, synthetic_splits
 
 
 def test_standard_training_learns_the_synthetic_classes(tmp_path, synthetic_splits, tiny_run_config):
-    cfg = {**tiny_run_config, "method": "standard", "method_config": {"adversary": None}, "epochs": 4}
+    cfg = {**tiny_run_config, "method": "standard", "method_config": {"adversary": None}, "epochs": 4,
+           "train_per_class": None}
     train_run(cfg, synthetic_splits, tmp_path / "std", device="cpu", progress=False)
     epochs = pd.read_csv(tmp_path / "std" / "epochs.csv")
     final = epochs[epochs["epoch"] == 4]

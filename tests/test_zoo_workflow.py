@@ -7,7 +7,7 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-from test_workflow import BIN, _copy_project, _env, _job_counts, _run
+from test_workflow import BIN, _copy_project, _env, _evaluate_jobs, _job_counts, _plan, _run
 from test_zoo import ENTRY, place_random_weights
 
 from study.evaluate.records import read_records
@@ -23,16 +23,17 @@ def project(tmp_path_factory):
     return project, weights
 
 
-def test_zoo_jobs_only_with_placed_weights_then_records_tables_figures(project, monkeypatch):
+@pytest.mark.slow
+def test_zoo_jobs_with_placed_weights_then_records_tables_figures(project, monkeypatch):
+    """(Without the file, the ci DAG has no zoo job: tests/test_workflow.py.)"""
     project, weights = project
-    monkeypatch.delenv("STUDY_WEIGHTS_DIR", raising=False)
-    off = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=ci", "--", "all"], project))
-    assert "zoo_run" not in off and not set(ZOO_FIGURES) & set(off)
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or pretrained.weights_dir)
     config = ["--config", "preset=ci"]
     on = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", *config, "--", "all"], project))
     assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
-    assert on["evaluate"] == off["evaluate"] + 2  # the entry's clean and PGD evaluations
+    params, runs, _ = _plan(project, "ci")
+    zoo_evaluations = sum(len(v) for v in params["zoo"]["evaluations"].values())
+    assert on["evaluate"] == _evaluate_jobs(params, runs)[0] + zoo_evaluations
     # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
     run_id = f"zoo-{ENTRY.dataset}-{ENTRY.threat_model}-{ENTRY.name}-on-synthetic"
     stem = "results/figures/{}/synthetic__Linf.png"
@@ -46,6 +47,7 @@ def test_zoo_jobs_only_with_placed_weights_then_records_tables_figures(project, 
     assert table["reported_clean_pct"].notna().all() and not table["flag"].any()
 
 
+@pytest.mark.slow
 def test_missing_zoo_weights_fail_the_job_with_the_file_named(project, tmp_path, monkeypatch):
     project, _ = project
     # require_weights off: the entry is in the DAG without its file; the dry run works
@@ -55,7 +57,6 @@ def test_missing_zoo_weights_fail_the_job_with_the_file_named(project, tmp_path,
     overlay["zoo"]["require_weights"] = False
     (presets / "ci_zoo.yaml").write_text(yaml.safe_dump(overlay))
     config = ["--config", "preset=ci_zoo"]
-    _run([BIN / "snakemake", "-n", "--cores", "1", *config, "--", "zoo_all"], project)
     target = f"results/runs/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic/model.pt"
     proc = subprocess.run([BIN / "snakemake", "--cores", "1", *config, "--", target], cwd=project, env=_env(),
                           capture_output=True, text=True, timeout=300)
