@@ -133,6 +133,23 @@ def model_from_arch(arch: Mapping) -> torch.nn.Module:
     )
 
 
+def _model_blob(path: Path) -> dict:
+    """A model file (weights and architecture, and the run key where `study train` wrote it);
+    ValueError naming the file otherwise."""
+    from study.io import load_torch
+
+    try:
+        blob = load_torch(path)
+    except Exception as err:  # torch raises several unrelated types for damaged files
+        raise ValueError(f"{path} could not be read as a model file ({type(err).__name__}: {err}); "
+                         "retrain the run (`study train`)") from err
+    missing = [k for k in ("state_dict", "arch") if not isinstance(blob, dict) or k not in blob]
+    if missing:
+        raise ValueError(f"{path} is not a model file of `study train` (no {', '.join(missing)}); "
+                         "put the run's model.pt back or retrain it")
+    return blob
+
+
 def load_trained_model(
     run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: str = "last"
 ) -> tuple[torch.nn.Module, dict]:
@@ -143,9 +160,14 @@ def load_trained_model(
     path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
-    from study.io import load_torch
-
-    blob = load_torch(path)
+    blob = _model_blob(path)
+    config = Path(run_dir) / CONFIG_FILE
+    if config.exists():
+        want = run_key(json.loads(config.read_text()))
+        got = blob.get("run_key")
+        if got != want:
+            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {want}: "
+                             "put this run's own model file back, or retrain it (`study train`)")
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]
