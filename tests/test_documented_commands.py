@@ -74,6 +74,8 @@ def _fenced(path: Path) -> Iterator[Documented]:
             continue
         if fence is None or (fence and fence not in SHELL_FENCES):
             continue
+        if fence == "console" and not pending and not line.strip().startswith("$ "):
+            continue  # a console block's output
         text = line.strip().removeprefix("$ ")
         start = start if pending else number
         if text.endswith("\\"):
@@ -124,11 +126,12 @@ def test_the_documentation_shows_commands_and_every_one_is_classified():
 def test_extraction_reads_fences_continuations_and_comments(tmp_path, monkeypatch):
     doc = tmp_path / "doc.md"
     doc.write_text("```bash\nstudy bench --out x.json \\\n    --images 4   # comment\n```\n"
-                   "```\nsnakemake -n all\nnot a command\n```\n```python\nstudy = 1\n```\n")
+                   "```\nsnakemake -n all\nnot a command\n```\n```python\nstudy = 1\n```\n"
+                   "```console\n$ study --help\nusage: study ...\n```\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     found = list(_fenced(doc))
     assert [(c.line, c.argv) for c in found] == [(2, ("study", "bench", "--out", "x.json", "--images", "4")),
-                                                 (6, ("snakemake", "-n", "all"))]
+                                                 (6, ("snakemake", "-n", "all")), (13, ("study", "--help"))]
     (tmp_path / "Snakefile").write_text("#   snakemake --cores 2 x    (what it does)\n# not a command\n")
     assert [c.argv for c in _commented(tmp_path / "Snakefile")] == [("snakemake", "--cores", "2", "x")]
     assert classify(Documented("f", 1, ("rm", "-rf", "/"))) is None

@@ -168,6 +168,30 @@ def test_gzip_stream_damage_is_a_checksum_error_not_a_zlib_error(tmp_path, monke
     succeeds(capsys, _prepare_argv(key, tmp_path))
 
 
+def test_truncated_image_in_the_hand_placed_imagenet_folder_is_named(tmp_path, capsys):
+    """The JPEG folder (`val/<wnid>/*.JPEG`, no checksum): the loader names the bad image."""
+    import io
+
+    from PIL import Image
+
+    from study.data import imagenet
+
+    buf = io.BytesIO()
+    Image.new("RGB", (20, 20), (10, 20, 30)).save(buf, format="JPEG")
+    val = tmp_path / "raw" / "imagenet" / "val"
+    for k in range(imagenet.NUM_CLASSES):
+        (val / f"n{k:08d}").mkdir(parents=True)
+        (val / f"n{k:08d}" / f"ILSVRC2012_val_{k:08d}.JPEG").write_bytes(buf.getvalue())
+    bad = next((val / "n00000007").iterdir())
+    bad.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    argv = ["prepare", "--dataset", "imagenet", "--variant", "val", "--raw-dir", tmp_path / "raw", "--options",
+            json.dumps({"per_class": 1, "image_size": 16}), "--out", tmp_path / "i.pt", "--no-progress"]
+    fails(capsys, argv, bad, "is not a readable image")
+    assert not (tmp_path / "i.pt").exists()
+    bad.write_bytes(buf.getvalue())
+    succeeds(capsys, argv)
+
+
 def test_missing_mirror_file_says_where_to_put_it(tmp_path, monkeypatch, capsys):
     key, specs, load, target = _cifar10_tar(tmp_path / "elsewhere")
     _use(monkeypatch, key, specs, load)
