@@ -436,8 +436,16 @@ def cmd_reproduction(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad argument gives one line (which argument, what it got, where the valid ones are),
+    not the usage block: the last line of a job's log says what went wrong."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the arguments)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="study", description=__doc__)
+    parser = _Parser(prog="study", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = _run_args()
     _add_plan_and_data(sub)

@@ -11,6 +11,7 @@ import copy
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -41,13 +42,16 @@ MESSAGE_LOG = os.environ.get("STUDY_FAULT_MESSAGES")
 def fails(capsys, argv: list[str], *named: str) -> str:
     """Run `study ARGV` in-process: non-zero exit, exactly one stderr line naming `named`."""
     capsys.readouterr()
-    rc = main([str(a) for a in argv])
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as stop:  # an argument the parser refuses
+        rc = stop.code
     err = capsys.readouterr().err
     assert rc != 0, err
     assert "Traceback" not in err
     # the error is the last line, and the only one; lines before it are the job's log
     lines = err.strip().splitlines()
-    errors = [line for line in lines if line.startswith(f"study {argv[0]}: error:")]
+    errors = [line for line in lines if re.match(r"study(?: [\w-]+)?: error: ", line)]
     assert len(errors) == 1 and errors[0] == lines[-1], f"expected one error line, last, got:\n{err}"
     for text in named:
         assert str(text) in errors[0], (text, errors[0])
@@ -447,6 +451,21 @@ def test_every_model_command_takes_device_auto_and_resolves_it_first(monkeypatch
     monkeypatch.undo()
     want = "cuda" if torch.cuda.is_available() else "cpu"
     assert study.device.select_device("auto").type == want
+
+
+def test_bad_arguments_give_one_line_not_the_usage(tmp_path, capsys, ci_params, tiny_run, synthetic_file):
+    synthetic = json.dumps({**ci_params["data"]["synthetic"], "train_per_class": 2, "test_per_class": 1})
+    prepare = ["prepare", "--dataset", "synthetic", "--variant", "default", "--out", tmp_path / "s.pt", "--synthetic"]
+    fails(capsys, [*prepare, "{broken"], "argument --synthetic", "not valid JSON", "'{broken'",
+          "study prepare --help")
+    succeeds(capsys, [*prepare, synthetic])
+    fails(capsys, ["trian"], "invalid choice: 'trian'", "'train'")
+    succeeds(capsys, _plan_argv(PRESETS))
+    evaluate = ["evaluate", "--data", synthetic_file, "--run-dir", tiny_run, "--evaluation",
+                json.dumps({"name": "clean", "type": "clean", "test_per_class": 1}), "--out", tmp_path / "c.parquet",
+                "--device", "cpu", "--no-progress", "--checkpoint"]
+    fails(capsys, [*evaluate, "middle"], "argument --checkpoint", "'middle'", "'last', 'best'")
+    succeeds(capsys, [*evaluate, "last"])
 
 
 def test_the_real_command_prints_one_line_and_no_traceback(repo_root):
