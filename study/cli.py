@@ -53,7 +53,7 @@ def cmd_prepare(args) -> int:
     from study.data.prepared import prepare_dataset
 
     splits = prepare_dataset(args.dataset, args.variant, Path(args.raw_dir), args.mirror, Path(args.out),
-                             synthetic=args.synthetic, options=args.options)
+                             synthetic=args.synthetic, options=args.options, progress=not args.no_progress)
     print(f"prepared {args.dataset} ({args.variant}): {splits.train_x.shape[0]} train, "
           f"{splits.test_x.shape[0]} test images -> {args.out}", file=sys.stderr)
     return 0
@@ -61,12 +61,13 @@ def cmd_prepare(args) -> int:
 
 def cmd_train(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import set_threads
+    from study.device import select_device, set_threads
     from study.train.engine import train_run
 
+    device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
-    result = train_run(args.run_config, splits, args.run_dir, device=args.device,
+    result = train_run(args.run_config, splits, args.run_dir, device=device,
                        stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
                        compile_mode=args.compile)
     return 0 if result.finished or args.stop_after is not None else 1
@@ -74,12 +75,13 @@ def cmd_train(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import set_threads
+    from study.device import select_device, set_threads
     from study.evaluate.run import evaluate_run
 
+    device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
-    evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=args.device,
+    evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=device,
                  progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
     return 0
 
@@ -101,13 +103,14 @@ def cmd_merge_shards(args) -> int:
 
 def cmd_evaluate_pretrained(args) -> int:
     from study.data.prepared import load_prepared
-    from study.device import set_threads
+    from study.device import select_device, set_threads
     from study.evaluate.pretrained import evaluate_pretrained
 
+    device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
     evaluate_pretrained(args.model, splits, args.evaluation, args.out, weights_dir=args.weights_dir,
-                        device=args.device, progress=not args.no_progress)
+                        device=device, progress=not args.no_progress)
     return 0
 
 
@@ -153,8 +156,8 @@ def cmd_construct(args) -> int:
     from study.features.build import build_constructed
     from study.runs import load_trained_model
 
-    set_threads(args.threads)
     device = select_device(args.device)
+    set_threads(args.threads)
     model, _ = load_trained_model(args.source_run, device)
     provenance = {"key": args.key, "source_run": Path(args.source_run).name}
     built = build_constructed(args.kind, model, load_prepared(args.data), args.out, args.work_dir, args.settings,
@@ -203,9 +206,10 @@ def cmd_check(args) -> int:
     from study.device import select_device, set_threads
     from study.evaluate.check_run import check_run
 
+    device = select_device(args.device)
     set_threads(args.threads)
     result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
-                       per_class=args.per_class, eps_factors=args.eps_factors, device=select_device(args.device),
+                       per_class=args.per_class, eps_factors=args.eps_factors, device=device,
                        checkpoint=args.checkpoint)
     return 1 if result["status"] == "fail" and args.strict else 0
 
@@ -215,8 +219,8 @@ def cmd_corruptions(args) -> int:
     from study.device import eval_batch_size, select_device, set_threads
     from study.evaluate.corruptions import evaluate_corruptions
 
-    set_threads(args.threads)
     device = select_device(args.device)
+    set_threads(args.threads)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
                          per_class=args.per_class, batch_size=eval_batch_size(args.batch_size, device),
                          seed=args.seed, device=device, source=args.source, raw_dir=args.raw_dir,
@@ -245,7 +249,9 @@ def cmd_robustness_tables(args) -> int:
 def cmd_bench(args) -> int:
     from study.bench import run_bench
     from study.bench.run import ALL_TASKS
+    from study.device import select_device
 
+    select_device(args.device)  # an unavailable device fails here, before any data is made
     report = run_bench(args.out, data=args.data, model=args.model, images=args.images,
                        test_images=args.test_images, tasks=args.tasks or ALL_TASKS, device=args.device, seed=args.seed,
                        batch_size=args.batch_size, threads=args.threads, accuracy_epochs=args.accuracy_epochs,
@@ -288,6 +294,7 @@ def _add_plan_and_data(sub) -> None:
     p.add_argument("--options", type=_json_arg, default=None,
                    help="options of a hand-placed dataset's loader (JSON), e.g. imagenet per_class")
     p.add_argument("--out", required=True)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (log files)")
     p.set_defaults(func=cmd_prepare)
 
 
@@ -448,7 +455,7 @@ def _add_bench(sub) -> None:
     p.add_argument("--test-images", type=int, default=256, help="test images of the evaluation tasks")
     p.add_argument("--tasks", nargs="+", default=None,
                    help="standard_epoch, pgd10_at_epoch, trades_epoch, pgd20_eval, autoattack_eval (default: all)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--compile", nargs="+", default=["auto"], choices=["off", "default", "max", "auto"],
@@ -472,8 +479,16 @@ def cmd_reproduction(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad argument gives one line (which argument, what it got, where the valid ones are),
+    not the usage block: the last line of a job's log says what went wrong."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the arguments)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="study", description=__doc__)
+    parser = _Parser(prog="study", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = _run_args()
     _add_plan_and_data(sub)
@@ -491,10 +506,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (ValueError, OSError, RuntimeError) as err:
         # Known failure modes (bad config, missing file, diverged run) get one clear line.
+        # One line, whatever the message holds, so that a log's last line is the whole story.
         if os.environ.get("STUDY_TRACEBACK"):
             raise
-        print(f"study {args.command}: error: {err}", file=sys.stderr)
-        print("(set STUDY_TRACEBACK=1 for the full traceback)", file=sys.stderr)
+        message = " ".join(str(err).split())
+        print(f"study {args.command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 2
 
 

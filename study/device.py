@@ -10,14 +10,21 @@ import torch
 VALID_DEVICES = ("auto", "cpu", "cuda")
 
 
-def select_device(name: str = "auto") -> torch.device:
+def select_device(name: str | torch.device = "auto") -> torch.device:
+    """`auto`: the GPU if there is one, else the CPU; `cpu`, `cuda`, `cuda:N` as named (an
+    already selected torch.device passes through)."""
+    name = str(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.split(":")[0] not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {name!r}; valid: {', '.join(VALID_DEVICES)} (or cuda:N)")
+        raise ValueError(f"--device {name!r} is not a device; valid: {', '.join(VALID_DEVICES)} (or cuda:N)")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but no CUDA GPU is visible")
-    return torch.device(name)
+        raise RuntimeError(f"--device {name!r}: no CUDA GPU is visible on this machine; valid here: auto, cpu")
+    try:
+        return torch.device(name)
+    except RuntimeError as err:
+        raise ValueError(f"--device {name!r} is not a device ({err}); valid: {', '.join(VALID_DEVICES)} "
+                         "(or cuda:N)") from None
 
 
 def set_threads(threads: int | None) -> None:

@@ -133,6 +133,25 @@ def model_from_arch(arch: Mapping) -> torch.nn.Module:
     )
 
 
+def _model_blob(path: Path) -> dict:
+    """A model file (weights and architecture, and the run key where `study train` wrote it);
+    ValueError naming the file otherwise."""
+    from study.io import load_torch
+
+    try:
+        blob = load_torch(path)
+    except Exception as err:  # torch raises several unrelated types for damaged files
+        raise ValueError(f"{path} could not be read as a model file ({type(err).__name__}: {err}); "
+                         "retrain the run (`study train`)") from err
+    if isinstance(blob, dict) and "zoo" in blob:  # names a RobustBench model instead of holding weights
+        return blob
+    missing = [k for k in ("state_dict", "arch") if not isinstance(blob, dict) or k not in blob]
+    if missing:
+        raise ValueError(f"{path} is not a model file of `study train` (no {', '.join(missing)}); "
+                         "put the run's model.pt back or retrain it")
+    return blob
+
+
 def load_trained_model(
     run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: str = "last"
 ) -> tuple[torch.nn.Module, dict]:
@@ -143,13 +162,18 @@ def load_trained_model(
     path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
-    from study.io import load_torch
-
-    blob = load_torch(path)
+    blob = _model_blob(path)
     if "zoo" in blob:  # a RobustBench zoo model (write_zoo_run): robustbench loads it from the folder
         from study.models.zoo import ZooEntry, load_zoo_model
 
         return load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device), {"name": "zoo", **blob["zoo"]}
+    config = Path(run_dir) / CONFIG_FILE
+    if config.exists():
+        want = run_key(json.loads(config.read_text()))
+        got = blob.get("run_key")
+        if got != want:
+            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {want}: "
+                             "put this run's own model file back, or retrain it (`study train`)")
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]

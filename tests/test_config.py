@@ -72,7 +72,8 @@ def test_preset_overlay_and_command_line_order(repo_root):
     assert over["data"]["variants"]["cifar10"] == "jpeg"
 
 
-@pytest.mark.parametrize("override", [{"train.epochs": 3}, {"train": "{epochs: 3}"}, {"train": {"epochs": 3}}])
+@pytest.mark.parametrize("override", [{"train.epochs": 3}, {"train": "{epochs: 3}"}, {"train": {"epochs": 3}},
+                                      {"train": {"epochs": "3"}}])  # the last: as Snakemake's --config passes it
 def test_overrides_as_users_type_them_merge_into_params(repo_root, override):
     """Dotted keys and YAML flow mappings (strings, as Snakemake and DVC pass them) set one
     nested value and keep its siblings."""

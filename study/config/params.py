@@ -8,6 +8,7 @@ Both front ends (Snakemake and the `study` command) resolve the configuration th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,10 +28,15 @@ def available_presets(presets_dir: Path = DEFAULT_PRESETS) -> list[str]:
     return sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
 
 
+# libyaml's parser where PyYAML has it: the schema is read once per dataset check, and the
+# pure-Python parser takes a second per read.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_yaml(path: Path) -> dict:
     try:
         with open(path) as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_LOADER)
     except FileNotFoundError as err:
         raise ConfigError(f"config file not found: {path}") from err
     except yaml.YAMLError as err:
@@ -40,16 +46,32 @@ def read_yaml(path: Path) -> dict:
     return data
 
 
+def non_finite_paths(value, where: str = "") -> list[str]:
+    """Key paths of NaN or infinite numbers (JSON schema bounds do not exclude NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{where}: {value} is not a finite number"]
+    if isinstance(value, Mapping):
+        return [msg for k, v in value.items() for msg in non_finite_paths(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [msg for i, v in enumerate(value) for msg in non_finite_paths(v, f"{where}[{i}]")]
+    return []
+
+
+def _schema_message(err: jsonschema.ValidationError) -> str:
+    """`key.path: what is wrong`, from the alternative of a oneOf/anyOf that came closest."""
+    err = jsonschema.exceptions.best_match([err])
+    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    return f"{where}: {err.message}"
+
+
 def validate_params(params: Mapping, schema_path: Path = DEFAULT_SCHEMA) -> None:
+    """One ConfigError line naming every bad key path (up to 10) and what is valid there."""
     schema = read_yaml(Path(schema_path))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = []
-        for err in errors[:10]:
-            where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-            lines.append(f"  {where}: {err.message}")
-        raise ConfigError("invalid configuration:\n" + "\n".join(lines))
+    messages = non_finite_paths(params) + [_schema_message(err) for err in errors]
+    if messages:
+        raise ConfigError("invalid configuration: " + "; ".join(messages[:10]))
 
 
 def coerce_overrides(overrides: Mapping) -> dict:
@@ -64,8 +86,27 @@ def coerce_overrides(overrides: Mapping) -> dict:
                 value = yaml.safe_load(value)
             except yaml.YAMLError as err:
                 raise ConfigError(f"override {key}={value!r} is not valid YAML: {err}") from None
+        elif isinstance(value, (Mapping, list)):
+            value = _typed_scalars(value)
         out = set_dotted(out, str(key), value)
     return out
+
+
+def _typed_scalars(value):
+    """Snakemake parses `--config 'train={epochs: 5}'` with YAML's base loader, which keeps
+    every scalar a string ({'epochs': '5'}); read each as YAML would ('5' -> 5, '8/255'
+    stays a string)."""
+    if isinstance(value, Mapping):
+        return {k: _typed_scalars(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed_scalars(v) for v in value]
+    if isinstance(value, str):
+        try:
+            typed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return typed if typed is None or isinstance(typed, (bool, int, float)) else value
+    return value
 
 
 def load_params(
@@ -84,25 +125,38 @@ def load_params(
     # holds `train.epochs` as a top-level key) leaves copies the schema would reject.
     params = {k: v for k, v in params.items() if "." not in str(k)}
     preset = overrides.get("preset", params.get("preset"))
+    sources = [] if base is not None else [str(params_path)]
     if preset is not None:
         preset_file = Path(presets_dir) / f"{preset}.yaml"
         if not preset_file.exists():
             raise ConfigError(
-                f"unknown preset {preset!r}; valid presets: {', '.join(available_presets(Path(presets_dir)))}"
+                f"unknown preset {preset!r} (no {preset_file}); valid presets: "
+                f"{', '.join(available_presets(Path(presets_dir)))}"
             )
         params = deep_merge(params, read_yaml(preset_file))
+        sources.append(f"preset {preset_file}")
     params = deep_merge(params, overrides)
     params["preset"] = preset
-    validate_params(params, Path(schema_path))
+    if set(overrides) - {"preset"}:
+        sources.append("command-line overrides")
+    try:
+        _check_params(params, Path(schema_path))
+    except ConfigError as err:
+        # which files (and overrides) the bad value may come from
+        raise ConfigError(f"{' + '.join(sources) or 'configuration'}: {err}") from None
+    return params
+
+
+def _check_params(params: Mapping, schema_path: Path) -> None:
+    validate_params(params, schema_path)
     for dataset in params.get("per_dataset") or {}:
         # The merged settings of each dataset must be as valid as the global ones.
         try:
-            validate_params(dataset_params(params, dataset), Path(schema_path))
+            validate_params(dataset_params(params, dataset), schema_path)
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
     _check_references(params)
     _check_features(params)
-    return params
 
 
 def _check_references(params: Mapping) -> None:

@@ -12,6 +12,7 @@ import http.client
 import os
 import sys
 import urllib.request
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,8 +112,9 @@ def archive_checksums(path: str | os.PathLike, spec: ArchiveSpec) -> dict[str, s
             for chunk in iter(lambda: f.read(_CHUNK), b""):
                 for hasher in hashers.values():
                     hasher.update(chunk)
-    except (OSError, EOFError) as err:
-        return {name: f"<not gzip: {err}>" for name in spec.checksums}
+    except (OSError, EOFError, zlib.error) as err:
+        # a truncated or byte-flipped gzip stream (zlib.error is no OSError)
+        return {name: f"<not readable gzip: {err}>" for name in spec.checksums}
     return {name: hasher.hexdigest() for name, hasher in hashers.items()}
 
 
@@ -188,9 +190,7 @@ def _from_mirror(spec: ArchiveSpec, mirror: Path, target: Path, progress: bool) 
             continue
         return True
     if bad:
-        raise ChecksumError(
-            "\n".join(bad) + "\nThe mirror copy was not used; replace it with a good copy."
-        )
+        raise ChecksumError("; ".join(bad) + "; the mirror copy was not used: replace it with a good copy")
     return False
 
 
@@ -215,7 +215,7 @@ def _download(spec: ArchiveSpec, url: str, target: Path, progress: bool) -> None
         if _mismatches(spec, actual):
             kept = _set_aside(part)
             raise ChecksumError(
-                _checksum_message(spec, url, actual) + f"\nThe download was kept as {kept}."
+                _checksum_message(spec, url, actual) + f"; the download was kept as {kept}"
             )
         os.replace(part, target)
 
@@ -226,23 +226,23 @@ def _unavailable_message(
     mirror: Path | None,
     download_error: str | None,
 ) -> str:
-    lines = [f"{spec.filename} ({spec.describe_checksums()}) is not available."]
+    lines = [f"{spec.filename} ({spec.describe_checksums()}) is not available"]
     if spec.url is None:
-        lines.append("  download: none, this file has no public URL and must be supplied locally")
+        lines.append("download: none, this file has no public URL and must be supplied locally")
     else:
-        lines.append(f"  download: tried {spec.url}: {download_error}")
+        lines.append(f"download: tried {spec.url}: {download_error}")
     if mirror is None:
-        lines.append(f"  mirror: none set (${MIRROR_ENV} or config key {MIRROR_CONFIG_KEY})")
+        lines.append(f"mirror: none set (${MIRROR_ENV} or config key {MIRROR_CONFIG_KEY})")
     else:
         state = "" if mirror.is_dir() else " (this folder does not exist)"
         searched = ", ".join(str(p) for p in _mirror_candidates(spec, mirror))
-        lines.append(f"  mirror {mirror}{state}: searched {searched}")
+        lines.append(f"mirror {mirror}{state}: searched {searched}")
     subdirs = "".join(f" or <mirror>/{sub}/{spec.filename}" for sub in spec.mirror_subdirs)
     lines.append(
         f"Put the file at {raw_dir / spec.filename}, or at <mirror>/{spec.filename}{subdirs} "
-        f"in a mirror folder named by ${MIRROR_ENV} or the config key {MIRROR_CONFIG_KEY}."
+        f"in a mirror folder named by ${MIRROR_ENV} or the config key {MIRROR_CONFIG_KEY}"
     )
-    return "\n".join(lines)
+    return "; ".join(lines)
 
 
 def fetch_archive(

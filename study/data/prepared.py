@@ -4,6 +4,11 @@ variant so that training and evaluation never touch the raw archives."""
 from __future__ import annotations
 
 import os
+import pickle
+import struct
+import tarfile
+import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,9 @@ PREPARED_FORMAT = "study.prepared/1"
 PREPARE_COMMAND = "study prepare"
 
 _TENSOR_KEYS = ("train_x", "train_y", "test_x", "test_y")
+# What the archive readers (gzip, tarfile, zipfile, pickle, scipy.io, PIL) raise for a damaged file.
+_UNREADABLE = (ValueError, OSError, EOFError, KeyError, IndexError, zlib.error, tarfile.TarError,
+               zipfile.BadZipFile, pickle.UnpicklingError, struct.error)
 
 
 class PreparedDataError(RuntimeError):
@@ -114,6 +122,21 @@ def _check_loaded(name: str, variant: str, splits: Splits) -> None:
         )
 
 
+def _load_archives(name: str, variant: str, load, paths: list[Path]) -> Splits:
+    """The loader's result; a damaged archive (one that matches its checksum yet cannot be
+    read) gives one error naming the files, unless the loader's own message names one."""
+    try:
+        return load(*paths)
+    except _UNREADABLE as err:
+        if isinstance(err, ValueError) and any(str(p) in str(err) for p in paths):
+            raise
+        files = ", ".join(str(p) for p in paths)
+        raise PreparedDataError(
+            f"{name}/{variant}: could not read {files} ({type(err).__name__}: {err}); the file is damaged or "
+            f"not the {name} {variant} archive: replace it with a good copy and run `{PREPARE_COMMAND}` again"
+        ) from err
+
+
 def prepare_dataset(
     name: str,
     variant: str,
@@ -137,7 +160,7 @@ def prepare_dataset(
         _check_loaded(name, variant, splits)
     elif source.archives:
         paths = [fetch_archive(spec, Path(raw_dir), mirror, progress) for spec in source.archives]
-        splits = source.load(*paths)
+        splits = _load_archives(name, variant, source.load, paths)
         _check_loaded(name, variant, splits)
         splits.meta["archives"] = [
             {"filename": spec.filename, **spec.checksums} for spec in source.archives

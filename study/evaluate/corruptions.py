@@ -20,11 +20,12 @@ import torch
 
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import corrupt
+from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
 from study.metrics.classwise import class_accuracy
 from study.predict import predict
-from study.runs import load_trained_model
+from study.runs import CHECKPOINT_FILES, load_trained_model
 
 SOURCES = ("auto", "official", "regenerated")
 
@@ -82,6 +83,7 @@ def evaluate_corruptions(
     print(f"CIFAR-10-C images: {variant}" + (f" ({archive})" if archive else ""), file=sys.stderr)
     cfg = json.loads((run_dir / "config.json").read_text())
     model, _ = load_trained_model(run_dir, device)
+    model_sha256 = file_checksums(run_dir / CHECKPOINT_FILES["last"], ["sha256"])["sha256"]
     idx = stratified_subset(splits.test_y, per_class)
     images, labels = splits.test_x[idx], splits.test_y[idx]
     parts_dir = out.parent / f"{out.stem}.parts"
@@ -91,10 +93,11 @@ def evaluate_corruptions(
             part = parts_dir / f"{corruption}-{severity}.parquet"
             if part.exists():
                 done, done_meta = read_records(part)
-                # reuse a part only if it was made for the same samples, seed and images (parts
-                # written before the official archive was supported are all regenerated)
+                # reuse a part (of an interrupted job) only if it was made by the same model file for
+                # the same samples, seed and images; a retrained model's parts are made again
                 if (done["index"].tolist() == idx.tolist() and done_meta.get("seed") == seed
-                        and done_meta.get("corruption_variant", "regenerated") == variant):
+                        and done_meta.get("corruption_variant") == variant
+                        and done_meta.get("model_sha256") == model_sha256):
                     frames.append(done)
                     continue
             t0 = time.perf_counter()
@@ -106,7 +109,7 @@ def evaluate_corruptions(
             frame = pd.DataFrame({"index": idx.numpy(), "label": labels.numpy(), "pred": pred,
                                   "corruption": corruption, "severity": int(severity)})
             write_records(frame, part, {"corruption": corruption, "severity": int(severity), "seed": seed,
-                                        "corruption_variant": variant})
+                                        "corruption_variant": variant, "model_sha256": model_sha256})
             frames.append(frame)
             acc = float((frame["pred"] == frame["label"]).mean())
             print(f"{corruption} {severity}: {100 * acc:.1f}% [{time.perf_counter() - t0:.1f}s]", file=sys.stderr)

@@ -45,7 +45,16 @@ from study.train.records import (
     validation_score,
     write_epochs_csv,
 )
-from study.train.setup import RunState, channel_stats, check_data, check_run_dir, resume_or_start, setup_run
+from study.train.run_config import check_run_config
+from study.train.setup import (
+    RunState,
+    channel_stats,
+    check_data,
+    check_run_dir,
+    resume_or_start,
+    setup_run,
+    write_run_config,
+)
 from study.train.step import TrainStep
 
 __all__ = ["EPOCH_COLUMNS", "TrainResult", "TrainingDivergedError", "channel_stats", "train_run"]
@@ -75,11 +84,14 @@ def train_run(
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
     weights of that parent run, `init_from` being the parent's model file."""
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    check_run_config(cfg)
     check_data(cfg, splits)
+    run_dir.mkdir(parents=True, exist_ok=True)
     check_run_dir(run_dir, cfg)
     state = setup_run(cfg, splits, run_dir, device)
     resume_or_start(state, init_from)
+    # written once the config has built its run, so a bad config leaves nothing that blocks the next
+    write_run_config(run_dir, cfg)
     prime_policies(state)
     step = TrainStep(state, compile_mode)
     for epoch in range(state.start_epoch + 1, state.epochs + 1):

@@ -79,9 +79,10 @@ def train_epoch(state: RunState, step: TrainStep, epoch: int, policy_state: Epoc
     bar.close()
     # One sync per epoch: a NaN anywhere in the epoch poisons the sum.
     if not torch.isfinite(totals.loss.sum()):
+        kept = f"the checkpoint of epoch {epoch - 1} is kept" if epoch > 1 else "nothing was trained"
         raise TrainingDivergedError(
-            f"non-finite training loss in epoch {epoch} of {state.run_dir.name} "
-            f"(lr {state.scheduler.get_last_lr()[0]:.3g}); the checkpoint of epoch {epoch - 1} is kept. "
-            "Lower the learning rate or check the data."
+            f"non-finite training loss in epoch {epoch} of {state.run_dir.name} at lr "
+            f"{state.scheduler.get_last_lr()[0]:.3g} (run config optimizer.lr {state.cfg['optimizer']['lr']!r}); "
+            f"{kept}: lower optimizer.lr or check the data, then rerun"
         )
     return totals

@@ -17,7 +17,7 @@ from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
-from study.runs import CONFIG_FILE, STATE_FILE, VALIDATION_FILE, run_key
+from study.runs import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE, run_key
 from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng
 from study.train.optim import build_optimizer, build_scheduler
@@ -119,16 +119,36 @@ def build_run_model(cfg: Mapping, splits: Splits, train_x: torch.Tensor) -> tupl
 
 
 def check_run_dir(run_dir: Path, cfg: Mapping) -> None:
-    """A run directory holds one config; a new one is written, a different one refused."""
+    """A run directory holds one run: a different config is refused once anything of the
+    other run has been trained (its checkpoint, models or records would be lost)."""
     path = run_dir / CONFIG_FILE
-    if path.exists():
-        existing = json.loads(path.read_text())
-        if run_key(existing) != run_key(cfg):
-            raise ValueError(
-                f"{run_dir} already holds a run with a different config "
-                f"(key {run_key(existing)} != {run_key(cfg)}); use a new run directory"
-            )
-    else:
+    if not path.exists():
+        return
+    existing = _read_config(path)
+    if existing is not None and run_key(existing) == run_key(cfg):
+        return
+    trained = [name for name in (STATE_FILE, EPOCHS_FILE, *CHECKPOINT_FILES.values()) if (run_dir / name).exists()]
+    if trained:
+        other = run_key(existing) if existing is not None else "unreadable"
+        raise ValueError(
+            f"{run_dir} already holds a run with a different config (run key {other}: {', '.join(trained)}; "
+            f"this config: {run_key(cfg)}); use a new run directory, or move that one aside"
+        )
+    _log(f"{path}: replacing the config of a run that never trained ({run_key(cfg)} now)")
+
+
+def _read_config(path: Path) -> dict | None:
+    """The config in `path`, or None when it is unreadable (replaced unless a run trained under it)."""
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return None
+
+
+def write_run_config(run_dir: Path, cfg: Mapping) -> None:
+    path = run_dir / CONFIG_FILE
+    existing = _read_config(path) if path.exists() else None
+    if existing is None or run_key(existing) != run_key(cfg):
         atomic_write_json(path, cfg)
 
 
