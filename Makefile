@@ -25,7 +25,7 @@ demo: setup
 	@echo "figures: results/figures/ (manifest: results/figures/all); reproduction: results/reproduction.md"
 
 test: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2; rc=$$?; \
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 lint: setup

@@ -479,6 +479,26 @@ def cmd_reproduction(args) -> int:
     return 0
 
 
+def cmd_readme_numbers(args) -> int:
+    from study.readme_numbers import readme_block, update_readme
+
+    block = readme_block(Path(args.tables), Path(args.runs))
+    if args.readme:
+        update_readme(Path(args.readme), block)
+        print(f"updated {args.readme}", file=sys.stderr)
+    else:
+        print(block)
+    return 0
+
+
+def _add_readme_numbers(sub) -> None:
+    p = sub.add_parser("readme-numbers", help="the README's numbers from the results (its marked block)")
+    p.add_argument("--tables", default="results/tables", help="folder of summary.csv, attacks.csv, checks.csv")
+    p.add_argument("--runs", default="results/runs", help="run folders (their meta.json: commit and date)")
+    p.add_argument("--readme", default=None, help="rewrite this file's marked block (default: print the block)")
+    p.set_defaults(func=cmd_readme_numbers)
+
+
 class _Parser(argparse.ArgumentParser):
     """A bad argument gives one line (which argument, what it got, where the valid ones are),
     not the usage block: the last line of a job's log says what went wrong."""
@@ -497,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tables_and_figures(sub)
     _add_zoo(sub)
     _add_bench(sub)
+    _add_readme_numbers(sub)
     return parser
 
 

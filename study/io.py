@@ -45,8 +45,10 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
         torch.save(obj, tmp)
 
 
-def load_torch(path: str | os.PathLike, map_location: str = "cpu") -> Any:
-    """Load a tensor file written by this project (tensors, numbers, strings, containers only)."""
+def load_torch(path: str | os.PathLike, map_location: str = "cpu", mmap: bool = False) -> Any:
+    """Load a tensor file written by this project (tensors, numbers, strings, containers only).
+    `mmap` maps the file instead of reading it: a job that uses a few images of a large
+    prepared dataset reads only those pages."""
     import torch
 
-    return torch.load(path, map_location=map_location, weights_only=True)
+    return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)

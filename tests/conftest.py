@@ -15,9 +15,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 
+#: Costly shared fixtures: their tests go to one worker (pytest -n 2 --dist loadgroup), which
+#: then computes each once instead of once per worker.
+SHARED_FIXTURE_GROUPS = {"paper_dry_run": "paper_dag", "ci_dry_run": "ci_dag", "tiny_bench": "bench"}
+
+
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tests (marked slow) first: with two workers, the rest fills in beside
     them instead of one long test starting last."""
+    for item in items:
+        for fixture, group in SHARED_FIXTURE_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

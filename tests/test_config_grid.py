@@ -76,7 +76,7 @@ def test_group_over_several_datasets():
     ({"experiments": [{"group": "g", "dataset": "synthetic", "models": ["small_cnn"], "methods": ["standard"],
                        "seeds": [0], "grid": {"optimizer.lr": []}}]}, "grid"),
     ({"experiments": [{"group": "g", "dataset": "synthetic", "datasets": ["mnist"], "models": ["small_cnn"],
-                       "methods": ["standard"], "seeds": [0]}]}, "experiments/0"),
+                       "methods": ["standard"], "seeds": [0]}]}, "experiments.0"),
 ])
 def test_bad_per_dataset_and_grid_values_are_named(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -108,7 +108,10 @@ def _robustness_runs(params, runs):
     rob = params["robustness"]
     cc = rob.get("corruptions") or {}
     tabled = _of_groups(runs, rob["groups"])
-    checked = tabled + [r for r in runs if _is_mitigation(r) and r not in tabled]
+    if "groups" in rob["checks"]:
+        checked = _of_groups(runs, rob["checks"]["groups"])
+    else:
+        checked = tabled + [r for r in runs if _is_mitigation(r) and r not in tabled]
     return tabled, checked, _of_groups(runs, cc.get("groups") or rob["groups"], cc.get("datasets", []))
 
 

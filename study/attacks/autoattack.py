@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from study.device import eval_batch_size
+
 STANDARD_ATTACKS = ("apgd-ce", "apgd-t", "fab-t", "square")
 AA_ATTACKS = ("apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square")
 _NORMS = {"linf": "Linf", "l2": "L2"}
@@ -80,7 +82,8 @@ def autoattack_batch(
         aa.attacks_to_run = [name]
         # The library's own batches (batch_size) over the still-robust samples, in index
         # order: the same chunks, and so the same per-chunk seeding, as its one-call cascade.
-        adv, pred = aa.run_standard_evaluation(x[idx], y[idx], batch_size=int(cfg.get("batch_size", 256)))
+        batch = eval_batch_size(cfg.get("batch_size"), x.device)
+        adv, pred = aa.run_standard_evaluation(x[idx], y[idx], batch_size=batch)
         flipped = pred.to(y.device) != y[idx]
         x_adv[idx[flipped]] = adv[flipped].to(x_adv.dtype)
         robust[idx[flipped]] = False

@@ -72,7 +72,7 @@ def load_prepared(path: str | os.PathLike) -> Splits:
     if not path.is_file():
         raise FileNotFoundError(f"prepared dataset {path} does not exist; {remake}")
     try:
-        payload = load_torch(path)
+        payload = load_torch(path, mmap=True)
     except Exception as err:  # torch raises several unrelated types for damaged files
         raise PreparedDataError(
             f"prepared dataset {path} could not be read ({type(err).__name__}: {err}); "

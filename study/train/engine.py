@@ -98,6 +98,7 @@ def train_run(
         t0 = time.perf_counter()
         policy_state = EpochPolicyState.of(state)
         totals = train_epoch(state, step, epoch, policy_state, progress)
+        state.loop_timings.append(time.perf_counter() - t0)
         end_epoch(state, epoch, totals, policy_state)
         state.timings.append(time.perf_counter() - t0)
         save_state(state, epoch)
@@ -166,6 +167,7 @@ def save_state(state: RunState, epoch: int) -> None:
         "rng": rng_state(state.cpu_gen, state.dev_gen),
         "records": state.records,
         "timings": state.timings,
+        "loop_timings": state.loop_timings,
         "policies": state.policies.state_dict(),
         "best": state.best,
     })
@@ -181,6 +183,8 @@ def finish_run(state: RunState) -> None:
         **provenance(state.dev),
         "device_name": describe(state.dev),
         "epoch_seconds": state.timings,
+        # the batches alone, without the epoch's evaluation and checkpoint (what `study bench` compares)
+        "train_loop_seconds": state.loop_timings,
         "train_seconds": float(sum(state.timings)),
         "train_images": int(state.x_train.shape[0]),
         "validation_images": int(state.y_val.numel()) if has_val else 0,

@@ -51,6 +51,7 @@ class RunState:
     shadow: torch.nn.Module | None = None  # holds the averaged weights, for evaluation
     records: list[dict] = field(default_factory=list)
     timings: list[float] = field(default_factory=list)
+    loop_timings: list[float] = field(default_factory=list)  # the training batches of each epoch
     start_epoch: int = 0
     best: dict = field(default_factory=lambda: {"score": float("-inf"), "epoch": 0})
 
@@ -235,6 +236,7 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
     state.scheduler.load_state_dict(ckpt["scheduler"])
     restore_rng(ckpt["rng"], state.cpu_gen, state.dev_gen)
     state.records, state.timings = list(ckpt["records"]), list(ckpt["timings"])
+    state.loop_timings = list(ckpt.get("loop_timings", []))
     state.start_epoch = int(ckpt["epoch"])
     state.policies.load_state_dict(ckpt.get("policies", {}))
     state.best = dict(ckpt.get("best", state.best))

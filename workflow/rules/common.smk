@@ -167,7 +167,8 @@ def runs_of_groups(groups):
 # runs evaluated on CIFAR-10-C: those of the corruption groups trained on a dataset it corrupts.
 _CC = ROBUSTNESS.get("corruptions") or {}
 ROBUSTNESS_RUNS = runs_of_groups(ROBUSTNESS["groups"])
-CHECKED_RUNS = ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in " ".join(r.groups)]
+CHECKED_RUNS = (runs_of_groups(ROBUSTNESS["checks"]["groups"]) if "groups" in ROBUSTNESS["checks"] else
+                ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in " ".join(r.groups)])
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
