@@ -37,6 +37,7 @@ CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)
+    (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/test_readme_numbers.py runs it)
     (r"make (demo|test|lint|setup|paper)", "make"),  # minutes to hours: the target exists, its recipe expands
     (r"dvc repro", "dvc"),  # the whole study: its stages exist and name Snakemake targets that exist
     (r"dvc exp run( -S \S+)*", "dvc"),
