@@ -73,7 +73,7 @@ def test_killed_process_resumes_from_checkpoint(tmp_path, synthetic_file, tiny_r
     cfg_path.write_text(json.dumps(cfg))
     exe = os.path.join(os.path.dirname(sys.executable), "study")
     args = [exe, "train", "--data", str(synthetic_file), "--run-dir", str(tmp_path / "run"),
-            "--run-config", f"@{cfg_path}", "--device", "cpu", "--no-progress", "--threads", "2"]
+            "--run-config", f"@{cfg_path}", "--device", "cpu", "--no-progress", "--threads", "1"]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
     ckpt = tmp_path / "run" / "checkpoint.pt"
     deadline = time.time() + 300
@@ -97,7 +97,7 @@ def test_killed_process_resumes_from_checkpoint(tmp_path, synthetic_file, tiny_r
 
     # the same thread count as the subprocess: CPU reductions split by thread count round differently
     threads = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     try:
         train_run(cfg, load_prepared(synthetic_file), straight, device="cpu", progress=False)
     finally:
