@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -53,7 +54,10 @@ def _copy_project(dest: Path) -> Path:
 
 
 def _run(args, cwd, timeout=900):
+    t0 = time.perf_counter()
     proc = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    # where a slow test spends its time (shown by pytest -s, or beside a failure)
+    print(f"[{time.perf_counter() - t0:6.1f} s] {' '.join(str(a) for a in args[:6])}", file=sys.stderr)
     assert proc.returncode == 0, f"{' '.join(map(str, args))} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
 
