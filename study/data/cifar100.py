@@ -16,6 +16,11 @@ from study.data.cifar10 import read_pickled_members
 from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
+# The class and superclass names live where figure jobs read them without torch.
+from study.data.superclasses import CIFAR100_CLASS_NAMES as CLASS_NAMES
+from study.data.superclasses import CIFAR100_FINE_TO_COARSE as FINE_TO_COARSE
+from study.data.superclasses import CIFAR100_SUPERCLASS_NAMES as SUPERCLASS_NAMES
+
 ARCHIVE = ArchiveSpec(
     filename="cifar-100-python.tar.gz",
     url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
@@ -24,36 +29,6 @@ ARCHIVE = ArchiveSpec(
 )
 IMAGE_SHAPE = (3, 32, 32)
 
-# Superclass -> its five fine classes, from the dataset's page; names as in `meta`.
-SUPERCLASSES: dict[str, tuple[str, ...]] = {
-    "aquatic_mammals": ("beaver", "dolphin", "otter", "seal", "whale"),
-    "fish": ("aquarium_fish", "flatfish", "ray", "shark", "trout"),
-    "flowers": ("orchid", "poppy", "rose", "sunflower", "tulip"),
-    "food_containers": ("bottle", "bowl", "can", "cup", "plate"),
-    "fruit_and_vegetables": ("apple", "mushroom", "orange", "pear", "sweet_pepper"),
-    "household_electrical_devices": ("clock", "keyboard", "lamp", "telephone", "television"),
-    "household_furniture": ("bed", "chair", "couch", "table", "wardrobe"),
-    "insects": ("bee", "beetle", "butterfly", "caterpillar", "cockroach"),
-    "large_carnivores": ("bear", "leopard", "lion", "tiger", "wolf"),
-    "large_man-made_outdoor_things": ("bridge", "castle", "house", "road", "skyscraper"),
-    "large_natural_outdoor_scenes": ("cloud", "forest", "mountain", "plain", "sea"),
-    "large_omnivores_and_herbivores": ("camel", "cattle", "chimpanzee", "elephant", "kangaroo"),
-    "medium_mammals": ("fox", "porcupine", "possum", "raccoon", "skunk"),
-    "non-insect_invertebrates": ("crab", "lobster", "snail", "spider", "worm"),
-    "people": ("baby", "boy", "girl", "man", "woman"),
-    "reptiles": ("crocodile", "dinosaur", "lizard", "snake", "turtle"),
-    "small_mammals": ("hamster", "mouse", "rabbit", "shrew", "squirrel"),
-    "trees": ("maple_tree", "oak_tree", "palm_tree", "pine_tree", "willow_tree"),
-    "vehicles_1": ("bicycle", "bus", "motorcycle", "pickup_truck", "train"),
-    "vehicles_2": ("lawn_mower", "rocket", "streetcar", "tank", "tractor"),
-}
-# The official label order is alphabetical, for fine and coarse names alike.
-CLASS_NAMES: tuple[str, ...] = tuple(sorted(f for fs in SUPERCLASSES.values() for f in fs))
-SUPERCLASS_NAMES: tuple[str, ...] = tuple(sorted(SUPERCLASSES))
-FINE_TO_COARSE: tuple[int, ...] = tuple(
-    next(i for i, s in enumerate(SUPERCLASS_NAMES) if fine in SUPERCLASSES[s])
-    for fine in CLASS_NAMES
-)
 
 _MEMBERS = ("train", "test", "meta")
 

@@ -100,12 +100,12 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
 
 def class_groups(dataset: str) -> list[str] | None:
     """Superclass name of every class where the dataset has superclasses (CIFAR-100), else None."""
-    from study.data.registry import get_dataset_info
+    from study.data.superclasses import SUPERCLASSES
 
-    info = get_dataset_info(dataset)
-    if not info.superclass_of:
+    if dataset not in SUPERCLASSES:
         return None
-    return [info.superclass_names[s] for s in info.superclass_of]
+    names, of = SUPERCLASSES[dataset]
+    return [names[s] for s in of]
 
 
 def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[str], list[str] | None, str]:

@@ -75,9 +75,11 @@ def seed_interval(
     if (k < 1).any():
         raise ValueError("n_seeds must be at least 1")
     several = k >= 2
-    from scipy import stats  # here: scipy.stats costs a second at import, and most jobs never need it
+    t = np.zeros(m.shape)
+    if several.any():
+        from scipy import stats  # here: scipy.stats costs a second at import, and one seed never needs it
 
-    t = np.where(several, stats.t.ppf(NormalDist().cdf(z), np.where(several, k - 1, 1)), 0.0)
+        t = np.where(several, stats.t.ppf(NormalDist().cdf(z), np.where(several, k - 1, 1)), 0.0)
     with np.errstate(invalid="ignore"):
         half = np.where(several, t * s / np.sqrt(k), 0.0)
         # A bootstrap interval of a nonlinear statistic (the worst class) can sit wholly on one
@@ -121,7 +123,7 @@ def seed_summary(
         raise ValueError(f"no non-NaN values in column {value!r}")
     # private names so that `value` or `n` may be called "mean", "std", ...
     out = rows.groupby(by, sort=False, dropna=False).agg(
-        n_seeds=(value, "size"), _mean=(value, "mean"), _std=(value, lambda s: s.std(ddof=1)), _n=(n, "mean"),
+        n_seeds=(value, "size"), _mean=(value, "mean"), _std=(value, "std"), _n=(n, "mean"),  # std: ddof=1
     ).reset_index()
     out["ci_lo"], out["ci_hi"] = accuracy_seed_interval(out["_mean"], out["_std"], out["n_seeds"], out["_n"], z=z)
     return out.rename(columns={"_mean": value, "_std": f"{value}_std", "_n": n})[
