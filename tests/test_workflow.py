@@ -249,7 +249,7 @@ def test_demo_preset_dry_run(project):
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "demo")
     assert counts["train"] == len(runs)
-    assert (counts["evaluate"], counts["merge_shards"]) == _evaluate_jobs(params, runs)
+    assert (counts["evaluate"], counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     assert counts.get("construct", 0) == len(cons)
     # the robustness suite on the runs of its groups; CIFAR-10-C for those of the corruption
     # groups trained on CIFAR-10, none of MNIST
@@ -279,7 +279,7 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
     assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     assert counts["train"] == len(runs) and counts["construct"] == len(cons)
-    assert (counts["evaluate"], counts["merge_shards"]) == _evaluate_jobs(params, runs)
+    assert (counts["evaluate"], counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     # the zoo entry of the ci preset waits for its weights file (tests/test_zoo_workflow.py places it)
     assert "zoo_run" not in counts and not set(ZOO_FIGURES) & set(counts)
 
@@ -361,7 +361,8 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     ran = _stats(out + repro)
     assert (ran["train"], ran["construct"]) == (len(runs), len(cons))
     assert (ran["evaluate"], ran["merge_shards"]) == _evaluate_jobs(params, runs)
-    assert {fig: ran[fig] for fig in params["figures"]} == _figure_jobs(params, runs)
+    # (the zoo's figures wait for its weights file: tests/test_zoo_workflow.py)
+    assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
     assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)
     assert _expected_logs(params, runs) <= set(logs)
@@ -370,7 +371,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
 
     manifest = (project / "results/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert {Path(f).parent.name for f in figures} == set(params["figures"])
+    assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     plain = _plain(runs)
