@@ -15,7 +15,7 @@ import torch
 
 from study.data.batches import epoch_batches
 from study.data.prepared import save_prepared
-from study.data.splits import Splits
+from study.data.splits import Splits, stratified_subset
 from study.io import atomic_write_text
 from study.train.epoch import EpochPolicyState, augmented_batch
 from study.train.optim import lr_table
@@ -102,7 +102,8 @@ def concurrent_throughput(cfg: Mapping, splits: Splits, tmp: Path, device: str, 
                 raise RuntimeError(f"a concurrent training process failed: {err.strip().splitlines()[-1:]}")
         return time.perf_counter() - t0
 
-    images = int(cfg["epochs"]) * _train_images(cfg, splits)
+    # the run's training subset, as setup_run takes it (the bench's configs hold out no validation)
+    images = int(cfg["epochs"]) * stratified_subset(splits.train_y, cfg.get("train_per_class")).numel()
     one = launch(1, "one")
     many = launch(k, "many")
     single, aggregate = images / one, k * images / many
@@ -110,8 +111,3 @@ def concurrent_throughput(cfg: Mapping, splits: Splits, tmp: Path, device: str, 
             "one_process_seconds": one, "k_processes_seconds": many, "one_images_per_s": single,
             "aggregate_images_per_s": aggregate, "aggregate_over_one": aggregate / single}
 
-
-def _train_images(cfg: Mapping, splits: Splits) -> int:
-    per_class = cfg.get("train_per_class")
-    counts = torch.bincount(splits.train_y, minlength=splits.num_classes)
-    return int(counts.sum()) if per_class is None else int(counts.clamp(max=int(per_class)).sum())
