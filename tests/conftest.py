@@ -20,9 +20,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 SHARED_FIXTURE_GROUPS = {"paper_dry_run": "paper_dag", "ci_dry_run": "ci_dag", "tiny_bench": "bench"}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tests (marked slow) first: with two workers, the rest fills in beside
-    them instead of one long test starting last."""
+    them instead of one long test starting last. First among the hooks: xdist's own (which
+    reads the groups into the test ids) must see the groups set here."""
     for item in items:
         for fixture, group in SHARED_FIXTURE_GROUPS.items():
             if fixture in getattr(item, "fixturenames", ()):
