@@ -20,6 +20,16 @@ def _json_arg(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not valid JSON (or @file): {text[:80]!r}: {err}") from err
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def _add_params_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default="params.yaml", help="the study's params.yaml")
     p.add_argument("--preset", default=None, help="preset overlay (workflow/presets/NAME.yaml)")
@@ -202,15 +212,19 @@ def cmd_manifest(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from dataclasses import replace
+
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.evaluate.check_run import check_run
+    from study.evaluate.checks import DEFAULT_THRESHOLDS
 
     device = select_device(args.device)
     set_threads(args.threads)
+    thresholds = replace(DEFAULT_THRESHOLDS, strong_steps=args.strong_steps, strong_restarts=args.strong_restarts)
     result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
                        per_class=args.per_class, eps_factors=args.eps_factors, device=device,
-                       checkpoint=args.checkpoint)
+                       checkpoint=args.checkpoint, thresholds=thresholds)
     return 1 if result["status"] == "fail" and args.strict else 0
 
 
@@ -231,9 +245,8 @@ def cmd_corruptions(args) -> int:
 def cmd_robustness_tables(args) -> int:
     import pandas as pd
 
-    from study.evaluate.corruptions import corruption_table
     from study.io import atomic_path
-    from study.robustness_tables import robustness_tables
+    from study.robustness_tables import corruption_table, robustness_tables
 
     paths = robustness_tables(args.records, args.checks, args.out_dir)
     # Written even with no corruption records (none configured), so the outputs are complete.
@@ -350,6 +363,9 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--pgd", type=_json_arg, required=True, help="reference PGD evaluation (JSON) for eps sweeps")
     p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
+    p.add_argument("--strong-steps", type=_positive_int, default=100,
+                   help="steps of the much stronger PGD that the reference PGD is checked against")
+    p.add_argument("--strong-restarts", type=_positive_int, default=2, help="its random restarts")
     p.add_argument("--out", required=True, help="checks.json")
     p.add_argument("--table", required=True, help="checks.csv")
     p.add_argument("--checkpoint", default="last", choices=["last", "best"],

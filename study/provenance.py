@@ -7,8 +7,10 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 _PACKAGES = ("torch", "numpy", "pandas", "pyarrow", "pyautoattack", "snakemake", "dvc")
 
@@ -39,6 +41,8 @@ def package_versions() -> dict[str, str | None]:
 
 
 def provenance(device: torch.device | None = None) -> dict:
+    import torch  # here: the table jobs write provenance-free files and never need torch
+
     info = {
         "git_commit": git_commit(),
         "python": sys.version.split()[0],

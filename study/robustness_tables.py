@@ -157,3 +157,20 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
     return path
+
+
+def corruption_table(records: Iterable[str | Path]) -> pd.DataFrame:
+    """Class x corruption x severity accuracy (with Wilson intervals) of every run's
+    CIFAR-10-C records (`study corruptions`)."""
+    blocks = []
+    for path in records:
+        frame, meta = read_records(path)
+        ident = {**identity(meta["run_id"], meta["run_config"]), "corruption_variant": meta["corruption_variant"]}
+        for (corruption, severity), part in frame.groupby(["corruption", "severity"], sort=False):
+            table = class_accuracy(part, meta["class_names"])
+            table.insert(0, "severity", severity)
+            table.insert(0, "corruption", corruption)
+            blocks.append(table.assign(**ident)[[*ident, *table.columns]])
+    if not blocks:
+        raise ValueError("no corruption records given")
+    return pd.concat(blocks, ignore_index=True)

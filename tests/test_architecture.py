@@ -148,3 +148,39 @@ def test_ruff_with_the_complexity_limits_of_pyproject_passes():
     assert proc.returncode == 0, proc.stdout[-3000:]
     config = (ROOT / "pyproject.toml").read_text()
     assert '"C901"' in config and '"PLR0915"' in config and "max-complexity = 12" in config
+
+
+# What Snakemake's DAG (common.smk), `study plan` and the table and figure jobs import: every
+# such process would otherwise pay torch's import (about 3 s of CPU) for nothing.
+TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.make",
+              "study.tables", "study.robustness_tables", "study.reproduction", "study.readme_numbers",
+              "study.data.registry", "study.models.registry")
+
+
+def test_planning_tables_and_figures_never_import_torch():
+    code = (
+        "import sys\n"
+        f"for name in {TORCH_FREE!r}: __import__(name)\n"
+        "from study.config import constructions, load_params, plan_runs\n"
+        "from study.resources import evaluate_minutes, mem_mb, train_minutes\n"
+        "params = load_params('params.yaml', {'preset': 'paper'}, presets_dir='workflow/presets',"
+        " schema_path='workflow/schemas/params.schema.yaml')\n"
+        "runs = plan_runs(params)\n"
+        "constructions(params, runs)\n"
+        "[(train_minutes(r.config), mem_mb(r.config)) for r in runs]\n"
+        "print(len(runs), sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:5])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, loaded = proc.stdout.split(" ", 1)
+    assert int(count) > 0 and loaded.strip() == "[]", proc.stdout
+
+
+def test_building_a_model_and_fetching_a_source_still_work_from_the_lazy_tables():
+    from study.data.registry import SOURCES, get_source, sources
+    from study.models.registry import _REGISTRY, MODEL_NAMES, build_model
+
+    assert SOURCES is sources() and get_source("synthetic", "default").load.__name__ == "make_synthetic"
+    for name in MODEL_NAMES:  # every row names a module and a factory that exist
+        assert callable(_REGISTRY[name].build), name
+    assert build_model("small_cnn", 10).fc.out_features == 10

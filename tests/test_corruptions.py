@@ -16,8 +16,9 @@ import study.data.corruptions as corruptions
 from study.data.cifar10c import find_cifar10c, load_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import CORRUPTIONS, OFFICIAL_CORRUPTIONS, SEVERITIES, corrupt, motion_kernel
 from study.data.download import ChecksumError, DataUnavailableError
-from study.evaluate.corruptions import corruption_table, evaluate_corruptions, resolve_source
+from study.evaluate.corruptions import evaluate_corruptions, resolve_source
 from study.evaluate.records import read_records
+from study.robustness_tables import corruption_table
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import torch
 
 from study.config import resolve_evaluation
 from study.data.corruptions import CORRUPTIONS, corrupt
-from study.evaluate.corruptions import corruption_table, evaluate_corruptions
+from study.evaluate.corruptions import evaluate_corruptions
 from study.evaluate.records import read_records
 from study.evaluate.run import evaluate_run
 from study.evaluate.shards import merge_shards
 from study.figures.make import make_figure
-from study.robustness_tables import robustness_tables
+from study.robustness_tables import corruption_table, robustness_tables
 
 
 @pytest.fixture(scope="module")

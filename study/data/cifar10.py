@@ -15,21 +15,11 @@ import numpy as np
 import torch
 from PIL import Image
 
+from study.data.classes import CIFAR10_CLASS_NAMES
 from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
-CLASS_NAMES: tuple[str, ...] = (
-    "airplane",
-    "automobile",
-    "bird",
-    "cat",
-    "deer",
-    "dog",
-    "frog",
-    "horse",
-    "ship",
-    "truck",
-)
+CLASS_NAMES = CIFAR10_CLASS_NAMES
 IMAGE_SHAPE = (3, 32, 32)
 
 OFFICIAL_ARCHIVE = ArchiveSpec(

@@ -13,13 +13,13 @@ import torch
 
 # The batch format is CIFAR-10's; its restricted unpickler is reused.
 from study.data.cifar10 import read_pickled_members
+
+# The class and superclass names live where the plan and figure jobs read them without torch.
+from study.data.classes import CIFAR100_CLASS_NAMES as CLASS_NAMES
+from study.data.classes import CIFAR100_FINE_TO_COARSE as FINE_TO_COARSE
+from study.data.classes import CIFAR100_SUPERCLASS_NAMES as SUPERCLASS_NAMES
 from study.data.download import ArchiveSpec
 from study.data.splits import Splits
-
-# The class and superclass names live where figure jobs read them without torch.
-from study.data.superclasses import CIFAR100_CLASS_NAMES as CLASS_NAMES
-from study.data.superclasses import CIFAR100_FINE_TO_COARSE as FINE_TO_COARSE
-from study.data.superclasses import CIFAR100_SUPERCLASS_NAMES as SUPERCLASS_NAMES
 
 ARCHIVE = ArchiveSpec(
     filename="cifar-100-python.tar.gz",

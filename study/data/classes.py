@@ -1,7 +1,14 @@
-"""Datasets whose classes group into superclasses (CIFAR-100's 20), as plain Python: figure
-jobs read this without importing torch or the loaders."""
+"""What each dataset's classes are, as plain Python: the registry, the plan (Snakemake's DAG)
+and the figure jobs read this without importing torch or the loaders."""
 
 from __future__ import annotations
+
+CIFAR10_CLASS_NAMES: tuple[str, ...] = (
+    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+)
+DIGIT_CLASS_NAMES: tuple[str, ...] = tuple(str(d) for d in range(10))  # MNIST, SVHN
+TINYIMAGENET_NUM_CLASSES, TINYIMAGENET_IMAGE_SIZE = 200, 64  # names come with the data (words.txt)
+IMAGENET_NUM_CLASSES = 1000  # names: the synset list placed with the validation set
 
 # Superclass -> its five fine classes, from the dataset's page; names as in `meta`.
 CIFAR100_SUPERCLASSES: dict[str, tuple[str, ...]] = {

@@ -23,12 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data.classes import IMAGENET_NUM_CLASSES
 from study.data.download import ArchiveSpec, archive_checksums
 from study.data.images import resize_center_crop
 from study.data.splits import Splits
 from study.data.tinyimagenet import short_names
 
-NUM_CLASSES = 1000
+NUM_CLASSES = IMAGENET_NUM_CLASSES
 FOLDER = "imagenet"
 SYNSET_FILE = "LOC_synset_mapping.txt"
 _EXTENSIONS = (".jpeg", ".jpg", ".png")

@@ -1,17 +1,25 @@
 """Which datasets the study knows, their variants, and where each variant comes from.
 
 Adding a dataset takes a `DATASETS` entry plus a `SOURCES` entry per variant naming its
-archives and the function that turns the fetched archive paths into `Splits`."""
+archives and the function that turns the fetched archive paths into `Splits`.
+
+`DATASETS` is plain Python (class facts from `study.data.classes`): planning a study (the
+params check, Snakemake's DAG, `study plan`, every table and figure job) reads it without
+importing torch, which costs about 3 s of CPU per process. `SOURCES` imports the loaders,
+and torch with them, the first time it is used (`sources()`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-from study.data import cifar10, cifar100, imagenet, mnist, svhn, tinyimagenet
-from study.data.download import ArchiveSpec
-from study.data.splits import Splits
-from study.data.synthetic import make_synthetic
+from study.data import classes
+
+if TYPE_CHECKING:
+    from study.data.download import ArchiveSpec
+    from study.data.splits import Splits
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,7 @@ DATASETS: dict[str, DatasetInfo] = {
         num_classes=10,
         channels=3,
         image_size=32,
-        class_names=cifar10.CLASS_NAMES,
+        class_names=classes.CIFAR10_CLASS_NAMES,
         variants=("official", "jpeg"),
     ),
     "mnist": DatasetInfo(
@@ -75,7 +83,7 @@ DATASETS: dict[str, DatasetInfo] = {
         num_classes=10,
         channels=1,
         image_size=28,
-        class_names=mnist.CLASS_NAMES,
+        class_names=classes.DIGIT_CLASS_NAMES,
         variants=("official",),
     ),
     "svhn": DatasetInfo(
@@ -83,7 +91,7 @@ DATASETS: dict[str, DatasetInfo] = {
         num_classes=10,
         channels=3,
         image_size=32,
-        class_names=svhn.CLASS_NAMES,
+        class_names=classes.DIGIT_CLASS_NAMES,
         variants=("official",),
     ),
     "cifar100": DatasetInfo(
@@ -91,23 +99,23 @@ DATASETS: dict[str, DatasetInfo] = {
         num_classes=100,
         channels=3,
         image_size=32,
-        class_names=cifar100.CLASS_NAMES,
+        class_names=classes.CIFAR100_CLASS_NAMES,
         variants=("official",),
-        superclass_names=cifar100.SUPERCLASS_NAMES,
-        superclass_of=cifar100.FINE_TO_COARSE,
+        superclass_names=classes.CIFAR100_SUPERCLASS_NAMES,
+        superclass_of=classes.CIFAR100_FINE_TO_COARSE,
     ),
     "tinyimagenet": DatasetInfo(
         name="tinyimagenet",
-        num_classes=tinyimagenet.NUM_CLASSES,
+        num_classes=classes.TINYIMAGENET_NUM_CLASSES,
         channels=3,
-        image_size=tinyimagenet.IMAGE_SIZE,
+        image_size=classes.TINYIMAGENET_IMAGE_SIZE,
         class_names=None,
         variants=("official",),
     ),
     # Evaluation only (validation set, placed by hand), for pretrained models.
     "imagenet": DatasetInfo(
         name="imagenet",
-        num_classes=imagenet.NUM_CLASSES,
+        num_classes=classes.IMAGENET_NUM_CLASSES,
         channels=3,
         image_size=224,
         class_names=None,
@@ -123,24 +131,29 @@ DATASETS: dict[str, DatasetInfo] = {
     ),
 }
 
-SOURCES: dict[tuple[str, str], DataSource] = {
-    ("cifar10", "official"): DataSource(
-        archives=(cifar10.OFFICIAL_ARCHIVE,), load=cifar10.load_cifar10_official
-    ),
-    ("cifar10", "jpeg"): DataSource(
-        archives=(cifar10.JPEG_ARCHIVE,), load=cifar10.load_cifar10_jpeg
-    ),
-    ("mnist", "official"): DataSource(archives=mnist.ARCHIVES, load=mnist.load_mnist),
-    ("svhn", "official"): DataSource(
-        archives=(svhn.TRAIN_ARCHIVE, svhn.TEST_ARCHIVE), load=svhn.load_svhn
-    ),
-    ("cifar100", "official"): DataSource(archives=(cifar100.ARCHIVE,), load=cifar100.load_cifar100),
-    ("tinyimagenet", "official"): DataSource(
-        archives=(tinyimagenet.ARCHIVE,), load=tinyimagenet.load_tinyimagenet
-    ),
-    ("imagenet", "val"): DataSource(archives=(), load=imagenet.prepare_imagenet, manual=True),
-    ("synthetic", "default"): DataSource(archives=(), load=make_synthetic),
-}
+@cache
+def sources() -> dict[tuple[str, str], DataSource]:
+    """(dataset, variant) -> its DataSource; the loaders are imported here, on first use."""
+    from study.data import cifar10, cifar100, imagenet, mnist, svhn, tinyimagenet
+    from study.data.synthetic import make_synthetic
+
+    return {
+        ("cifar10", "official"): DataSource((cifar10.OFFICIAL_ARCHIVE,), cifar10.load_cifar10_official),
+        ("cifar10", "jpeg"): DataSource((cifar10.JPEG_ARCHIVE,), cifar10.load_cifar10_jpeg),
+        ("mnist", "official"): DataSource(mnist.ARCHIVES, mnist.load_mnist),
+        ("svhn", "official"): DataSource((svhn.TRAIN_ARCHIVE, svhn.TEST_ARCHIVE), svhn.load_svhn),
+        ("cifar100", "official"): DataSource((cifar100.ARCHIVE,), cifar100.load_cifar100),
+        ("tinyimagenet", "official"): DataSource((tinyimagenet.ARCHIVE,), tinyimagenet.load_tinyimagenet),
+        ("imagenet", "val"): DataSource((), imagenet.prepare_imagenet, manual=True),
+        ("synthetic", "default"): DataSource((), make_synthetic),
+    }
+
+
+def __getattr__(name: str) -> dict[tuple[str, str], DataSource]:
+    # `registry.SOURCES` is the same table, built on first access (tests patch its entries).
+    if name == "SOURCES":
+        return sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_dataset_info(name: str) -> DatasetInfo:
@@ -166,7 +179,7 @@ def check_variant(name: str, variant: str) -> None:
 def get_source(name: str, variant: str) -> DataSource:
     """Archives and loader for one dataset variant."""
     check_variant(name, variant)
-    return SOURCES[name, variant]
+    return sources()[name, variant]
 
 
 def get_superclasses(name: str) -> tuple[tuple[str, ...], tuple[int, ...]]:

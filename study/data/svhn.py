@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data.classes import DIGIT_CLASS_NAMES
 from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
-CLASS_NAMES: tuple[str, ...] = tuple(str(d) for d in range(10))
+CLASS_NAMES = DIGIT_CLASS_NAMES
 IMAGE_SHAPE = (3, 32, 32)
 
 _BASE_URL = "http://ufldl.stanford.edu/housenumbers/"

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data.classes import TINYIMAGENET_IMAGE_SIZE, TINYIMAGENET_NUM_CLASSES
 from study.data.download import ArchiveSpec
 from study.data.images import decode_rgb
 from study.data.splits import Splits
@@ -27,8 +28,7 @@ ARCHIVE = ArchiveSpec(
     md5="90528d7ca1a48142e341f4ef8d21d0de",
     mirror_subdirs=("tinyimagenet",),
 )
-NUM_CLASSES = 200
-IMAGE_SIZE = 64
+NUM_CLASSES, IMAGE_SIZE = TINYIMAGENET_NUM_CLASSES, TINYIMAGENET_IMAGE_SIZE
 
 
 def short_names(wnids: list[str], words: dict[str, str]) -> list[str]:

@@ -23,7 +23,6 @@ from study.data.corruptions import corrupt
 from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
-from study.metrics.classwise import class_accuracy
 from study.predict import predict
 from study.runs import CHECKPOINT_FILES, load_trained_model
 
@@ -122,19 +121,3 @@ def evaluate_corruptions(
     return out
 
 
-def corruption_table(records: Sequence[str | Path]) -> pd.DataFrame:
-    """Class x corruption x severity accuracy (with Wilson intervals) of every run."""
-    from study.runs import identity
-
-    blocks = []
-    for path in records:
-        frame, meta = read_records(path)
-        ident = {**identity(meta["run_id"], meta["run_config"]), "corruption_variant": meta["corruption_variant"]}
-        for (corruption, severity), part in frame.groupby(["corruption", "severity"], sort=False):
-            table = class_accuracy(part, meta["class_names"])
-            table.insert(0, "severity", severity)
-            table.insert(0, "corruption", corruption)
-            blocks.append(table.assign(**ident)[[*ident, *table.columns]])
-    if not blocks:
-        raise ValueError("no corruption records given")
-    return pd.concat(blocks, ignore_index=True)

@@ -100,7 +100,7 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
 
 def class_groups(dataset: str) -> list[str] | None:
     """Superclass name of every class where the dataset has superclasses (CIFAR-100), else None."""
-    from study.data.superclasses import SUPERCLASSES
+    from study.data.classes import SUPERCLASSES
 
     if dataset not in SUPERCLASSES:
         return None

@@ -9,55 +9,57 @@ Every registered model follows one contract, which later code relies on:
 
 Adding an architecture means writing a module that follows the contract and adding one
 ``ModelSpec`` row to ``_REGISTRY``.
+
+The table names each architecture's module and factory instead of importing them: the
+plan (the params check, Snakemake's DAG) reads ``MODEL_NAMES`` without importing torch,
+and ``build_model`` imports the one module it builds from.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor, nn
-
-from study.models.densenet import densenet121, densenet169
-from study.models.inception import GoogLeNet, InceptionV3
-from study.models.lenet import LeNet
-from study.models.normalize import Normalize
-from study.models.preact_resnet import preact_resnet18, wrn_28_10
-from study.models.resnet import resnet18, resnet50
-from study.models.small_cnn import SmallCNN
-from study.models.vgg import vgg16, vgg19
+if TYPE_CHECKING:
+    from torch import nn
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """``build(num_classes, in_channels, normalize)`` creates the model.
+    """``study.models.<module>.<factory>(num_classes, in_channels, normalize)`` creates the model.
 
     ``min_image_size`` is the smallest side the architecture accepts; all models end in
     global pooling, so every size from there up works.
     """
 
-    build: Callable[[int, int, Normalize], nn.Module]
+    module: str
+    factory: str
     min_image_size: int
+
+    @property
+    def build(self) -> Callable[..., nn.Module]:
+        return getattr(importlib.import_module(f"study.models.{self.module}"), self.factory)
 
 
 _REGISTRY: dict[str, ModelSpec] = {
     # Three 2x2 max-pools / three stride-2 stages each shrink the input by 8 overall.
-    "small_cnn": ModelSpec(SmallCNN, min_image_size=8),
-    "resnet18": ModelSpec(resnet18, min_image_size=8),
-    "preact_resnet18": ModelSpec(preact_resnet18, min_image_size=8),
+    "small_cnn": ModelSpec("small_cnn", "SmallCNN", min_image_size=8),
+    "resnet18": ModelSpec("resnet", "resnet18", min_image_size=8),
+    "preact_resnet18": ModelSpec("preact_resnet", "preact_resnet18", min_image_size=8),
     # Pool, 5x5 valid conv, pool: the second conv needs a map of at least 5 px.
-    "lenet": ModelSpec(LeNet, min_image_size=10),
+    "lenet": ModelSpec("lenet", "LeNet", min_image_size=10),
     # Max-pools rounding up reach 1 px from any size.
-    "vgg16": ModelSpec(vgg16, min_image_size=8),
-    "vgg19": ModelSpec(vgg19, min_image_size=8),
-    "resnet50": ModelSpec(resnet50, min_image_size=8),
-    "wrn_28_10": ModelSpec(wrn_28_10, min_image_size=8),
-    "densenet121": ModelSpec(densenet121, min_image_size=8),
-    "densenet169": ModelSpec(densenet169, min_image_size=8),
-    "googlenet": ModelSpec(GoogLeNet, min_image_size=8),
+    "vgg16": ModelSpec("vgg", "vgg16", min_image_size=8),
+    "vgg19": ModelSpec("vgg", "vgg19", min_image_size=8),
+    "resnet50": ModelSpec("resnet", "resnet50", min_image_size=8),
+    "wrn_28_10": ModelSpec("preact_resnet", "wrn_28_10", min_image_size=8),
+    "densenet121": ModelSpec("densenet", "densenet121", min_image_size=8),
+    "densenet169": ModelSpec("densenet", "densenet169", min_image_size=8),
+    "googlenet": ModelSpec("inception", "GoogLeNet", min_image_size=8),
     # Two unpadded stride-2 3x3 reductions: 8 -> 3 -> 1.
-    "inception_v3": ModelSpec(InceptionV3, min_image_size=8),
+    "inception_v3": ModelSpec("inception", "InceptionV3", min_image_size=8),
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(_REGISTRY)
@@ -87,6 +89,8 @@ def build_model(
         raise ValueError(
             f"model {name!r} needs image_size >= {spec.min_image_size}, got {image_size}"
         )
+    from study.models.normalize import Normalize
+
     mean = [0.0] * in_channels if mean is None else list(mean)
     std = [1.0] * in_channels if std is None else list(std)
     if len(mean) != in_channels or len(std) != in_channels:
@@ -104,18 +108,21 @@ def count_flops(model: nn.Module, input_shape: Sequence[int]) -> int:
     normalization, activations and pooling are ignored, the usual convention). The model's
     train/eval mode and BatchNorm running statistics are left as they were.
     """
+    import torch
+    from torch import nn
+
     if len(input_shape) != 3:
         raise ValueError(f"input_shape must be (C, H, W), got {tuple(input_shape)}")
     macs = 0
 
-    def conv_hook(module: nn.modules.conv._ConvNd, inputs: tuple[Tensor, ...], out: Tensor):
+    def conv_hook(module: nn.modules.conv._ConvNd, inputs: tuple, out: torch.Tensor) -> None:
         nonlocal macs
         kernel = 1
         for k in module.kernel_size:
             kernel *= k
         macs += out.numel() * (module.in_channels // module.groups) * kernel
 
-    def linear_hook(module: nn.Linear, inputs: tuple[Tensor, ...], out: Tensor):
+    def linear_hook(module: nn.Linear, inputs: tuple, out: torch.Tensor) -> None:
         nonlocal macs
         macs += out.numel() * module.in_features
 
