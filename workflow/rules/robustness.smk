@@ -22,6 +22,7 @@ rule check:
         eps_factors=" ".join(str(f) for f in ROBUSTNESS["checks"]["eps_factors"]),
         checkpoint=lambda w: "best" if w.at else "last",
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
+        strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
     threads: 8
     resources:
         gpu=1,
@@ -31,7 +32,7 @@ rule check:
     shell:
         "study check --data {input.data} --run-dir {params.run_dir} --records {input.records}"
         " --pgd {params.pgd} --per-class {params.per_class} --eps-factors {params.eps_factors}"
-        " --checkpoint {params.checkpoint} --out {output.checks} --table {output.table} {params.strict}"
+        " --checkpoint {params.checkpoint} --out {output.checks} --table {output.table} {params.strict} {params.strong}"
         " --threads {threads} 2> {log}"
 
 
