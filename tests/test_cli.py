@@ -1,6 +1,7 @@
 """The `study` command as a user runs it: clear one-line errors, nothing lost."""
 
 import json
+import os
 
 from conftest import run_study
 
@@ -84,7 +85,13 @@ def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
               "--synthetic", json.dumps(ci_params["data"]["synthetic"]))
     cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
     run = tmp_path / "runs" / "r1"
-    run_study("train", "--data", str(data), "--run-dir", str(run), "--run-config", json.dumps(cfg), "--device", "cpu")
+    # (with the list of what it imports: an eager run never loads torch's compiler, which costs
+    # seconds per process; `study/train/optim.py` says why it keeps no torch.optim optimizer)
+    trained = run_study("train", "--data", str(data), "--run-dir", str(run), "--run-config", json.dumps(cfg),
+                        "--device", "cpu", env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {line.rsplit("|", 1)[-1].strip() for line in trained.stderr.splitlines()
+                if line.startswith("import time")}
+    assert "torch" in imported and "torch._dynamo" not in imported
     record = tmp_path / "evaluations" / "r1" / "clean.parquet"
     run_study("evaluate", "--data", str(data), "--run-dir", str(run), "--out", str(record),
               "--evaluation", json.dumps(resolve_evaluation(ci_params, "clean")))

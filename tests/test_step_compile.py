@@ -112,6 +112,38 @@ def test_functional_adam_matches_torch_adam(ci_params, synthetic_splits, tmp_pat
         assert torch.allclose(p, q, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_functional_sgd_matches_torch_sgd_and_shares_its_state_dict(ci_params, synthetic_splits, tmp_path, one_thread,
+                                                                   nesterov):
+    """The step's own SGD (momentum, weight decay, Nesterov) against torch.optim.SGD, and the
+    optimizer state in torch.optim's state_dict layout: each loads the other's."""
+    opt = {"name": "sgd", "lr": 0.05, "nesterov": nesterov}
+    state = _state(ci_params, synthetic_splits, "standard", tmp_path / f"s{nesterov}", opt)
+    reference = copy.deepcopy(state.model)
+    group = state.optimizer.param_groups[0]
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.05, momentum=group["momentum"],
+                              weight_decay=group["weight_decay"], nesterov=nesterov)
+    step = TrainStep(state, "off")
+    for seed in range(3):
+        x = torch.rand(8, *synthetic_splits.train_x.shape[1:], generator=torch.Generator().manual_seed(seed))
+        y = torch.arange(8) % state.num_classes
+        grads = torch.autograd.grad(torch.nn.functional.cross_entropy(state.model(x), y), step.params)
+        with torch.no_grad():
+            step._update(state.optimizer, step.params, list(grads), torch.tensor(0.05))
+        ref_opt.zero_grad()
+        torch.nn.functional.cross_entropy(reference(x), y).backward()
+        ref_opt.step()
+    for p, q in zip(state.model.parameters(), reference.parameters(), strict=True):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-7)
+    ours, theirs = state.optimizer.state_dict(), ref_opt.state_dict()
+    assert set(ours["param_groups"][0]) >= set(theirs["param_groups"][0]) - {"initial_lr"}
+    assert ours["state"].keys() == theirs["state"].keys()
+    ref_opt.load_state_dict(ours)  # torch reads what a checkpoint of ours holds
+    state.optimizer.load_state_dict(theirs)  # and we read a torch checkpoint
+    for i, p in enumerate(state.optimizer.param_groups[0]["params"]):
+        assert torch.equal(state.optimizer.state[p]["momentum_buffer"], theirs["state"][i]["momentum_buffer"])
+
+
 def test_a_host_read_in_the_step_is_a_graph_break_error(ci_params, synthetic_splits, tmp_path, monkeypatch):
     """fullgraph=True turns a graph break into an error instead of a silent slow path."""
     torch._dynamo.reset()

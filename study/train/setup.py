@@ -20,7 +20,7 @@ from study.models.registry import build_model
 from study.runs import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE, run_key
 from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng
-from study.train.optim import build_optimizer, build_scheduler
+from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler
 from study.train.policies import FixedEpsilon, Policies, build_policies
 from study.train.validation import validation_split
 
@@ -42,8 +42,8 @@ class RunState:
     y_val: torch.Tensor | None
     model: torch.nn.Module
     arch: dict
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
+    optimizer: OptimizerState
+    scheduler: LrSchedule
     adversary: Adversary
     policies: Policies
     cpu_gen: torch.Generator

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from study.attacks.fat import early_stopped_run
 from study.attacks.pgd import pgd_run, project, start_draws, start_from_draws
 from study.device import train_autocast
-from study.train.optim import PARAM_UPDATES, mark_stepped
+from study.train.optim import PARAM_UPDATES
 from study.train.policies.loss import trades_kl
 from study.train.policies.stats import EpochStats
 
@@ -108,7 +108,6 @@ class TrainStep:
         self.mode = resolve_compile(mode, state.dev)
         prepare, self._update = PARAM_UPDATES[opt_name]
         prepare(state.optimizer)
-        mark_stepped(state.optimizer)
         self.params = list(state.optimizer.param_groups[0]["params"])
         self.fn: Callable = self.step if self.mode == "off" else _compile(self.step, self.mode, state.dev, backend)
 
