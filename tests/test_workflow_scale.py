@@ -19,8 +19,10 @@ def _jobs(out: str) -> list[str]:
     return re.split(r"\n(?=(?:local)?rule \w+:)", out)
 
 
-def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run):
+def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
     out, _ = paper_dry_run
+    if request.config.getvalue("loadgroup"):  # make test: the costly dry run is shared on one worker
+        assert request.node.nodeid.endswith("@paper_dag"), "xdist's loadgroup did not see the fixture's group"
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
     model_rules = ("train", "evaluate", "check", "corruptions", "construct")
