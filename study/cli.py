@@ -88,11 +88,19 @@ def cmd_evaluate(args) -> int:
     from study.device import select_device, set_threads
     from study.evaluate.run import evaluate_run
 
+    if len(args.evaluation) != len(args.out):
+        raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "
+                         "give one --out after each --evaluation")
+    if args.shard and len(args.evaluation) > 1:
+        raise ValueError(f"--shard evaluates one shard of one evaluation; got {len(args.evaluation)} evaluations")
     device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
-    evaluate_run(args.run_dir, splits, args.evaluation, args.out, device=device,
-                 progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
+    # Several evaluations of one run in one process: the workflow's evaluate job of a run and
+    # checkpoint, which pays torch's import once instead of once per evaluation.
+    for evaluation, out in zip(args.evaluation, args.out, strict=True):
+        evaluate_run(args.run_dir, splits, evaluation, out, device=device,
+                     progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
     return 0
 
 
@@ -337,8 +345,9 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
 
 def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
-    p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
-    p.add_argument("--out", required=True, help="parquet file of per-sample records")
+    p.add_argument("--evaluation", type=_json_arg, required=True, action="append",
+                   help="resolved evaluation (JSON or @file); repeat with an --out each for several")
+    p.add_argument("--out", required=True, action="append", help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
     p.add_argument("--checkpoint", default="last", choices=["last", "best"],
                    help="last (model.pt) or best on validation (model_best.pt; recorded as <evaluation>@best)")

@@ -97,3 +97,21 @@ def test_tables_from_records(tmp_path, trained_runs):
 def test_tables_without_records_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no evaluation records"):
         build_tables([], [], tmp_path)
+
+
+def test_one_evaluate_call_writes_several_evaluations(tmp_path, trained_runs, synthetic_file, ci_params, capsys):
+    """The workflow's evaluate job: all evaluations of a run in one process, each record as
+    its own call makes it; an --out missing for an --evaluation is named."""
+    from study.cli import main
+
+    root, records, _ = trained_runs
+    args = ["evaluate", "--data", str(synthetic_file), "--run-dir", str(root / "runs" / "std-s0"), "--no-progress"]
+    pairs = []
+    for name in ("clean", "pgd3"):
+        evaluation = json.dumps(resolve_evaluation(ci_params, name))
+        pairs += ["--evaluation", evaluation, "--out", str(tmp_path / f"{name}.parquet")]
+    assert main([*args, *pairs]) == 0
+    for name, made in zip(("clean", "pgd3"), records[:2], strict=True):
+        pd.testing.assert_frame_equal(read_records(tmp_path / f"{name}.parquet")[0], read_records(made)[0])
+    assert main([*args, *pairs[:-2]]) == 2  # the second --evaluation without its --out
+    assert "2 --evaluation but 1 --out" in capsys.readouterr().err

@@ -124,12 +124,18 @@ def _shards(params) -> dict[str, int]:
 
 
 def _evaluate_jobs(params, runs) -> tuple[int, int]:
-    """(evaluate, merge_shards) jobs of a plan: one per (run, evaluation) of the best checkpoint,
-    one per (run, evaluation) of the last or, for a sharded evaluation, one per shard and a merge."""
+    """(evaluate, merge_shards) jobs of a plan: one per (run, checkpoint) for all its evaluations
+    but a sharded one of the last checkpoint, which has one per shard and a merge."""
     shards = _shards(params)
-    last = [e for r in runs if "last" in r.checkpoints for e in r.evaluations]
-    best = sum(len(r.evaluations) for r in runs if "best" in r.checkpoints)
-    return sum(shards.get(e, 1) for e in last) + best, sum(shards.get(e, 1) > 1 for e in last)
+    whole = sum(any(c == "best" or shards.get(e, 1) == 1 for e in r.evaluations) for r in runs for c in r.checkpoints)
+    last = [e for r in runs if "last" in r.checkpoints for e in r.evaluations if shards.get(e, 1) > 1]
+    return whole + sum(shards[e] for e in last), len(last)
+
+
+def _evaluate_count(counts: dict[str, int]) -> int:
+    """Jobs of the evaluate rules (one rule per set of evaluations, evaluate_shard) in job stats."""
+    return sum(n for rule, n in counts.items()
+               if rule.startswith("evaluate_") and rule not in ("evaluate_all", "evaluate_pretrained"))
 
 
 def _zoo(params):
@@ -185,7 +191,7 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     assert counts["zoo_run"] == len(zoo) > 6  # the RobustBench zoo: evaluated like runs, never trained
     # sharded evaluations (AutoAttack, Square) are merged; the rest run whole
     evaluate, merges = _evaluate_jobs(params, runs + zoo)
-    assert (counts["evaluate"], counts["merge_shards"]) == (evaluate, merges) and merges > 0
+    assert (_evaluate_count(counts), counts["merge_shards"]) == (evaluate, merges) and merges > 0
     assert counts.get("construct", 0) == len(cons)
     assert counts["prepare"] == len({(r.dataset, r.variant) for r in runs})
     # the baseline grid: every model x method x seed of its group, trained on the original data
@@ -216,10 +222,10 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
     out, _ = paper_dry_run
     jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_rules = r"(local)?rule (train|evaluate|construct):"
+    gpu_rules = r"(local)?rule (train|evaluate_(?!all:|pretrained:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
-    assert len(gpu_jobs) == counts["train"] + counts["evaluate"] + counts.get("construct", 0)
+    assert len(gpu_jobs) == counts["train"] + _evaluate_count(counts) + counts.get("construct", 0)
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -249,7 +255,7 @@ def test_demo_preset_dry_run(project):
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "demo")
     assert counts["train"] == len(runs)
-    assert (counts["evaluate"], counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
+    assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     assert counts.get("construct", 0) == len(cons)
     # the robustness suite on the runs of its groups; CIFAR-10-C for those of the corruption
     # groups trained on CIFAR-10, none of MNIST
@@ -279,7 +285,7 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
     assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     assert counts["train"] == len(runs) and counts["construct"] == len(cons)
-    assert (counts["evaluate"], counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
+    assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     # the zoo entry of the ci preset waits for its weights file (tests/test_zoo_workflow.py places it)
     assert "zoo_run" not in counts and not set(ZOO_FIGURES) & set(counts)
 
@@ -301,20 +307,18 @@ def test_bad_config_is_reported_before_any_job(project):
 
 
 def _expected_logs(params, runs) -> set[str]:
-    """The logs that training and evaluation must leave: one per run, one per (run, evaluation,
-    checkpoint), a sharded one's per shard and its merge's."""
+    """The logs that training and evaluation must leave: one per run, one per (run, checkpoint)
+    evaluate job (its evaluations joined by +), a sharded one's per shard and its merge's."""
     logs = {f"results/logs/train/{r.run_id}.log" for r in runs}
     shards = _shards(params)
     for r in runs:
         where = f"results/logs/evaluate/{r.run_id}"
-        for e in r.evaluations:
-            if "best" in r.checkpoints:
-                logs.add(f"{where}/{e}@best.log")
-            if "last" in r.checkpoints and shards.get(e, 1) > 1:
-                logs |= {f"{where}/shards/{e}/{i}-of-{shards[e]}.log" for i in range(shards[e])}
-                logs.add(f"{where}/{e}-merge.log")
-            elif "last" in r.checkpoints:
-                logs.add(f"{where}/{e}.log")
+        for c in r.checkpoints:
+            whole = sorted(e for e in r.evaluations if c == "best" or shards.get(e, 1) == 1)
+            logs |= {f"{where}/{'+'.join(whole)}{'@best' if c == 'best' else ''}.log"} if whole else set()
+        for e in (e for e in r.evaluations if "last" in r.checkpoints and shards.get(e, 1) > 1):
+            logs |= {f"{where}/shards/{e}/{i}-of-{shards[e]}.log" for i in range(shards[e])}
+            logs.add(f"{where}/{e}-merge.log")
     return logs
 
 
@@ -360,7 +364,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     # Every job that ran (the targets aside) has a log, left it and said something in it.
     ran = _stats(out + repro)
     assert (ran["train"], ran["construct"]) == (len(runs), len(cons))
-    assert (ran["evaluate"], ran["merge_shards"]) == _evaluate_jobs(params, runs)
+    assert (_evaluate_count(ran), ran["merge_shards"]) == _evaluate_jobs(params, runs)
     # (the zoo's figures wait for its weights file: tests/test_zoo_workflow.py)
     assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)

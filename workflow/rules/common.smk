@@ -115,35 +115,34 @@ def run_resource(estimate, **kwargs):
 
 
 # ---------------------------------------------------------------- evaluations
-# An evaluate job writes <evaluation>.parquet (last checkpoint), <evaluation>@best.parquet (best on validation)
-# or shards/<evaluation>/<i>-of-<n>.parquet (joined by merge_shards); its wildcard `records` names which.
+# One evaluate job per run and checkpoint writes the records of all its evaluations in one
+# process (torch's import and the model's load once): <evaluation>.parquet (last checkpoint),
+# <evaluation>@best.parquet (best on validation). A sharded evaluation of the last checkpoint
+# runs a job per shard, shards/<evaluation>/<i>-of-<n>.parquet, joined by merge_shards.
 EVALUATED = {e for run in PLAN + ZOO for e in run.evaluations}
 SHARDED = {e for e in EVALUATED if int(config["evaluations"].get(e, {}).get("shards", 1)) > 1}
-EVALUATE_RECORDS = (rf"{one_of(EVALUATED - SHARDED)}|(?:{one_of(EVALUATED)})@best"
-                    rf"|shards/(?:{one_of(SHARDED)})/\d+-of-\d+")
+EVALUATION_SETS = {}  # (evaluations, checkpoint) -> ids of the runs whose evaluate job that is
+for _run, _cp in ((r, c) for r in PLAN + ZOO for c in r.checkpoints):
+    if _set := tuple(sorted(e for e in _run.evaluations if _cp == "best" or e not in SHARDED)):
+        EVALUATION_SETS.setdefault((_set, _cp), []).append(_run.run_id)
 
 
 def eval_file(run_id, evaluation, checkpoint="last"):
     return f"{RESULTS}/evaluations/{run_id}/{evaluation}{'@best' if checkpoint == 'best' else ''}.parquet"
 
-
-def evaluate_job(wildcards):
-    """(evaluation, `study evaluate` option naming the checkpoint or shard, shards) of an evaluate job."""
-    m = re.fullmatch(r"shards/(\w+)/(\d+)-of-(\d+)|(\w+?)(@best)?", wildcards.records)
-    return (m[1], f"--shard {m[2]}/{m[3]}", int(m[3])) if m[1] else (m[4], "--checkpoint best" if m[5] else "", 1)
-
-
-def resolved_evaluation(wildcards):
+def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget); pretrained models have no run."""
-    if "records" not in wildcards.keys():
-        return resolve_evaluation(config, wildcards.evaluation)
-    return resolve_evaluation(config, evaluate_job(wildcards)[0], dataset=run_of(wildcards).dataset)
+    dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None
+    return resolve_evaluation(config, name or wildcards.evaluation, dataset=dataset)
 
+def evaluation_args(evaluations):
+    """`--evaluation JSON --out FILE` of each evaluation of an evaluate job."""
+    return lambda w, output: " ".join(f"--evaluation {quoted_json(resolved_evaluation(w, e))} --out {output[e]}"
+                                      for e in evaluations)
 
-def evaluate_runtime(wildcards):
-    return resources_estimate.evaluate_minutes(run_of(wildcards).config, resolved_evaluation(wildcards),
-                                               shards=evaluate_job(wildcards)[2])
-
+def evaluate_runtime(evaluations, shards=1):
+    return lambda w: sum(resources_estimate.evaluate_minutes(run_of(w).config, resolved_evaluation(w, e),
+                                                             shards=shards) for e in evaluations)
 
 def shard_files(wildcards):
     n = int(config["evaluations"][wildcards.evaluation]["shards"])

@@ -1,31 +1,66 @@
 # Phase 3: evaluation. Per-sample records of every (run, evaluation, checkpoint): one job per
-# record, or per shard of a sharded evaluation (AutoAttack, Square) and one that merges them;
-# then the tables that every figure and metric is drawn from.
+# run and checkpoint for all its evaluations (a rule per set of evaluations, EVALUATION_SETS
+# in common.smk), a job per shard of a sharded evaluation (AutoAttack, Square) and one that
+# merges them; then the tables that every figure and metric is drawn from.
+
+for (_evs, _cp), _ids in EVALUATION_SETS.items():
+
+    rule:
+        name:
+            f"evaluate_{'_'.join(_evs)}{'_at_best' if _cp == 'best' else ''}"
+        input:
+            model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+            data=run_data,
+        output:
+            **{e: eval_file("{run_id}", e, _cp) for e in _evs},
+        wildcard_constraints:
+            run_id=one_of(_ids),
+        log:
+            f"{RESULTS}/logs/evaluate/{{run_id}}/{'+'.join(_evs)}{'@best' if _cp == 'best' else ''}.log",
+        params:
+            evaluations=evaluation_args(_evs),
+            checkpoint=f"--checkpoint {_cp}",
+            run_dir=lambda w: run_dir(w.run_id),
+        group:
+            "gpu_eval"  # packed several to a GPU on a cluster (profiles/slurm); ignored locally
+        threads: 8
+        resources:
+            gpu=1,
+            gpu_slots=1,
+            mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
+            runtime=evaluate_runtime(_evs),
+        shell:
+            "study evaluate --data {input.data} --run-dir {params.run_dir} {params.evaluations}"
+            " {params.checkpoint} --threads {threads} --no-progress 2> {log}"
 
 
-rule evaluate:
+rule evaluate_shard:
     input:
         model=f"{RESULTS}/runs/{{run_id}}/model.pt",
         data=run_data,
     output:
-        records=f"{RESULTS}/evaluations/{{run_id}}/{{records}}.parquet",
+        records=f"{RESULTS}/evaluations/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.parquet",
     wildcard_constraints:
-        records=EVALUATE_RECORDS,
+        evaluation=one_of(SHARDED),
+        shard=r"\d+",
+        shards=r"\d+",
     log:
-        f"{RESULTS}/logs/evaluate/{{run_id}}/{{records}}.log",
+        f"{RESULTS}/logs/evaluate/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.log",
     params:
         evaluation=lambda w: quoted_json(resolved_evaluation(w)),
-        part=lambda w: evaluate_job(w)[1],
         run_dir=lambda w: run_dir(w.run_id),
+    group:
+        "gpu_eval"
     threads: 8
     resources:
         gpu=1,
         gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
-        runtime=evaluate_runtime,
+        runtime=lambda w: evaluate_runtime([w.evaluation], int(w.shards))(w),
     shell:
         "study evaluate --data {input.data} --run-dir {params.run_dir} --evaluation {params.evaluation}"
-        " {params.part} --out {output.records} --threads {threads} --no-progress 2> {log}"
+        " --shard {wildcards.shard}/{wildcards.shards} --out {output.records} --threads {threads} --no-progress"
+        " 2> {log}"
 
 
 rule merge_shards:
