@@ -221,8 +221,8 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
 
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
     out, _ = paper_dry_run
-    jobs = re.split(r"\n(?=(?:local)?rule )", out)
-    gpu_rules = r"(local)?rule (train|evaluate_(?!all:|pretrained:)\w+|construct):"
+    jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
+    gpu_rules = r"\s*(local)?rule (train|evaluate_(?!all:|pretrained:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
     assert len(gpu_jobs) == counts["train"] + _evaluate_count(counts) + counts.get("construct", 0)

@@ -16,7 +16,7 @@ MODEL_COMMAND = re.compile(
 
 
 def _jobs(out: str) -> list[str]:
-    return re.split(r"\n(?=(?:local)?rule \w+:)", out)
+    return re.split(r"\n(?=\s*(?:local)?rule \w+:)", out)  # (evaluate jobs are printed indented, in a group)
 
 
 def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
