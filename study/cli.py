@@ -86,7 +86,7 @@ def cmd_train(args) -> int:
 def cmd_evaluate(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.evaluate.run import evaluate_run
+    from study.evaluate.run import evaluate_checkpoint
 
     if len(args.evaluation) != len(args.out):
         raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "
@@ -97,10 +97,9 @@ def cmd_evaluate(args) -> int:
     set_threads(args.threads)
     splits = load_prepared(args.data)
     # Several evaluations of one run in one process: the workflow's evaluate job of a run and
-    # checkpoint, which pays torch's import once instead of once per evaluation.
-    for evaluation, out in zip(args.evaluation, args.out, strict=True):
-        evaluate_run(args.run_dir, splits, evaluation, out, device=device,
-                     progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
+    # checkpoint, which pays torch's import and the model's load once.
+    evaluate_checkpoint(args.run_dir, splits, list(zip(args.evaluation, args.out, strict=True)), device=device,
+                        progress=not args.no_progress, shard=args.shard, checkpoint=args.checkpoint)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -34,7 +34,23 @@ def evaluate_run(
 
     `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
     its own attack seed; `study merge-shards` joins the parts into one record."""
-    run_dir, out = Path(run_dir), Path(out)
+    return evaluate_checkpoint(run_dir, splits, [(evaluation, out)], device=device, progress=progress,
+                               shard=shard, checkpoint=checkpoint)[0]
+
+
+def evaluate_checkpoint(
+    run_dir: str | Path,
+    splits: Splits,
+    jobs: Sequence[tuple[Mapping, str | Path]],
+    *,
+    device: str = "auto",
+    progress: bool = True,
+    shard: tuple[int, int] | None = None,
+    checkpoint: str = "last",
+) -> list[Path]:
+    """`evaluate_run` of each (evaluation, out) in `jobs` with one load of the checkpoint (the
+    workflow's evaluate job of a run: all its evaluations in one process)."""
+    run_dir = Path(run_dir)
     cfg = json.loads((run_dir / "config.json").read_text())
     if (splits.meta.get("dataset"), splits.meta.get("variant")) != (cfg["dataset"], cfg["data_variant"]):
         raise ValueError(
@@ -42,13 +58,16 @@ def evaluate_run(
             f"{splits.meta.get('dataset')} ({splits.meta.get('variant')})"
         )
     dev = select_device(device)
-    model, arch = load_trained_model(run_dir, dev, checkpoint=checkpoint)
-    evaluation = dict(evaluation)
-    if checkpoint != "last":
-        evaluation["name"] = f"{evaluation['name']}@{checkpoint}"
-    evaluation["checkpoint"] = checkpoint
-    return evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
-                          device=dev, progress=progress, shard=shard)
+    model, _ = load_trained_model(run_dir, dev, checkpoint=checkpoint)
+    written = []
+    for evaluation, out in jobs:
+        evaluation = dict(evaluation)
+        if checkpoint != "last":
+            evaluation["name"] = f"{evaluation['name']}@{checkpoint}"
+        evaluation["checkpoint"] = checkpoint
+        written.append(evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
+                                      device=dev, progress=progress, shard=shard))
+    return written
 
 
 def evaluate_model(
