@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 # Local mirror of dataset archives (this project's machines have no internet).
 export STUDY_DATA_MIRROR ?= $(abspath ../shared/datasets)
 CORES ?= 2
+# Python's bytecode cache on, whatever the environment says: a test run or the demo starts a
+# hundred or so processes, and each would otherwise compile the package's sources (and pytest
+# re-rewrite every test module's asserts) again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo test lint paper clean-results
 

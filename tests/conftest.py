@@ -15,9 +15,30 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 
-#: Costly shared fixtures: their tests go to one worker (pytest -n 2 --dist loadgroup), which
-#: then computes each once instead of once per worker.
-SHARED_FIXTURE_GROUPS = {"paper_dry_run": "paper_dag", "ci_dry_run": "ci_dag", "tiny_bench": "bench"}
+#: Costly shared fixtures (module or session scope), named by the module that defines them:
+#: their tests go to one worker (pytest -n 2 --dist loadgroup), which then computes each once
+#: instead of once per worker (a module fixture's tests otherwise land on both).
+SHARED_FIXTURE_GROUPS = {
+    "conftest.paper_dry_run": "paper_dag",
+    "test_workflow.ci_dry_run": "ci_dag",
+    "test_bench.tiny_bench": "bench",
+    "test_evaluate.trained_runs": "evaluate_runs",
+    "test_robustness_suite.records": "suite_records",
+    "test_figure_quality.rendered": "rendered_figures",
+    "test_features.model": "feature_model",
+    "test_corruptions.strength": "corruption_strength",
+    "test_faults.tiny_run": "faults_run",
+}
+
+
+def _shared_group(item) -> str | None:
+    for name in getattr(item, "fixturenames", ()):
+        defs = item._fixtureinfo.name2fixturedefs.get(name)
+        if defs:
+            where = f"{defs[-1].func.__module__.rsplit('.', 1)[-1]}.{name}"
+            if where in SHARED_FIXTURE_GROUPS:
+                return SHARED_FIXTURE_GROUPS[where]
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -26,9 +47,9 @@ def pytest_collection_modifyitems(config, items):
     them instead of one long test starting last. First among the hooks: xdist's own (which
     reads the groups into the test ids) must see the groups set here."""
     for item in items:
-        for fixture, group in SHARED_FIXTURE_GROUPS.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
+        group = _shared_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

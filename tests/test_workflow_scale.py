@@ -1,10 +1,12 @@
 """Cluster scale: every job that runs a model asks for a GPU, memory and time that grow with the
 model and the data, and the paper preset's dry run lists the whole grid."""
 
+import importlib
 import re
 
 import pytest
 import torch
+from conftest import SHARED_FIXTURE_GROUPS
 from test_workflow import _evaluate_count, _job_counts
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
@@ -32,6 +34,14 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
             assert key in resources, (key, job[:300])
+
+
+def test_each_shared_fixture_group_names_a_fixture_of_its_module():
+    """A renamed or moved fixture would silently lose its group (and be computed on both workers)."""
+    for where in SHARED_FIXTURE_GROUPS:
+        module, name = where.split(".")
+        fixture = getattr(importlib.import_module(module), name, None)
+        assert fixture is not None and "fixture" in type(fixture).__name__.lower(), where
 
 
 def _runtime(out: str, rule: str, needle: str) -> int:
