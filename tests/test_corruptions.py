@@ -322,7 +322,7 @@ def test_official_without_the_archive_fails_clearly_after_trying_the_download(tm
     # The real download code, pointed at a URL that cannot answer (offline as on this machine).
     monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, url=(tmp_path / "no.tar").as_uri()))
     with pytest.raises(DataUnavailableError) as err:
-        evaluate_corruptions(tmp_path / "no-run", synthetic_splits, ["fog"], [1], tmp_path / "c.parquet",
+        evaluate_corruptions(tmp_path / "no-run", synthetic_splits, ["contrast"], [1], tmp_path / "c.parquet",
                              source="official", raw_dir=tmp_path / "raw")
     text = str(err.value)
     assert "CIFAR-10-C.tar (md5 56bf5dcef84df0e2308c6dcbcbbd8499) is not available" in text
@@ -350,28 +350,44 @@ def test_auto_uses_the_archive_only_for_the_official_cifar10_test_set(tmp_path, 
 
 def test_records_say_which_images_were_used(standard_run, synthetic_splits, tmp_path, no_mirror, monkeypatch):
     raw, out = tmp_path / "raw", tmp_path / "corruptions.parquet"
+    # (contrast: a corruption defined at any image size, the synthetic images being smaller than CIFAR's)
     # auto, no archive
-    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, raw_dir=raw)
+    evaluate_corruptions(standard_run, synthetic_splits, ["contrast"], [2], out, per_class=3, raw_dir=raw)
     frame, meta = read_records(out)
     assert meta["corruption_variant"] == "regenerated" and meta["evaluation"]["source"] == "auto"
     # the archive for this test set (same labels, same order): `official` reads it
-    _, md5 = make_archive(raw / "CIFAR-10-C.tar", synthetic_splits.test_y.numpy(), names=("fog",))
+    _, md5 = make_archive(raw / "CIFAR-10-C.tar", synthetic_splits.test_y.numpy(), names=("contrast",))
     monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, md5=md5))
-    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, source="official", raw_dir=raw)
+    evaluate_corruptions(standard_run, synthetic_splits, ["contrast"], [2], out, per_class=3, source="official",
+                         raw_dir=raw)
     frame2, meta2 = read_records(out)
     assert meta2["corruption_variant"] == "official" and len(frame2) == 30
     assert frame2["index"].tolist() == frame["index"].tolist()
     table = corruption_table([out])
     assert (table["corruption_variant"] == "official").all() and set(table["severity"]) == {2}
     # a part of the other variant is not reused
-    evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [2], out, per_class=3, source="regenerated",
+    evaluate_corruptions(standard_run, synthetic_splits, ["contrast"], [2], out, per_class=3, source="regenerated",
                          raw_dir=raw)
     frame3, meta3 = read_records(out)
     assert meta3["corruption_variant"] == "regenerated" and frame3["pred"].tolist() == frame["pred"].tolist()
     # an archive for another test order is refused
     shuffled = synthetic_splits.test_y.numpy()[::-1].copy()
-    _, md5 = make_archive(raw / "CIFAR-10-C.tar", shuffled, names=("fog",))
+    _, md5 = make_archive(raw / "CIFAR-10-C.tar", shuffled, names=("contrast",))
     monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, md5=md5))
     with pytest.raises(ValueError, match="official CIFAR-10 test set in its order"):
-        evaluate_corruptions(standard_run, synthetic_splits, ["fog"], [3], tmp_path / "x.parquet", per_class=3,
+        evaluate_corruptions(standard_run, synthetic_splits, ["contrast"], [3], tmp_path / "x.parquet", per_class=3,
                              source="official", raw_dir=raw)
+
+
+def test_other_image_sizes_take_only_the_size_free_corruptions():
+    small = torch.zeros(2, 3, 16, 16, dtype=torch.uint8)
+    for name in corruptions.SIZE_FREE:  # defined per pixel or per image mean: any size
+        corruptions.check_image_size([name], small.shape[1:])
+        assert corruptions.corrupt(small, name, 3).shape == small.shape
+    sized = sorted(set(corruptions.OFFICIAL_CORRUPTIONS) - set(corruptions.SIZE_FREE))
+    with pytest.raises(ValueError, match=f"corruption\\(s\\) {sized[0]}, {sized[1]}.* defined for 32x32 images, "
+                                         "got 16x16; at other sizes valid: gaussian_noise"):
+        corruptions.check_image_size(sized, small.shape[1:])
+    corruptions.check_image_size(corruptions.OFFICIAL_CORRUPTIONS, (3, 32, 32))
+    with pytest.raises(ValueError, match=r"RGB images \(3, H, W\), got \(1, 32, 32\)"):
+        corruptions.check_image_size(["contrast"], (1, 32, 32))

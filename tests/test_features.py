@@ -97,7 +97,8 @@ def test_build_writes_prepared_data_with_provenance(tmp_path, model, synthetic_s
 
     loaded = load_prepared(tmp_path / "out.pt")
     subset = stratified_subset(synthetic_splits.train_y, 3)
-    assert loaded.train_x.shape == (30, 3, 32, 32) and loaded.train_x.dtype == torch.uint8
+    assert loaded.train_x.shape == (subset.numel(), *synthetic_splits.train_x.shape[1:])
+    assert loaded.train_x.dtype == torch.uint8
     assert torch.equal(loaded.test_x, synthetic_splits.test_x), "models are evaluated on the real test set"
     meta = loaded.meta["constructed"]
     assert meta["kind"] == kind and meta["key"] == "k1" and meta["source_run"] == "src"

@@ -67,9 +67,11 @@ def test_resume_restores_every_adaptive_state(tmp_path, synthetic_splits, adapti
         assert torch.equal(sa["policies"]["weights"][key], sb["policies"]["weights"][key])
     assert torch.equal(sa["policies"]["epsilon"]["lam"], sb["policies"]["epsilon"]["lam"])
 
-    # The records show the policies adapting: class-wise eps, weights and beta after epoch 1.
-    later = a[a["epoch"] == 3]
-    assert a[a["epoch"] == 1]["epsilon"].nunique() == 1
+    # The records show the policies adapting: class-wise eps, weights and beta by epoch 3, and
+    # eps moving from epoch to epoch (epoch 1's may already differ by class: FRL primes its
+    # multipliers on the initial model's validation errors).
+    first, later = (a[a["epoch"] == e].set_index("class") for e in (1, 3))
+    assert not first["epsilon"].equals(later["epsilon"])
     for col in ("epsilon", "weight", "weight_boundary", "beta"):
         assert later[col].nunique() > 1, col
     assert (a["val_n"] > 0).all() and a["val_robust_acc"].notna().all()

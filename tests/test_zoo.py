@@ -84,3 +84,24 @@ def test_zoo_figures_and_table_from_hand_built_records(tmp_path):
     assert carmon["reported_robust_pct"] == reported["robust"] == 59.53  # from robustbench's package metadata
     assert carmon["difference_pp"] == pytest.approx(carmon["ours_pct"] - 59.53, abs=0.01)
     assert not carmon["full_test_set"] and not carmon["flag"]  # 3,000 images: not RobustBench's test set
+
+
+def test_zoo_entry_on_data_of_another_image_size_is_a_config_error(tmp_path, monkeypatch, ci_params):
+    """The ci preset's synthetic images are smaller than CIFAR's: with the weights placed, its
+    zoo entry is refused when planned, naming the setting that fits (not a shape error in a job)."""
+    import copy
+
+    from study.config import ConfigError
+    from study.config.zoo import plan_zoo
+    from study.data.registry import get_dataset_info
+
+    place_random_weights(tmp_path)
+    monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(tmp_path))
+    side = get_dataset_info(ENTRY.dataset).image_size
+    assert ci_params["data"]["synthetic"]["image_size"] != side
+    with pytest.raises(ConfigError, match=f"zoo entry {ENTRY.name}: RobustBench's {ENTRY.dataset} models take "
+                                          f"{side}x{side} images.*set data.synthetic.image_size: {side}"):
+        plan_zoo(ci_params)
+    params = copy.deepcopy(ci_params)
+    params["data"]["synthetic"]["image_size"] = side
+    assert [r.config["zoo"]["name"] for r in plan_zoo(params)] == [ENTRY.name]

@@ -15,9 +15,17 @@ from study.evaluate.records import read_records
 ZOO_FIGURES = ("fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap")
 
 
+#: The ci preset with 32 px synthetic images: RobustBench's CIFAR architectures take no other size.
+PRESET = "ci32"
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     project = _copy_project(tmp_path_factory.mktemp("project"))
+    presets = project / "workflow" / "presets"
+    overlay = yaml.safe_load((presets / "ci.yaml").read_text())
+    overlay["data"]["synthetic"]["image_size"] = 32
+    (presets / f"{PRESET}.yaml").write_text(yaml.safe_dump(overlay))
     weights = tmp_path_factory.mktemp("weights")
     place_random_weights(weights)
     return project, weights
@@ -28,10 +36,10 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(project, monke
     """(Without the file, the ci DAG has no zoo job: tests/test_workflow.py.)"""
     project, weights = project
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or pretrained.weights_dir)
-    config = ["--config", "preset=ci"]
+    config = ["--config", f"preset={PRESET}"]
     on = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", *config, "--", "all"], project))
     assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
-    params, runs, _ = _plan(project, "ci")
+    params, runs, _ = _plan(project, PRESET)
     # a zoo entry is one evaluate job (all its evaluations), beside those of the trained runs
     assert _evaluate_count(on) == _evaluate_jobs(params, runs)[0] + len(params["zoo"]["models"])
     # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
@@ -53,7 +61,7 @@ def test_missing_zoo_weights_fail_the_job_with_the_file_named(project, tmp_path,
     # require_weights off: the entry is in the DAG without its file; the dry run works
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(tmp_path))
     presets = project / "workflow" / "presets"
-    overlay = yaml.safe_load((presets / "ci.yaml").read_text())
+    overlay = yaml.safe_load((presets / f"{PRESET}.yaml").read_text())
     overlay["zoo"]["require_weights"] = False
     (presets / "ci_zoo.yaml").write_text(yaml.safe_dump(overlay))
     config = ["--config", "preset=ci_zoo"]

@@ -57,6 +57,21 @@ def _weights_present(entry: Mapping, weights_dir: str | None) -> bool:
         Path(weights_dir).expanduser() / entry["dataset"] / entry["threat_model"] / f"{entry['name']}.pt").is_file()
 
 
+def _check_image_size(params: Mapping, entry: Mapping) -> None:
+    """RobustBench's architectures take their dataset's image size (CIFAR's 32 px: a fixed
+    final pooling); evaluated on other data, that data must have the same size."""
+    from study.data.registry import get_dataset_info
+
+    data = entry.get("data", entry["dataset"])
+    wanted, size = get_dataset_info(entry["dataset"]).image_size, get_dataset_info(data).image_size
+    if data == "synthetic":
+        size = ((params.get("data") or {}).get("synthetic") or {}).get("image_size", size)
+    if size != wanted:
+        raise ConfigError(f"zoo entry {entry['name']}: RobustBench's {entry['dataset']} models take {wanted}x{wanted} "
+                          f"images, its data {data} has {size}x{size}"
+                          + (f" (set data.synthetic.image_size: {wanted})" if data == "synthetic" else ""))
+
+
 def plan_zoo(params: Mapping) -> list[RunSpec]:
     """The zoo's runs; with `require_weights` only those whose weights file is in the folder
     (a preset that must not grow when no weights are placed, such as the demo)."""
@@ -70,6 +85,7 @@ def plan_zoo(params: Mapping) -> list[RunSpec]:
         if not evaluations:
             raise ConfigError(f"zoo entry {entry['name']}: no evaluations (give `evaluations`, or "
                               f"zoo.evaluations.{entry['threat_model']})")
+        _check_image_size(params, entry)
         for ev in evaluations:
             if ev not in params["evaluations"]:
                 raise ConfigError(f"zoo entry {entry['name']}: unknown evaluation {ev!r}; "

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -533,6 +533,25 @@ OFFICIAL_CORRUPTIONS = (
     "snow", "frost", "fog", "brightness", "contrast", "elastic_transform", "pixelate", "jpeg_compression",
     "speckle_noise", "gaussian_blur", "spatter", "saturate",
 )
+
+# Computed pixel by pixel or from each image's own mean: no constant of these is a length in
+# pixels, so they mean the same at any image size. The others (blurs, zoom, pixelate, JPEG's
+# 8x8 blocks, the weather) carry the 32x32 image in their constants.
+SIZE_FREE = ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "brightness", "contrast", "saturate")
+CIFAR_SIDE = 32
+
+
+def check_image_size(corruptions: Sequence[str], shape: Sequence[int]) -> None:
+    """Raise ValueError unless `shape` (C, H, W) is RGB and every corruption is defined at its
+    size: any size for the SIZE_FREE ones, 32x32 for the rest."""
+    if len(shape) != 3 or shape[0] != 3:
+        raise ValueError(f"CIFAR-10-C corrupts RGB images (3, H, W), got {tuple(shape)}")
+    if tuple(shape[1:]) == (CIFAR_SIDE, CIFAR_SIDE):
+        return
+    sized = [c for c in corruptions if c not in SIZE_FREE]
+    if sized:
+        raise ValueError(f"corruption(s) {', '.join(sized)} are defined for 32x32 images, got "
+                         f"{shape[1]}x{shape[2]}; at other sizes valid: {', '.join(SIZE_FREE)}")
 
 
 def corrupt(images: torch.Tensor, corruption: str, severity: int, seed: int = 0) -> torch.Tensor:

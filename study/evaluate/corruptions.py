@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
-from study.data.corruptions import corrupt
+from study.data.corruptions import check_image_size, corrupt
 from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
@@ -76,8 +76,7 @@ def evaluate_corruptions(
     """Per-sample records (index, label, pred, corruption, severity) for every pair; the
     archive for `source` official/auto is looked for in `mirror`, then `raw_dir`."""
     run_dir, out = Path(run_dir), Path(out)
-    if splits.test_x.shape[1:] != (3, 32, 32):
-        raise ValueError(f"CIFAR-10-C needs 32x32 RGB test images, got {tuple(splits.test_x.shape[1:])}")
+    check_image_size(corruptions, splits.test_x.shape[1:])
     variant, archive = resolve_source(source, splits, raw_dir, mirror)
     print(f"CIFAR-10-C images: {variant}" + (f" ({archive})" if archive else ""), file=sys.stderr)
     cfg = json.loads((run_dir / "config.json").read_text())
