@@ -91,7 +91,12 @@ def _direct_labels(ax: Axes, ends: pd.DataFrame, worst: int | None, context: dic
         ax.annotate(text, xy=(row["epoch"], row["mean"] * 100), xycoords="data", xytext=(1.02, y),
                     textcoords=trans, va="center", ha="left", fontsize=8, color=context["colors"][cls],
                     fontweight="bold" if is_worst else "normal", annotation_clip=False,
-                    arrowprops={"arrowstyle": "-", "color": context["colors"][cls], "lw": 0.5, "alpha": 0.6})
+                    # patchA None: the leader runs away from the label's left edge, so clipping it
+                    # against the text box would only trim the box's 2 pt pad (shrinkA still keeps it
+                    # 2 pt off the text), and that clipping is a Bezier split per label: a third of
+                    # the figure's save time
+                    arrowprops={"arrowstyle": "-", "color": context["colors"][cls], "lw": 0.5, "alpha": 0.6,
+                                "patchA": None})
 
 
 def _draw_panel(ax: Axes, epochs: pd.DataFrame, col: str, context: dict) -> tuple[int, int | None, float]:
