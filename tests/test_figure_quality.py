@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import struct
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -209,11 +210,18 @@ def config_keys() -> set[str]:
     return keys
 
 
+#: Figures already drawn, with their renderer: the checks only read a figure, and each of them
+#: drawing it again (half a second or more each) would repeat the same layout.
+_DRAWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def draw(fig: Figure):
     """Lay the figure out and draw it as the PNG would be (tick labels and layout exist only then)."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    return canvas.get_renderer()
+    if fig not in _DRAWN:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        _DRAWN[fig] = canvas.get_renderer()
+    return _DRAWN[fig]
 
 
 def texts(fig: Figure) -> list[str]:
