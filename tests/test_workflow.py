@@ -123,11 +123,17 @@ def _shards(params) -> dict[str, int]:
     return {name: int(ev.get("shards", 1)) for name, ev in params["evaluations"].items()}
 
 
+def _whole(run, checkpoint: str, shards: dict[str, int]) -> list[str]:
+    """The evaluations of a run that its one evaluate job of `checkpoint` writes: all of them but
+    the sharded ones of the last checkpoint (a job per shard and a merge each)."""
+    return sorted(e for e in run.evaluations if checkpoint == "best" or shards.get(e, 1) == 1)
+
+
 def _evaluate_jobs(params, runs) -> tuple[int, int]:
     """(evaluate, merge_shards) jobs of a plan: one per (run, checkpoint) for all its evaluations
     but a sharded one of the last checkpoint, which has one per shard and a merge."""
     shards = _shards(params)
-    whole = sum(any(c == "best" or shards.get(e, 1) == 1 for e in r.evaluations) for r in runs for c in r.checkpoints)
+    whole = sum(bool(_whole(r, c, shards)) for r in runs for c in r.checkpoints)
     last = [e for r in runs if "last" in r.checkpoints for e in r.evaluations if shards.get(e, 1) > 1]
     return whole + sum(shards[e] for e in last), len(last)
 
@@ -314,8 +320,8 @@ def _expected_logs(params, runs) -> set[str]:
     for r in runs:
         where = f"results/logs/evaluate/{r.run_id}"
         for c in r.checkpoints:
-            whole = sorted(e for e in r.evaluations if c == "best" or shards.get(e, 1) == 1)
-            logs |= {f"{where}/{'+'.join(whole)}{'@best' if c == 'best' else ''}.log"} if whole else set()
+            if whole := _whole(r, c, shards):
+                logs.add(f"{where}/{'+'.join(whole)}{'@best' if c == 'best' else ''}.log")
         for e in (e for e in r.evaluations if "last" in r.checkpoints and shards.get(e, 1) > 1):
             logs |= {f"{where}/shards/{e}/{i}-of-{shards[e]}.log" for i in range(shards[e])}
             logs.add(f"{where}/{e}-merge.log")

@@ -64,8 +64,8 @@ def _check_image_size(params: Mapping, entry: Mapping) -> None:
 
     data = entry.get("data", entry["dataset"])
     wanted, size = get_dataset_info(entry["dataset"]).image_size, get_dataset_info(data).image_size
-    if data == "synthetic":
-        size = ((params.get("data") or {}).get("synthetic") or {}).get("image_size", size)
+    if data == "synthetic":  # generated at the size the params give (as plan.run_config passes them)
+        size = params["data"]["synthetic"].get("image_size", size)
     if size != wanted:
         raise ConfigError(f"zoo entry {entry['name']}: RobustBench's {entry['dataset']} models take {wanted}x{wanted} "
                           f"images, its data {data} has {size}x{size}"
