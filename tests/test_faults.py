@@ -61,10 +61,13 @@ def fails(capsys, argv: list[str], *named: str) -> str:
     return errors[0]
 
 
-def succeeds(capsys, argv: list[str]) -> None:
+def succeeds(capsys, argv: list[str]) -> str:
+    """Run `study ARGV` in-process: exit 0; returns what it printed."""
     capsys.readouterr()
     rc = main([str(a) for a in argv])
-    assert rc == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return out
 
 
 # --- archives ------------------------------------------------------------------------------
@@ -168,8 +171,10 @@ def test_gzip_stream_damage_is_a_checksum_error_not_a_zlib_error(tmp_path, monke
     bad[12:40] = bytes(28)  # the first deflate block: zlib raises zlib.error, which is no OSError
     target.write_bytes(bytes(bad))
     fails(capsys, _prepare_argv(key, tmp_path), target, "not readable gzip")
+    assert not (tmp_path / "out.pt").exists()
     target.write_bytes(bytes(good))
     succeeds(capsys, _prepare_argv(key, tmp_path))
+    assert (tmp_path / "out.pt").is_file()
 
 
 def test_truncated_image_in_the_hand_placed_imagenet_folder_is_named(tmp_path, capsys):
@@ -202,8 +207,10 @@ def test_missing_mirror_file_says_where_to_put_it(tmp_path, monkeypatch, capsys)
     (tmp_path / "mirror").mkdir()
     fails(capsys, _prepare_argv(key, tmp_path), target.name, "is not available", tmp_path / "raw" / target.name,
           "STUDY_DATA_MIRROR")
+    assert not (tmp_path / "out.pt").exists()
     shutil.copy(target, tmp_path / "mirror" / target.name)
     succeeds(capsys, _prepare_argv(key, tmp_path))
+    assert (tmp_path / "out.pt").is_file()
 
 
 def test_unknown_dataset_and_variant(tmp_path, capsys, ci_params):
@@ -212,9 +219,11 @@ def test_unknown_dataset_and_variant(tmp_path, capsys, ci_params):
           "'imagenet42'", *registry.DATASETS)
     fails(capsys, ["prepare", "--dataset", "synthetic", "--variant", "huge", "--out", out],
           "'huge'", *registry.DATASETS["synthetic"].variants)
+    assert not out.exists()
     succeeds(capsys, ["prepare", "--dataset", "synthetic", "--variant", "default", "--out", out,
                       "--synthetic", json.dumps({**ci_params["data"]["synthetic"], "train_per_class": 2,
                                                  "test_per_class": 1})])
+    assert out.is_file()
 
 
 # --- the study's configuration ---------------------------------------------------------------
@@ -248,7 +257,7 @@ def test_bad_value_in_the_configuration_names_its_key_path(tmp_path, capsys, fau
     _set(preset, path, value)
     (presets / "ci.yaml").write_text(yaml.safe_dump(preset))
     fails(capsys, _plan_argv(presets), presets / "ci.yaml", *named)
-    succeeds(capsys, _plan_argv(PRESETS))
+    assert succeeds(capsys, _plan_argv(PRESETS)).startswith("preset ci: ")
 
 
 def _group_fault(kind: str):
@@ -276,14 +285,14 @@ def test_unknown_name_in_an_experiment_group_lists_the_valid_ones(tmp_path, caps
     edit(preset["experiments"][0])
     (presets / "ci.yaml").write_text(yaml.safe_dump(preset))
     fails(capsys, _plan_argv(presets), presets / "ci.yaml", f"unknown {kind} {bad!r}", *valid)
-    succeeds(capsys, _plan_argv(PRESETS))
+    assert succeeds(capsys, _plan_argv(PRESETS)).startswith("preset ci: ")
 
 
 def test_unknown_preset_lists_the_presets(capsys):
     argv = _plan_argv(PRESETS)
     argv[argv.index("ci")] = "nosuch"
     fails(capsys, argv, "'nosuch'", *(p.stem for p in PRESETS.glob("*.yaml")))
-    succeeds(capsys, _plan_argv(PRESETS))
+    assert succeeds(capsys, _plan_argv(PRESETS)).startswith("preset ci: ")
 
 
 # --- training -------------------------------------------------------------------------------
@@ -459,13 +468,16 @@ def test_bad_arguments_give_one_line_not_the_usage(tmp_path, capsys, ci_params, 
     fails(capsys, [*prepare, "{broken"], "argument --synthetic", "not valid JSON", "'{broken'",
           "study prepare --help")
     succeeds(capsys, [*prepare, synthetic])
+    assert (tmp_path / "s.pt").is_file()
     fails(capsys, ["trian"], "invalid choice: 'trian'", "'train'")
-    succeeds(capsys, _plan_argv(PRESETS))
+    assert succeeds(capsys, _plan_argv(PRESETS)).startswith("preset ci: ")
     evaluate = ["evaluate", "--data", synthetic_file, "--run-dir", tiny_run, "--evaluation",
                 json.dumps({"name": "clean", "type": "clean", "test_per_class": 1}), "--out", tmp_path / "c.parquet",
                 "--device", "cpu", "--no-progress", "--checkpoint"]
     fails(capsys, [*evaluate, "middle"], "argument --checkpoint", "'middle'", "'last', 'best'")
+    assert not (tmp_path / "c.parquet").exists()
     succeeds(capsys, [*evaluate, "last"])
+    assert (tmp_path / "c.parquet").is_file()
 
 
 def test_the_real_command_prints_one_line_and_no_traceback(repo_root):
