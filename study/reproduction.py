@@ -1,5 +1,5 @@
 """The reproduction report (results/reproduction.md): our numbers beside the published ones
-that STUDY.md quotes ("What a faithful CIFAR-10 reproduction shows").
+that docs/study.md#expected-results states, with their sources under #published-numbers.
 
 Every published claim is one `Claim` in CLAIMS. A claim is matched to the runs of the
 class-wise table by what the runs are, not by their names, because names differ by preset
@@ -50,20 +50,20 @@ PUBLISHED_RECIPE = {"optimizer": "sgd", "schedule": "step", "weight_decay": 5e-4
 # One run group is one configuration trained with several seeds.
 GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 
-# How the report reads STUDY.md's words as ranges (fractions of the test set).
+# How the report reads the expectations of docs/study.md#expected-results as ranges (fractions of the test set).
 LOW_TO_MID_80S = (0.80, 0.86)
 AROUND_50 = (0.47, 0.53)
 A_FEW_POINTS = (0.02, 0.06)
 SMALL_COST = (-0.03, 0.0)
 
-_SECTION = "STUDY.md, What a faithful CIFAR-10 reproduction shows"
+_SECTION = "docs/study.md#expected-results; the published numbers behind them: docs/study.md#published-numbers"
 _AT_NUMBERS = ("A PGD-AT PreAct-ResNet18 lands in the low-to-mid 80s clean and around 50% PGD-20 at its best "
                "checkpoint, with AutoAttack a few points lower.")
 _STANDARD_RANK = "Standard training is already unequal (cat lowest)."
 _AT_RANK = ("PGD-AT lowers clean accuracy for every class and widens the gap in both accuracy and robustness; "
             "the weakest classes are cat, then bird, deer and dog; the strongest car, ship and truck.")
 _FAIRNESS = "Fairness methods raise the worst class by a few points at a small cost in the mean."
-# CFA, FAIR-TAT and FRL on PGD-AT: the fairness methods that STUDY.md compares with PGD-AT itself.
+# CFA, FAIR-TAT and FRL on PGD-AT: the fairness methods that docs/study.md#expected-results compares with PGD-AT itself.
 _FAIR_METHODS = ("pgd_at_cfa", "pgd_at_fairtat", "frl_reweight", "frl_remargin", "frl_reweight_remargin")
 _WEAKEST4 = ("cat", "bird", "deer", "dog")
 _STRONGEST3 = ("automobile", "ship", "truck")
@@ -533,7 +533,7 @@ def _cell(text: str) -> str:
 
 
 _HOW_TO_READ = (
-    "Published: the range that the sentence of STUDY.md quoted under Sources states, as this report reads it "
+    "Published: the range that the expectation quoted under Sources states, as this report reads it "
     '("low-to-mid 80s": 80-86%; "around 50%": 47-53%; "a few points": 2-6 points; "a small cost": 0-3 points '
     "lower). Ours: the mean over seeds with its 95% interval (a t interval over seeds combined with one seed's "
     "Wilson interval; Wilson alone for one seed); a difference between two methods combines their intervals "

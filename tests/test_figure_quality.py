@@ -160,7 +160,7 @@ def _examples() -> Figure:
     return plot_feature_examples(sets, CLASSES, "CIFAR-10")
 
 
-# Every figure kind of STUDY.md, each from inputs that carry raw configuration keys.
+# Every figure kind of the study (docs/study.md#figures), each from inputs that carry raw configuration keys.
 FIGURES: dict[str, Callable[[], Figure]] = {
     "fig01_02_classwise": lambda: plot_classwise(_classwise(methods=("pgd_at",))),
     "fig03_frl_errors": lambda: plot_frl_errors(_frl_table(), "CIFAR-10 | PreAct-ResNet-18"),

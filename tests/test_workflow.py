@@ -159,7 +159,7 @@ def _zoo_panels(params) -> int:
 
 
 def _figure_jobs(params, runs) -> dict[str, int]:
-    """Jobs per figure rule: one per panel (what the figure draws, from STUDY.md's figures)."""
+    """Jobs per figure rule: one per panel (what the figure draws, from docs/study.md#figures)."""
     plain = _plain(runs)
     tabled, _, corrupted = _robustness_runs(params, runs)
     configs: dict[str, set] = {}

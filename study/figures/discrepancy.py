@@ -1,5 +1,5 @@
-"""Class-wise discrepancy across datasets, architectures or optimization settings (STUDY.md
-figures 4, 5 and 6): worst and best class, max - min and standard deviation, per training method."""
+"""Class-wise discrepancy across datasets, architectures or optimization settings (figures
+4, 5 and 6 of docs/study.md#figures): worst and best class, max - min and standard deviation, per training method."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ ATTACK_NAMES = {"clean": "Clean", "pgd": "PGD", "autoattack": "AutoAttack", "aa"
 NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
 # Attacks of the study whose key names no norm run under L-inf (params.yaml: every one of them).
 _LINF_BY_DEFAULT = {"pgd", "autoattack", "aa", "square", "fgsm", "apgd", "bim", "fab"}
-# Datasets built after Ilyas et al. 2019 (STUDY.md figure 12), named as in the paper.
+# Datasets built after Ilyas et al. 2019 (docs/study.md#figures, 12), named as in the paper.
 CONSTRUCTED_NAMES = {"d_rand": "D_rand", "d_det": "D_det", "d_nr": "D_NR", "d_r": "D_R"}
 CHECKPOINT_NAMES = {"best": "best checkpoint", "last": "last checkpoint"}
 

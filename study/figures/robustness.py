@@ -1,4 +1,4 @@
-"""Robustness figures: class x corruption heatmap (STUDY.md figure 14), class false-positive
+"""Robustness figures: class x corruption heatmap (docs/study.md#figures, 14), class false-positive
 scores (figure 11) and class-wise standard and robust error (figure 3)."""
 
 from __future__ import annotations

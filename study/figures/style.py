@@ -202,7 +202,8 @@ def norm_groups(evals: Sequence[str], settings: Mapping[str, Mapping] | None = N
 # `caveat=AUTO` (the default of every plotting function) asks the figure to decide from its data;
 # None draws no note; any other text is drawn as given.
 AUTO = "auto"
-# Fewer epochs than this cannot separate the classes of a real dataset (STUDY.md trains 120-200).
+# Fewer epochs than this cannot separate the classes of a real dataset (the published runs train
+# 120-200: docs/study.md#published-settings).
 MIN_EPOCHS = 5
 # A mean class accuracy at most this multiple of chance (1 / classes) is a model that has not learned.
 CHANCE_FACTOR = 1.5

@@ -1,5 +1,5 @@
 """Which classes are confused with which, and how similar the classes look to the model
-(STUDY.md figures 9 and 10), from per-sample records (label, pred, logit_k columns)."""
+(docs/study.md#figures, 9 and 10), from per-sample records (label, pred, logit_k columns)."""
 
 from __future__ import annotations
 

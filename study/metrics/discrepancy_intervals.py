@@ -1,4 +1,4 @@
-"""Class-wise discrepancy of groups of runs (STUDY.md figures 4, 5, 6): worst class, best class,
+"""Class-wise discrepancy of groups of runs (docs/study.md#figures, 4-6): worst class, best class,
 max - min and standard deviation across classes, each with a 95% interval over seeds and test
 samples and its spread over seeds.
 

@@ -1,4 +1,4 @@
-"""Rank agreement of class accuracies between models and settings (STUDY.md figure 8): are the
+"""Rank agreement of class accuracies between models and settings (docs/study.md#figures, 8): are the
 same classes weak everywhere?"""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one definition of "worst class" that every table and figure uses.
 
-STUDY.md: the worst-class figure is the accuracy of the weakest class; for many classes
+docs/study.md#metrics: the worst-class figure is the accuracy of the weakest class; for many classes
 (CIFAR-100) it is the mean of the weakest 10% of classes, so one noisy class does not
 decide it. With 10 classes both are the same number.
 """

@@ -1,4 +1,4 @@
-"""The adaptive policies of the training engine (DESIGN.md: training methods are compositions).
+"""The adaptive policies of the training engine (docs/architecture.md: methods are compositions).
 
 A method is one choice per policy; `build_policies` reads a resolved method config
 (`params.yaml` `methods:` entry) and returns them. Each policy kind has one table of its

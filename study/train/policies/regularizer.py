@@ -20,7 +20,7 @@ class NoRegularizer:
 
 
 class CosinePenalty(NoRegularizer):
-    """Inter-class cosine similarity (STUDY.md question 2): the mean logit vector of each
+    """Inter-class cosine similarity (docs/study.md#questions, 2 and 3): the mean logit vector of each
     true class in the batch; penalty = coef * mean cosine similarity over pairs of
     different classes, so training pushes the classes' mean logits apart."""
 

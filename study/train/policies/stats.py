@@ -55,7 +55,7 @@ class EpochStats:
 
     @property
     def train_cfp(self) -> torch.Tensor:
-        """Class false-positive score (STUDY.md): samples of other classes predicted as c,
+        """Class false-positive score (docs/study.md#metrics): samples of other classes predicted as c,
         divided by all misclassified samples; zeros when nothing was misclassified."""
         off = self.train_confusion - torch.diag(torch.diag(self.train_confusion))
         total = off.sum()
