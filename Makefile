@@ -4,8 +4,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Local mirror of dataset archives (this project's machines have no internet).
-export STUDY_DATA_MIRROR ?= $(abspath ../shared/datasets)
+# Dataset archives come from data/raw, a local mirror folder, or the official downloads. Offline,
+# set STUDY_DATA_MIRROR to a folder holding the archives (README, "Data"); the recipes see it
+# as any environment variable, and nothing here names a folder outside the checkout.
 CORES ?= 2
 # Python's bytecode cache on, whatever the environment says: a test run or the demo starts a
 # hundred or so processes, and each would otherwise compile the package's sources (and pytest

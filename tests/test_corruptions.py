@@ -320,7 +320,8 @@ def test_a_corrupt_archive_is_moved_aside_with_a_clear_error(tmp_path, no_mirror
 def test_official_without_the_archive_fails_clearly_after_trying_the_download(tmp_path, no_mirror, monkeypatch,
                                                                             synthetic_splits):
     # The real download code, pointed at a URL that cannot answer (offline as on this machine).
-    monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, url=(tmp_path / "no.tar").as_uri()))
+    unreachable = (tmp_path / "no.tar").as_uri()
+    monkeypatch.setattr(cifar10c, "ARCHIVE", dataclasses.replace(cifar10c.ARCHIVE, urls=(unreachable,)))
     with pytest.raises(DataUnavailableError) as err:
         evaluate_corruptions(tmp_path / "no-run", synthetic_splits, ["contrast"], [1], tmp_path / "c.parquet",
                              source="official", raw_dir=tmp_path / "raw")

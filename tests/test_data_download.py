@@ -19,7 +19,7 @@ CONTENT = b"tiny archive bytes\n" * 1000
 def _spec(url: str | None = None, subdirs: tuple[str, ...] = ()) -> ArchiveSpec:
     return ArchiveSpec(
         filename="tiny.tar.gz",
-        url=url,
+        urls=url,
         md5=hashlib.md5(CONTENT).hexdigest(),
         sha256=hashlib.sha256(CONTENT).hexdigest(),
         mirror_subdirs=subdirs,
@@ -44,11 +44,11 @@ def test_file_checksums_match_hashlib(tmp_path):
 
 def test_spec_requires_a_checksum_and_a_bare_filename():
     with pytest.raises(ValueError, match="checksum"):
-        ArchiveSpec(filename="a.tar.gz", url=None)
+        ArchiveSpec(filename="a.tar.gz")
     with pytest.raises(ValueError, match="bare file name"):
-        ArchiveSpec(filename="sub/a.tar.gz", url=None, md5="0" * 32)
+        ArchiveSpec(filename="sub/a.tar.gz", md5="0" * 32)
     with pytest.raises(ValueError, match="md5"):
-        ArchiveSpec(filename="a.tar.gz", url=None, md5="xyz")
+        ArchiveSpec(filename="a.tar.gz", md5="xyz")
 
 
 def test_resolve_mirror_prefers_argument_then_env(monkeypatch, tmp_path):

@@ -13,6 +13,7 @@ package's public face, so callers need not know which module holds what.
 from study.config.core import (
     PER_DATASET_SECTIONS,
     ConfigError,
+    configured_mirror,
     dataset_params,
     dataset_variant,
     deep_merge,
@@ -42,7 +43,7 @@ from study.runs import run_id, run_key
 
 __all__ = [
     "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
-    "coerce_overrides",
+    "coerce_overrides", "configured_mirror",
     "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
     "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
     "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 _FRACTION = re.compile(r"^\s*(-?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
 
@@ -75,6 +77,35 @@ def dataset_params(params: Mapping, dataset: str) -> dict:
         if section in over:
             out[section] = deep_merge(params[section], over[section])
     return out
+
+
+def configured_mirror(params: Mapping) -> str | None:
+    """The local mirror folder: $STUDY_DATA_MIRROR when set (a user's explicit choice), else
+    `data.mirror`, else None."""
+    from study.data.download import MIRROR_ENV
+
+    return os.environ.get(MIRROR_ENV) or (params.get("data") or {}).get("mirror") or None
+
+
+def resolve_auto_variants(params: Mapping) -> dict:
+    """params with every `data.variants` entry of "auto" replaced by the variant that the
+    raw-data folder and the mirror hold (study.data.registry.resolve_variant), so that run
+    ids, records and titles name the data actually used. Unknown datasets are left for the
+    reference check to report."""
+    from study.data.registry import AUTO_VARIANT, DATASETS, resolve_variant
+
+    data = params.get("data") or {}
+    variants = data.get("variants") or {}
+    if AUTO_VARIANT not in variants.values():
+        return dict(params)
+    raw_dir = Path(data["root"]) / "raw"
+    mirror = configured_mirror(params)
+    resolved = {
+        dataset: resolve_variant(dataset, variant, raw_dir, Path(mirror).expanduser() if mirror else None)
+        if dataset in DATASETS else variant
+        for dataset, variant in variants.items()
+    }
+    return {**params, "data": {**data, "variants": resolved}}
 
 
 def dataset_variant(params: Mapping, dataset: str) -> str:

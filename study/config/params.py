@@ -15,7 +15,15 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets, set_dotted
+from study.config.core import (
+    ConfigError,
+    dataset_params,
+    dataset_variant,
+    deep_merge,
+    group_datasets,
+    resolve_auto_variants,
+    set_dotted,
+)
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
 
@@ -135,7 +143,7 @@ def load_params(
             )
         params = deep_merge(params, read_yaml(preset_file))
         sources.append(f"preset {preset_file}")
-    params = deep_merge(params, overrides)
+    params = resolve_auto_variants(deep_merge(params, overrides))
     params["preset"] = preset
     if set(overrides) - {"preset"}:
         sources.append("command-line overrides")

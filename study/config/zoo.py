@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from study.config.core import ConfigError
+from study.config.core import ConfigError, dataset_variant
 from study.config.plan import RunSpec
 
 ZOO_PREFIX = "zoo-"
@@ -90,7 +90,10 @@ def plan_zoo(params: Mapping) -> list[RunSpec]:
             if ev not in params["evaluations"]:
                 raise ConfigError(f"zoo entry {entry['name']}: unknown evaluation {ev!r}; "
                                   f"defined in params 'evaluations': {', '.join(sorted(params['evaluations']))}")
-        runs.append(RunSpec(zoo_run_id(entry), zoo_run_config(entry), [ZOO_GROUP], list(evaluations)))
+        # An entry without its own variant takes the study's (data.variants, "auto" resolved).
+        variant = entry.get("variant") or dataset_variant(params, entry.get("data", entry["dataset"]))
+        runs.append(RunSpec(zoo_run_id(entry), zoo_run_config({**entry, "variant": variant}), [ZOO_GROUP],
+                            list(evaluations)))
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"zoo.models lists a model twice: {sorted({i for i in ids if ids.count(i) > 1})}")

@@ -15,25 +15,15 @@ import numpy as np
 import torch
 from PIL import Image
 
+from study.data import archives
 from study.data.classes import CIFAR10_CLASS_NAMES
-from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
 CLASS_NAMES = CIFAR10_CLASS_NAMES
 IMAGE_SHAPE = (3, 32, 32)
 
-OFFICIAL_ARCHIVE = ArchiveSpec(
-    filename="cifar-10-python.tar.gz",
-    url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-    md5="c58f30108f718f92721af3b95e74349a",
-    mirror_subdirs=("cifar10",),
-)
-JPEG_ARCHIVE = ArchiveSpec(
-    filename="cifar10-jpeg.tar.gz",
-    url=None,
-    sha256="10d8231fd3928e23960a12819a296e500bfadba9d242d0abab55e7b30f54c9ee",
-    mirror_subdirs=("cifar10-jpeg",),
-)
+OFFICIAL_ARCHIVE = archives.CIFAR10_OFFICIAL
+JPEG_ARCHIVE = archives.CIFAR10_JPEG
 
 TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST_BATCH = "test_batch"

@@ -12,21 +12,16 @@ import numpy as np
 import torch
 
 # The batch format is CIFAR-10's; its restricted unpickler is reused.
+from study.data import archives
 from study.data.cifar10 import read_pickled_members
 
 # The class and superclass names live where the plan and figure jobs read them without torch.
 from study.data.classes import CIFAR100_CLASS_NAMES as CLASS_NAMES
 from study.data.classes import CIFAR100_FINE_TO_COARSE as FINE_TO_COARSE
 from study.data.classes import CIFAR100_SUPERCLASS_NAMES as SUPERCLASS_NAMES
-from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
-ARCHIVE = ArchiveSpec(
-    filename="cifar-100-python.tar.gz",
-    url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
-    md5="eb9058c3a382ffc7106e4002c42a8d85",
-    mirror_subdirs=("cifar100",),
-)
+ARCHIVE = archives.CIFAR100
 IMAGE_SHAPE = (3, 32, 32)
 
 

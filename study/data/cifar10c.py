@@ -14,7 +14,6 @@ at its offset, so only the rows asked for are read.
 from __future__ import annotations
 
 import dataclasses
-import http.client
 import os
 import sys
 import tarfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data import archives
 from study.data.download import (
     MIRROR_CONFIG_KEY,
     MIRROR_ENV,
@@ -31,21 +31,16 @@ from study.data.download import (
     ChecksumError,
     DataUnavailableError,
     _checksum_message,
-    _download,
     _mirror_candidates,
     _mismatches,
     _set_aside,
     _unavailable_message,
     archive_checksums,
+    download_any,
     resolve_mirror,
 )
 
-ARCHIVE = ArchiveSpec(
-    filename="CIFAR-10-C.tar",
-    url="https://zenodo.org/record/2535967/files/CIFAR-10-C.tar",
-    md5="56bf5dcef84df0e2308c6dcbcbbd8499",
-    mirror_subdirs=("cifar10c",),
-)
+ARCHIVE = archives.CIFAR10C
 FOLDER = "CIFAR-10-C"  # the folder inside the tar
 SEVERITIES = 5
 
@@ -123,11 +118,10 @@ def find_cifar10c(
             + _where_to_put(spec, raw_dir))
     raw_dir.mkdir(parents=True, exist_ok=True)
     try:
-        _download(spec, spec.url, raw_dir / spec.filename, progress)
-    except (OSError, http.client.HTTPException, ValueError) as err:
-        # OSError covers URLError and timeouts; offline, this is where we end up.
-        raise DataUnavailableError(
-            _unavailable_message(spec, raw_dir, mirror_dir, f"{type(err).__name__}: {err}")) from err
+        download_any(spec, raw_dir / spec.filename, progress)
+    except DataUnavailableError as err:
+        # offline, this is where we end up
+        raise DataUnavailableError(_unavailable_message(spec, raw_dir, mirror_dir, str(err))) from err
     print(f"downloaded {spec.filename} to {raw_dir}", file=sys.stderr)
     return raw_dir / spec.filename
 

@@ -1,8 +1,10 @@
 """Getting dataset archives onto disk, verified by checksum.
 
 An archive is looked for, in order: in the raw-data folder, in a local mirror folder, and
-at its download URL. Machines without internet access use the mirror; the download code
-stays real (it also serves file:// URLs, which the tests use)."""
+at its download URLs, tried in order. Machines without internet access use the mirror; people
+behind their own HTTP mirror set $STUDY_DATA_URL_BASE, which replaces the public hosts (the
+tests point it at a server on 127.0.0.1). A download goes to `<name>.part` and becomes the
+archive only once complete and verified, so an interrupted one leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from study.io import atomic_path
 
 MIRROR_ENV = "STUDY_DATA_MIRROR"
 MIRROR_CONFIG_KEY = "data.mirror"
+URL_BASE_ENV = "STUDY_DATA_URL_BASE"
 
 _CHUNK = 1 << 20
 _DOWNLOAD_TIMEOUT_S = 60
@@ -38,22 +41,29 @@ class ChecksumError(RuntimeError):
     """A copy of an archive does not match its published checksum."""
 
 
+class IncompleteDownloadError(OSError):
+    """The server closed the connection before sending the whole file."""
+
+
 @dataclass(frozen=True)
 class ArchiveSpec:
-    """One file to fetch. `mirror_subdirs` are folders of a mirror searched besides its root.
+    """One file to fetch. `urls` are tried in order (a str or None is accepted for one or
+    none); `mirror_subdirs` are folders of a mirror searched besides its root.
 
     `gunzipped_checksums` means the checksums are of the file's gzip-decompressed content:
     some datasets (MNIST) publish digests of their uncompressed files only, and a re-gzipped
     copy with other header bytes holds exactly the same data."""
 
     filename: str
-    url: str | None
+    urls: tuple[str, ...] = ()
     md5: str | None = None
     sha256: str | None = None
     mirror_subdirs: tuple[str, ...] = ()
     gunzipped_checksums: bool = False
 
     def __post_init__(self) -> None:
+        urls = self.urls
+        object.__setattr__(self, "urls", () if urls is None else (urls,) if isinstance(urls, str) else tuple(urls))
         if not self.filename or Path(self.filename).name != self.filename:
             raise ValueError(f"archive filename must be a bare file name, got {self.filename!r}")
         # Without a checksum a truncated or substituted file would be used silently.
@@ -88,6 +98,15 @@ def resolve_mirror(mirror: str | os.PathLike | None) -> Path | None:
         return Path(mirror).expanduser()
     from_env = os.environ.get(MIRROR_ENV, "")
     return Path(from_env).expanduser() if from_env else None
+
+
+def download_urls(spec: ArchiveSpec) -> tuple[str, ...]:
+    """Where `spec` is downloaded from: `$STUDY_DATA_URL_BASE/<file name>` when that is set
+    (a site's own mirror, or the tests' server), else the archive's public URLs."""
+    base = os.environ.get(URL_BASE_ENV, "").strip()
+    if base:
+        return (f"{base.rstrip('/')}/{spec.filename}",)
+    return spec.urls
 
 
 def file_checksums(path: str | os.PathLike, algorithms: Iterable[str]) -> dict[str, str]:
@@ -168,6 +187,13 @@ def _mirror_candidates(spec: ArchiveSpec, mirror: Path) -> list[Path]:
     return [mirror / spec.filename] + [mirror / sub / spec.filename for sub in spec.mirror_subdirs]
 
 
+def held_locally(spec: ArchiveSpec, raw_dir: Path, mirror: Path | None) -> bool:
+    """Whether a copy of `spec` lies in `raw_dir` or the mirror (not verified: planning asks
+    this often; `fetch_archive` verifies the copy it takes)."""
+    places = [raw_dir / spec.filename] + (_mirror_candidates(spec, mirror) if mirror is not None else [])
+    return any(p.is_file() for p in places)
+
+
 def _from_mirror(spec: ArchiveSpec, mirror: Path, target: Path, progress: bool) -> bool:
     """Copy the first good mirror copy to `target`; raise if only bad copies exist."""
     bad: list[str] = []
@@ -210,14 +236,42 @@ def _download(spec: ArchiveSpec, url: str, target: Path, progress: bool) -> None
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             actual = _copy_hashing(response, part, spec, total, progress)
+        # urllib returns a short body without complaint when the server closes early.
+        got = part.stat().st_size
+        if total is not None and got != total:
+            raise IncompleteDownloadError(f"the connection closed after {got} of {total} bytes")
         if spec.gunzipped_checksums:
             actual = archive_checksums(part, spec)
         if _mismatches(spec, actual):
-            kept = _set_aside(part)
-            raise ChecksumError(
-                _checksum_message(spec, url, actual) + f"; the download was kept as {kept}"
-            )
+            # Raising here removes the .part file: a download is never worth keeping unverified.
+            raise ChecksumError(_checksum_message(spec, url, actual) + "; the download was deleted")
         os.replace(part, target)
+
+
+_DOWNLOAD_ERRORS = (OSError, http.client.HTTPException, ValueError)  # URLError, timeouts; bad URLs
+
+
+def download_any(spec: ArchiveSpec, target: Path, progress: bool) -> dict[str, str]:
+    """Download `spec` to `target` from the first of `download_urls(spec)` that gives a whole,
+    verified file. Returns {url: error} of the URLs that failed before (all of them when it
+    raises): ChecksumError if some URL served other content, else the last download error."""
+    failed: dict[str, str] = {}
+    bad_content: list[str] = []
+    urls = download_urls(spec)
+    for url in urls:
+        try:
+            _download(spec, url, target, progress)
+            return failed
+        except ChecksumError as err:
+            bad_content.append(str(err))
+            failed[url] = str(err)
+        except _DOWNLOAD_ERRORS as err:
+            failed[url] = f"{type(err).__name__}: {err}"
+        if url != urls[-1]:
+            print(f"{spec.filename}: {url} failed ({failed[url]}); trying the next URL", file=sys.stderr)
+    if bad_content:
+        raise ChecksumError("; ".join(bad_content))
+    raise DataUnavailableError("; ".join(f"tried {url}: {why}" for url, why in failed.items()))
 
 
 def _unavailable_message(
@@ -227,10 +281,11 @@ def _unavailable_message(
     download_error: str | None,
 ) -> str:
     lines = [f"{spec.filename} ({spec.describe_checksums()}) is not available"]
-    if spec.url is None:
-        lines.append("download: none, this file has no public URL and must be supplied locally")
+    if not download_urls(spec):
+        lines.append(f"download: none, this file has no public URL and must be supplied locally "
+                     f"(or from a site mirror named by ${URL_BASE_ENV})")
     else:
-        lines.append(f"download: tried {spec.url}: {download_error}")
+        lines.append(f"download: {download_error}")
     if mirror is None:
         lines.append(f"mirror: none set (${MIRROR_ENV} or config key {MIRROR_CONFIG_KEY})")
     else:
@@ -275,11 +330,10 @@ def fetch_archive(
         return target
 
     download_error = None
-    if spec.url is not None:
+    if download_urls(spec):
         try:
-            _download(spec, spec.url, target, progress)
+            download_any(spec, target, progress)
             return target
-        except (OSError, http.client.HTTPException, ValueError) as err:
-            # OSError covers URLError and timeouts; ValueError covers malformed URLs.
-            download_error = f"{type(err).__name__}: {err}"
+        except DataUnavailableError as err:
+            download_error = str(err)
     raise DataUnavailableError(_unavailable_message(spec, raw_dir, mirror_dir, download_error))

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data import archives
 from study.data.classes import IMAGENET_NUM_CLASSES
 from study.data.download import ArchiveSpec, archive_checksums
 from study.data.images import resize_center_crop
@@ -33,9 +34,7 @@ NUM_CLASSES = IMAGENET_NUM_CLASSES
 FOLDER = "imagenet"
 SYNSET_FILE = "LOC_synset_mapping.txt"
 _EXTENSIONS = (".jpeg", ".jpg", ".png")
-# No URL: the files are only given out to registered users of image-net.org.
-VAL_TAR = ArchiveSpec("ILSVRC2012_img_val.tar", None, md5="29b22e2961454d5413ddabcf34fc5622")
-DEVKIT = ArchiveSpec("ILSVRC2012_devkit_t12.tar.gz", None, md5="fa75699e90414af021442c21a62c3abf")
+VAL_TAR, DEVKIT = archives.IMAGENET_VAL, archives.IMAGENET_DEVKIT
 
 
 def _placement_help(roots: list[Path]) -> str:

@@ -13,32 +13,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data import archives
 from study.data.classes import DIGIT_CLASS_NAMES
-from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
 CLASS_NAMES = DIGIT_CLASS_NAMES
 IMAGE_SHAPE = (1, 28, 28)
 
-_BASE_URL = "http://yann.lecun.com/exdb/mnist/"
-# The official MD5s are of the uncompressed files (published with torchvision and others);
-# checking the content lets a re-compressed mirror copy pass.
-_FILES = {
-    "train_images": ("train-images-idx3-ubyte", "6bbc9ace898e44ae57da46a324031adb"),
-    "train_labels": ("train-labels-idx1-ubyte", "a25bea736e30d166cdddb491f175f624"),
-    "test_images": ("t10k-images-idx3-ubyte", "2646ac647ad5339dbf082846283269ea"),
-    "test_labels": ("t10k-labels-idx1-ubyte", "27ae3e4e09519cfbb04c329615203637"),
-}
-ARCHIVES: tuple[ArchiveSpec, ...] = tuple(
-    ArchiveSpec(
-        filename=f"{stem}.gz",
-        url=f"{_BASE_URL}{stem}.gz",
-        md5=md5,
-        mirror_subdirs=("mnist",),
-        gunzipped_checksums=True,
-    )
-    for stem, md5 in _FILES.values()
-)
+ARCHIVES = archives.MNIST
 
 _UBYTE = 0x08
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from study.data import classes
@@ -135,15 +136,19 @@ DATASETS: dict[str, DatasetInfo] = {
 def sources() -> dict[tuple[str, str], DataSource]:
     """(dataset, variant) -> its DataSource; the loaders are imported here, on first use."""
     from study.data import cifar10, cifar100, imagenet, mnist, svhn, tinyimagenet
+    from study.data.archives import VARIANT_ARCHIVES
     from study.data.synthetic import make_synthetic
 
+    loaders = {
+        ("cifar10", "official"): cifar10.load_cifar10_official,
+        ("cifar10", "jpeg"): cifar10.load_cifar10_jpeg,
+        ("mnist", "official"): mnist.load_mnist,
+        ("svhn", "official"): svhn.load_svhn,
+        ("cifar100", "official"): cifar100.load_cifar100,
+        ("tinyimagenet", "official"): tinyimagenet.load_tinyimagenet,
+    }
     return {
-        ("cifar10", "official"): DataSource((cifar10.OFFICIAL_ARCHIVE,), cifar10.load_cifar10_official),
-        ("cifar10", "jpeg"): DataSource((cifar10.JPEG_ARCHIVE,), cifar10.load_cifar10_jpeg),
-        ("mnist", "official"): DataSource(mnist.ARCHIVES, mnist.load_mnist),
-        ("svhn", "official"): DataSource((svhn.TRAIN_ARCHIVE, svhn.TEST_ARCHIVE), svhn.load_svhn),
-        ("cifar100", "official"): DataSource((cifar100.ARCHIVE,), cifar100.load_cifar100),
-        ("tinyimagenet", "official"): DataSource((tinyimagenet.ARCHIVE,), tinyimagenet.load_tinyimagenet),
+        **{key: DataSource(VARIANT_ARCHIVES[key], load) for key, load in loaders.items()},
         ("imagenet", "val"): DataSource((), imagenet.prepare_imagenet, manual=True),
         ("synthetic", "default"): DataSource((), make_synthetic),
     }
@@ -174,6 +179,32 @@ def check_variant(name: str, variant: str) -> None:
             f"unknown variant {variant!r} of dataset {name!r}; valid variants: "
             f"{', '.join(info.variants)}"
         )
+
+
+AUTO_VARIANT = "auto"
+
+
+def resolve_variant(name: str, requested: str, raw_dir: Path, mirror: Path | None) -> str:
+    """The variant that `requested` names; for "auto", the first of the dataset's variants
+    (official first) whose archives all lie in `raw_dir` or the mirror, else the first that
+    can be downloaded (the URL base or public URLs), else the default variant (whose
+    `study prepare` then says which file to place where). Variants with no archives
+    (generated, hand-placed) count as held."""
+    from study.data.archives import VARIANT_ARCHIVES
+    from study.data.download import download_urls, held_locally
+
+    info = get_dataset_info(name)
+    if requested != AUTO_VARIANT:
+        check_variant(name, requested)
+        return requested
+    needed = {v: VARIANT_ARCHIVES.get((name, v), ()) for v in info.variants}
+    for variant, specs in needed.items():
+        if all(held_locally(spec, raw_dir, mirror) for spec in specs):
+            return variant
+    for variant, specs in needed.items():
+        if all(download_urls(spec) for spec in specs):
+            return variant
+    return info.default_variant
 
 
 def get_source(name: str, variant: str) -> DataSource:

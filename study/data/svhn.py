@@ -9,26 +9,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data import archives
 from study.data.classes import DIGIT_CLASS_NAMES
-from study.data.download import ArchiveSpec
 from study.data.splits import Splits
 
 CLASS_NAMES = DIGIT_CLASS_NAMES
 IMAGE_SHAPE = (3, 32, 32)
 
-_BASE_URL = "http://ufldl.stanford.edu/housenumbers/"
-TRAIN_ARCHIVE = ArchiveSpec(
-    filename="train_32x32.mat",
-    url=f"{_BASE_URL}train_32x32.mat",
-    md5="e26dedcc434d2e4c54c9b2d4a06d8373",
-    mirror_subdirs=("svhn",),
-)
-TEST_ARCHIVE = ArchiveSpec(
-    filename="test_32x32.mat",
-    url=f"{_BASE_URL}test_32x32.mat",
-    md5="eb5a983be6a315427106f1b164d9cef3",
-    mirror_subdirs=("svhn",),
-)
+TRAIN_ARCHIVE, TEST_ARCHIVE = archives.SVHN_TRAIN, archives.SVHN_TEST
 
 
 def read_svhn_mat(path: str | Path) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,17 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from study.data import archives
 from study.data.classes import TINYIMAGENET_IMAGE_SIZE, TINYIMAGENET_NUM_CLASSES
-from study.data.download import ArchiveSpec
 from study.data.images import decode_rgb
 from study.data.splits import Splits
 
-ARCHIVE = ArchiveSpec(
-    filename="tiny-imagenet-200.zip",
-    url="http://cs231n.stanford.edu/tiny-imagenet-200.zip",
-    md5="90528d7ca1a48142e341f4ef8d21d0de",
-    mirror_subdirs=("tinyimagenet",),
-)
+ARCHIVE = archives.TINYIMAGENET
 NUM_CLASSES, IMAGE_SIZE = TINYIMAGENET_NUM_CLASSES, TINYIMAGENET_IMAGE_SIZE
 
 
