@@ -13,11 +13,13 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup demo test lint paper clean-results
+.PHONY: setup demo test lint paper clean-results check-install
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# Pinned so that pip takes the CPU build of torch and pulls no CUDA packages.
+	# torch/torchvision first: here torch==2.13.0 is the local CPU build; pyproject.toml declares a
+	# range that keeps it, so the next line installs no other torch and no CUDA packages. (From
+	# PyPI alone this pin is a CUDA build: see the README for the PyTorch index to take instead.)
 	$(BIN)/pip install --quiet torch==2.13.0 torchvision==0.28.0
 	$(BIN)/pip install --quiet -e '.[workflow,dev]'
 	touch $@
@@ -35,6 +37,18 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check study tests
+
+# The package as a user installs it: `pip install .` (not editable) into a fresh venv, after the
+# local CPU torch that its range keeps; then its `study` command. The build runs in a copy of the
+# sources (no build/ left in the checkout); the venv is removed after. CI runs it (.ci/run).
+check-install:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && start=$$(date +%s) && \
+	mkdir "$$tmp/src" && cp -R pyproject.toml study "$$tmp/src/" && \
+	echo "check-install: fresh venv in $$tmp" && $(PYTHON) -m venv "$$tmp/venv" && \
+	"$$tmp/venv/bin/pip" install --quiet torch==2.13.0 torchvision==0.28.0 && \
+	echo "check-install: pip install ." && (cd "$$tmp/src" && "$$tmp/venv/bin/pip" install --quiet .) && \
+	(cd "$$tmp" && "$$tmp/venv/bin/study" --help >/dev/null) && \
+	echo "check-install: study --help runs in the fresh venv ($$(( $$(date +%s) - start )) s)"
 
 paper: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/local results/figures/all
