@@ -149,7 +149,7 @@ def cmd_zoo_table(args) -> int:
 def cmd_tables(args) -> int:
     from study.tables import build_tables
 
-    paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics)
+    paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics, checks=args.checks)
     for name, path in paths.items():
         print(f"{name}: {path}", file=sys.stderr)
     return 0
@@ -403,6 +403,8 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
     p.add_argument("--out-dir", default="results/tables")
     p.add_argument("--metrics", default=None, help="also write headline metrics JSON here")
+    p.add_argument("--checks", nargs="*", default=[],
+                   help="checks.json files of the runs: flagged evaluations are marked and not counted")
     p.set_defaults(func=cmd_tables)
 
     p = sub.add_parser("robustness-tables", help="FRL, CFP, confusion, attack and check tables")

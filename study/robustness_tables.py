@@ -2,27 +2,19 @@
 false-positive scores, confusion matrices under attack, overall and worst-class accuracy
 per attack with intervals, and the checks of every run.
 
-Checks decide what is trusted. Every row of frl.csv, cfp.csv, confusion.csv and
-attacks.csv carries its evaluation's `check_status`:
-
-- 'pass': a checks.json of the run and checkpoint covered the evaluation and no check that
-  concerns it flagged or failed;
-- 'flag' / 'fail': a check that concerns it flagged / failed; `checks_not_passed` names them,
-  e.g. 'large_eps_breaks (flag); more_steps_no_stronger (flag)';
-- 'unchecked': no checks.json given covers it.
-
-A sample counts as robust in the trusted columns only if its prediction equals its label
-and its evaluation's status is 'pass'. The measured numbers (acc, worst_acc, the FRL
-errors, ...) are kept for every evaluation, marked by its status; the trusted columns of
-attacks.csv (`trusted_acc`, `trusted_worst_acc`) equal them for evaluations that passed and
-are empty (NaN) for the others: an untrusted evaluation has no trusted robust samples, and
-an empty cell, unlike 0, cannot be read as a measured accuracy. checks.csv lists every
+Checks decide what is trusted, by the one rule of study.metrics.trust: a sample counts as
+robust only if no check flagged or failed its evaluation. Every row of frl.csv, cfp.csv,
+confusion.csv and attacks.csv carries its evaluation's `check_status` (pass, flag, fail,
+unchecked) and `checks_not_passed`. The measured numbers (acc, worst_acc, the FRL errors,
+...) are kept for every evaluation, marked by its status; the trusted columns of attacks.csv
+(`trusted_acc`, `trusted_worst_acc`) equal them where the rule counts the evaluation and are
+empty (NaN) for flagged or failed ones: such an evaluation has no trusted robust samples,
+and an empty cell, unlike 0, cannot be read as a measured accuracy. checks.csv lists every
 check with the checkpoint it checked and the evaluations a status other than pass concerns.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,39 +27,10 @@ from study.io import atomic_path
 from study.metrics.classwise import class_accuracy, discrepancy
 from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
+from study.metrics.trust import counted, read_checks, trust_of
 from study.runs import identity
 
 ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
-CHECK_STATUSES = ("pass", "flag", "fail", "unchecked")
-
-
-def read_checks(paths: Iterable[str | Path]) -> tuple[dict[tuple[str, str], list[str]], list[dict]]:
-    """From checks.json files: (run_id, evaluation) -> the checks that did not pass it, as
-    'name (status)', for every evaluation a file covers; and one row per check."""
-    verdicts: dict[tuple[str, str], list[str]] = {}
-    rows = []
-    for path in paths:
-        result = json.loads(Path(path).read_text())
-        if "evaluations" not in result:
-            raise ValueError(f"{path} does not name the evaluations it checked: it was written by an older "
-                             "`study check`; run the check again")
-        run_id = result["run_id"]
-        for name in result["evaluations"]:
-            verdicts.setdefault((run_id, name), [])
-        for c in result["checks"]:
-            rows.append({"run_id": run_id, "checkpoint": result.get("checkpoint", "last"), "check": c["name"],
-                         "status": c["status"], "evaluations": " ".join(c["evaluations"]), "detail": c["detail"]})
-            if c["status"] != "pass":
-                for name in c["evaluations"]:
-                    verdicts.setdefault((run_id, name), []).append(f"{c['name']} ({c['status']})")
-    return verdicts, rows
-
-
-def check_status(not_passed: list[str] | None) -> str:
-    """The status of an evaluation from its checks that did not pass (None: unchecked)."""
-    if not_passed is None:
-        return "unchecked"
-    return "fail" if any(c.endswith("(fail)") for c in not_passed) else "flag" if not_passed else "pass"
 
 
 def _attack_row(ident: dict, frame: pd.DataFrame, names: list[str]) -> dict:
@@ -76,7 +39,7 @@ def _attack_row(ident: dict, frame: pd.DataFrame, names: list[str]) -> dict:
     worst = per_class.loc[per_class["acc"].idxmin()]
     n, correct = len(frame), int((frame["pred"] == frame["label"]).sum())
     olo, ohi = wilson_interval(correct, n)
-    trusted = ident["check_status"] == "pass"
+    trusted = counted(ident["check_status"])
     return {**ident, "n": n, "acc": correct / n, "ci_lo": olo, "ci_hi": ohi,
             "trusted_acc": correct / n if trusted else np.nan,
             "worst_class": worst["class_name"], "worst_acc": worst["acc"],
@@ -118,9 +81,8 @@ def robustness_tables(records: Iterable[str | Path], checks: Iterable[str | Path
     for run_id, evs in runs.items():
         for name, (frame, meta) in evs.items():
             names, ev = meta["class_names"], meta["evaluation"]
-            not_passed = verdicts.get((run_id, name))
             ident = {**identity(run_id, meta["run_config"]), "eval": name, "attack": ev.get("type", "clean"),
-                     "check_status": check_status(not_passed), "checks_not_passed": "; ".join(not_passed or [])}
+                     **trust_of(verdicts, run_id, name)}
             cfp, conf = _class_tables(ident, frame, names)
             tables["cfp"].append(cfp)
             tables["confusion"].append(conf)
@@ -149,8 +111,8 @@ def _warn_untrusted(attacks: list[dict]) -> None:
             print(f"robustness tables: {row['run_id']} {row['eval']} is not trusted ({row['check_status']}): "
                   f"{row['checks_not_passed']}", file=sys.stderr)
     if unchecked:
-        print(f"robustness tables: {unchecked} of {len(attacks)} evaluations unchecked (no checks.json covers them), "
-              "left out of the trusted columns", file=sys.stderr)
+        print(f"robustness tables: {unchecked} of {len(attacks)} evaluations unchecked (no checks.json covers them): "
+              "counted, marked 'unchecked'", file=sys.stderr)
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:

@@ -1,7 +1,11 @@
 """Aggregate the records of many runs into the study's tables (results/tables/).
 
 Every number comes from the per-sample evaluation records and the per-epoch records;
-nothing is recomputed from models here.
+nothing is recomputed from models here. Given the runs' checks.json files, every row carries
+its evaluation's `check_status` and `checks_not_passed`, and the rule of
+study.metrics.trust applies: a flagged or failed evaluation stays in classwise.csv and
+summary.csv, marked, but its samples are not counted in the seed aggregates
+(classwise_seeds.csv, `flagged_seeds` says how many were left out) or the headline metrics.
 """
 
 from __future__ import annotations
@@ -16,7 +20,11 @@ import pandas as pd
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
+from study.metrics.trust import NOT_COUNTED, read_checks, trust_of
 from study.runs import SETTING_COLUMNS, identity
+
+#: the columns a seed aggregate is keyed by
+SEED_KEYS = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval"]
 
 
 def build_tables(
@@ -24,20 +32,25 @@ def build_tables(
     epochs: Iterable[str | Path],
     out_dir: str | Path,
     metrics_path: str | Path | None = None,
+    checks: Iterable[str | Path] = (),
 ) -> dict[str, Path]:
-    """From per-sample records (parquet, self-describing) and epochs.csv files (beside their
-    run's config.json), write classwise.csv, summary.csv, classwise_seeds.csv, epochs.csv."""
+    """From per-sample records (parquet, self-describing), epochs.csv files (beside their
+    run's config.json) and the runs' checks.json files, write classwise.csv, summary.csv,
+    classwise_seeds.csv, epochs.csv."""
     out_dir = Path(out_dir)
+    verdicts, _ = read_checks(checks)
     blocks = []
     for path in map(Path, records):
         frame, meta = read_records(path)
-        ident = {**identity(meta["run_id"], meta["run_config"]), "eval": meta["evaluation"]["name"]}
+        name = meta["evaluation"]["name"]
+        ident = {**identity(meta["run_id"], meta["run_config"]), "eval": name,
+                 **trust_of(verdicts, meta["run_id"], name)}
         blocks.append(classwise_table([(ident, frame)], meta["class_names"]))
     if not blocks:
         raise FileNotFoundError("no evaluation records given (results/evaluations/<run>/<evaluation>.parquet)")
     classwise = pd.concat(blocks, ignore_index=True)
     summary = summary_table(classwise)
-    seeds = seed_aggregate(classwise, by=["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval"])
+    seeds = counted_seed_aggregate(classwise)
 
     epoch_frames = []
     for path in map(Path, epochs):
@@ -59,18 +72,37 @@ def build_tables(
     return paths
 
 
+def counted_seed_aggregate(classwise: pd.DataFrame) -> pd.DataFrame:
+    """The class-wise table over seeds, counting no sample of a flagged or failed evaluation
+    (its seed is left out of the mean and the interval); `flagged_seeds` counts those left out."""
+    flagged = classwise["check_status"].isin(NOT_COUNTED) if "check_status" in classwise else \
+        pd.Series(False, index=classwise.index)
+    kept = classwise.copy()
+    kept.loc[flagged, ["acc", "correct"]] = np.nan
+    kept.loc[flagged, "n"] = 0
+    seeds = seed_aggregate(kept, by=SEED_KEYS)
+    keys = [*SEED_KEYS, "class"]
+    counts = flagged.groupby([classwise[k] for k in keys], sort=False, dropna=False).sum().rename("flagged_seeds")
+    return seeds.merge(counts.reset_index(), on=keys, how="left")
+
+
 def headline_metrics(summary: pd.DataFrame) -> dict:
-    """Seed-averaged mean, worst-class and gap per (dataset, model, method, evaluation), for DVC."""
+    """Seed-averaged mean, worst-class and gap per (dataset, model, method, evaluation), for DVC;
+    flagged or failed evaluations are left out (`flagged` counts them where there are any)."""
     out: dict = {}
     keys = ["dataset", "model", "method", "train_data", "eval"]
     for key, group in summary.groupby(keys, sort=True):
         # runs on the original data keep the short name dataset/model/method/eval
         name = "/".join(str(k) for k in key if k != "original")
+        left_out = group["check_status"].isin(NOT_COUNTED) if "check_status" in group else \
+            pd.Series(False, index=group.index)
+        kept = group[~left_out]
         out[name] = {
-            "mean": round(float(np.mean(group["mean"])), 4),
-            "worst": round(float(np.mean(group["worst"])), 4),
-            "gap": round(float(np.mean(group["gap"])), 4),
-            "seeds": int(group["seed"].nunique()),
+            "mean": round(float(np.mean(kept["mean"])), 4) if len(kept) else None,
+            "worst": round(float(np.mean(kept["worst"])), 4) if len(kept) else None,
+            "gap": round(float(np.mean(kept["gap"])), 4) if len(kept) else None,
+            "seeds": int(kept["seed"].nunique()),
+            **({"flagged": int(left_out.sum())} if left_out.any() else {}),
         }
     return out
 

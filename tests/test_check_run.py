@@ -12,6 +12,7 @@ from study.evaluate.checks import Check, Thresholds, resolve_scopes, summarize
 from study.evaluate.run import evaluate_model
 from study.models.registry import build_model
 from study.robustness_tables import robustness_tables
+from study.tables import build_tables
 
 RUN_CONFIG = {"dataset": "synthetic", "data_variant": "default", "model": "lenet", "method": "standard", "seed": 0,
               "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4}, "schedule": {"name": "cosine"},
@@ -117,15 +118,35 @@ def test_tables_mark_what_the_checks_doubt(run, synthetic_splits, tmp_path):
                                                  "pgd3@best": "unchecked"}
     assert attacks.loc["pgd3", "checks_not_passed"] == "large_eps_breaks (flag)"
     assert "records_reproduce (fail)" in attacks.loc["clean@best", "checks_not_passed"]
-    # The measured number stays, marked; only a passed evaluation has a trusted one.
+    # The measured number stays, marked.
     assert attacks["acc"].notna().all()
     assert attacks.loc["clean", "trusted_acc"] == attacks.loc["clean", "acc"]
-    assert attacks.loc[["pgd3", "clean@best", "pgd3@best"], "trusted_acc"].isna().all()
-    assert attacks.loc[["pgd3", "clean@best", "pgd3@best"], "trusted_worst_acc"].isna().all()
+    # one rule (study.metrics.trust): flagged and failed evaluations are not counted; an unchecked one is
+    assert attacks.loc[["pgd3", "clean@best"], "trusted_acc"].isna().all()
+    assert attacks.loc[["pgd3", "clean@best"], "trusted_worst_acc"].isna().all()
+    assert attacks.loc["pgd3@best", "trusted_acc"] == attacks.loc["pgd3@best", "acc"]
     frl = pd.read_csv(paths["frl"])
     assert set(frl.groupby("eval")["check_status"].unique().map(tuple)) == {("flag",), ("unchecked",)}
     checks = pd.read_csv(paths["checks"])
     assert set(checks["checkpoint"]) == {"last", "best"}
+
+    # The same rule in the study's tables: marked in classwise and summary, not counted over seeds or in metrics.
+    tables = build_tables(records, [], tmp_path / "study-tables", tmp_path / "metrics.json",
+                          checks=[last_json, best_json])
+    classwise = pd.read_csv(tables["classwise"])
+    assert classwise.groupby("eval")["check_status"].first().to_dict() == attacks["check_status"].to_dict()
+    assert classwise["acc"].notna().any() and classwise.loc[classwise["eval"] == "pgd3", "acc"].notna().all()
+    summary = pd.read_csv(tables["summary"]).set_index("eval")
+    assert summary.loc["pgd3", "checks_not_passed"] == "large_eps_breaks (flag)"
+    seeds = pd.read_csv(tables["classwise_seeds"])
+    left_out = seeds[seeds["eval"].isin(["pgd3", "clean@best"])]
+    assert left_out["acc"].isna().all() and (left_out["flagged_seeds"] == 1).all()
+    kept = seeds[seeds["eval"].isin(["clean", "pgd3@best"])]
+    assert kept["acc"].notna().any() and (kept["flagged_seeds"] == 0).all()
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    flagged = {name: m for name, m in metrics.items() if "flagged" in m}
+    assert sorted(name.rsplit("/", 1)[1] for name in flagged) == ["clean@best", "pgd3"]
+    assert all(m["mean"] is None and m["seeds"] == 0 for m in flagged.values())
     assert checks.set_index(["checkpoint", "check"]).loc[("last", "large_eps_breaks"), "evaluations"] == "pgd3"
 
 
