@@ -1,10 +1,7 @@
 # Speed (issue 7): `study bench` times the training engine and the evaluations against a
 # plain PyTorch reference loop in one process (docs/performance.md). Not part of
-# results/figures/all: a bench measures the machine, not the study.
-
-
-def bench_setting(wildcards):
-    return lookup(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")
+# results/figures/all: a bench measures the machine, not the study. Its setting: bench_setting
+# (common.smk).
 
 
 rule bench:
@@ -25,6 +22,8 @@ rule bench:
         gpu=lambda w: 1 if bench_setting(w)["device"] != "cpu" else 0,
         mem_mb=16000,
         runtime=120,
+    conda:
+        "../../environment.yml"
     shell:
         "study bench --out {output.report} {params.args} --no-progress --threads {threads} 2> {log}"
 

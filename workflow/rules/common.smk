@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import shlex
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -11,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 
 from study import resources as resources_estimate
 from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
+from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_weights_dir
 from study.figures import panels
 
@@ -41,25 +41,6 @@ wildcard_constraints:
     model=r"[a-z0-9]+(?:_[a-z0-9]+)*",
     method=r"[a-z0-9]+(?:_[a-z0-9]+)*",
     group=r"[A-Za-z0-9_]+",
-
-
-def one_of(names):
-    """A regex of exactly these names (one that never matches when there are none)."""
-    return "|".join(re.escape(n) for n in sorted(names)) or r"(?!x)x"
-
-
-def quoted_json(obj):
-    return shlex.quote(json.dumps(obj, sort_keys=True))
-
-
-def cli_options(options):
-    """`--name value...` of each option that has a value (a list gives several values)."""
-    words = []
-    for name, value in options.items():
-        if value is not None:
-            values = value if isinstance(value, list) else [value]
-            words += [f"--{name.replace('_', '-')}", *(shlex.quote(str(v)) for v in values)]
-    return " ".join(words)
 
 
 def lookup(table, name, what):
@@ -296,3 +277,8 @@ def figure_inputs(wildcards):
 def figure_args(wildcards, output):
     """`study` arguments of a figure job: the figure's command, the panel's options, the out stem."""
     return f"{FIGURES[wildcards.fig].command} {cli_options(figure_panel(wildcards))} --out-stem {output.png[:-4]}"
+
+
+# ---------------------------------------------------------------- bench
+def bench_setting(wildcards):
+    return lookup(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")

@@ -13,6 +13,8 @@ rule prepare:
     resources:
         mem_mb=8000,
         runtime=30,
+    conda:
+        "../../environment.yml"
     shell:
         "study prepare --dataset {wildcards.dataset} --variant {wildcards.variant}"
         " --raw-dir {params.raw} {params.sources} --out {output.prepared} 2> {log}"

@@ -29,6 +29,8 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
             gpu_slots=1,
             mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
             runtime=evaluate_runtime(_evs),
+        conda:
+            "../../environment.yml"
         shell:
             "study evaluate --data {input.data} --run-dir {params.run_dir} {params.evaluations}"
             " {params.checkpoint} --threads {threads} --no-progress 2> {log}"
@@ -57,6 +59,8 @@ rule evaluate_shard:
         gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
         runtime=lambda w: evaluate_runtime([w.evaluation], int(w.shards))(w),
+    conda:
+        "../../environment.yml"
     shell:
         "study evaluate --data {input.data} --run-dir {params.run_dir} --evaluation {params.evaluation}"
         " --shard {wildcards.shard}/{wildcards.shards} --out {output.records} --threads {threads} --no-progress"
@@ -72,6 +76,8 @@ rule merge_shards:
         evaluation=one_of(SHARDED),
     log:
         f"{RESULTS}/logs/evaluate/{{run_id}}/{{evaluation}}-merge.log",
+    conda:
+        "../../environment.yml"
     shell:
         # `study merge-shards` prints nothing when it succeeds; the log says what it joined.
         "study merge-shards --out {output.records} {input} 2> {log} && echo 'merged {input}' >> {log}"
@@ -88,7 +94,9 @@ rule tables:
     log:
         f"{RESULTS}/logs/tables.log",
     params:
-        out_dir=f"{RESULTS}/tables",
+        out_dir=folder_of("classwise"),  # results/tables
+    conda:
+        "../../environment.yml"
     shell:
         "study tables --records {input.records} --epochs {input.epochs}"
         " --out-dir {params.out_dir} --metrics {output.metrics} 2> {log}"
@@ -102,8 +110,10 @@ rule reproduction:
     log:
         f"{RESULTS}/logs/reproduction.log",
     params:
-        tables_dir=f"{RESULTS}/tables",
+        tables_dir=folder_of("classwise", "input"),
         preset=config["preset"],
+    conda:
+        "../../environment.yml"
     shell:
         "study reproduction --preset {params.preset} --tables-dir {params.tables_dir} --out {output} 2> {log}"
 

@@ -24,6 +24,8 @@ rule construct:
         gpu_slots=1,
         mem_mb=16000,
         runtime=lambda w: max(30, int(construction_of(w).settings["representation"]["steps"] / 4)),
+    conda:
+        "../../environment.yml"
     shell:
         "study construct --kind {params.kind} --key {params.key} --data {input.data} --source-run {params.source}"
         " --settings {params.settings} --work-dir {params.work_dir} --out {output.constructed}"

@@ -17,6 +17,8 @@ for _fig, _spec in FIGURES.items():
             f"{RESULTS}/logs/figures/{{fig}}/{_spec.stem}.log",
         params:
             args=figure_args,
+        conda:
+            "../../environment.yml"
         shell:
             "study {params.args} 2> {log}"
 
@@ -28,5 +30,7 @@ rule figures_all:
         manifest=f"{RESULTS}/figures/all",
     log:
         f"{RESULTS}/logs/figures/manifest.log",
+    conda:
+        "../../environment.yml"
     shell:
         "study manifest --out {output.manifest} {input} 2> {log}"

@@ -28,6 +28,8 @@ rule prepare_imagenet:
     resources:
         mem_mb=16000,
         runtime=120,
+    conda:
+        "../../environment.yml"
     shell:
         "study prepare --dataset imagenet --variant val --raw-dir {params.raw} {params.sources}"
         " --options {params.options} --out {output.prepared} 2> {log}"
@@ -51,6 +53,8 @@ rule evaluate_pretrained:
         gpu_slots=1,
         mem_mb=32000,
         runtime=240,
+    conda:
+        "../../environment.yml"
     shell:
         "study evaluate-pretrained --model {wildcards.pretrained} {params.weights} --data {input.data}"
         " --evaluation {params.evaluation} --out {output.records} --threads {threads} --no-progress 2> {log}"
@@ -65,7 +69,9 @@ rule pretrained_tables:
     log:
         f"{RESULTS}/logs/pretrained/tables.log",
     params:
-        out_dir=f"{RESULTS}/pretrained/tables",
+        out_dir=folder_of("classwise"),  # results/pretrained/tables
+    conda:
+        "../../environment.yml"
     shell:
         "study tables --records {input.records} --out-dir {params.out_dir} 2> {log}"
 

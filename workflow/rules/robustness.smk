@@ -29,6 +29,8 @@ rule check:
         gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
         runtime=60,
+    conda:
+        "../../environment.yml"
     shell:
         "study check --data {input.data} --run-dir {params.run_dir} --records {input.records}"
         " --pgd {params.pgd} --per-class {params.per_class} --eps-factors {params.eps_factors}"
@@ -53,6 +55,8 @@ rule corruptions:
         gpu_slots=1,
         mem_mb=16000,
         runtime=240,
+    conda:
+        "../../environment.yml"
     shell:
         "study corruptions --data {input.data} --run-dir {params.run_dir} {params.args}"
         " --out {output.records} --threads {threads} --no-progress 2> {log}"
@@ -69,8 +73,10 @@ rule robustness_tables:
     log:
         f"{RESULTS}/logs/robustness_tables.log",
     params:
-        out_dir=f"{RESULTS}/tables",
+        out_dir=folder_of("frl"),  # results/tables
         corruptions=lambda w, input: " ".join(input.corruptions),
+    conda:
+        "../../environment.yml"
     shell:
         "study robustness-tables --records {input.records} --checks {input.checks}"
         " --corruptions {params.corruptions} --out-dir {params.out_dir} 2> {log}"

@@ -24,6 +24,8 @@ rule train:
         gpu_slots=1,
         mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
         runtime=run_resource(resources_estimate.train_minutes),
+    conda:
+        "../../environment.yml"
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
         " {params.init_from} --compile {params.compile} --threads {threads} --no-progress 2> {log}"

@@ -18,6 +18,8 @@ rule zoo_run:
         config=lambda w: quoted_json(run_of(w).config),
         weights=cli_options({"weights_dir": zoo_weights_dir(config)}),
         run_dir=lambda w: run_dir(w.run_id),
+    conda:
+        "../../environment.yml"
     shell:
         "study zoo-run --run-config {params.config} {params.weights} --run-dir {params.run_dir} 2> {log}"
 
@@ -31,7 +33,9 @@ rule zoo_tables:
     log:
         f"{RESULTS}/logs/zoo/tables.log",
     params:
-        out_dir=f"{RESULTS}/zoo/tables",
+        out_dir=folder_of("classwise"),  # results/zoo/tables
+    conda:
+        "../../environment.yml"
     shell:
         "study tables --records {input.records} --out-dir {params.out_dir} 2> {log}"
         " && study zoo-table --classwise {output.classwise} --out {output.robustbench} 2>> {log}"
@@ -48,9 +52,11 @@ rule zoo_robustness_tables:
     log:
         f"{RESULTS}/logs/zoo/robustness_tables.log",
     params:
-        out_dir=f"{RESULTS}/zoo/tables",
+        out_dir=folder_of("checks"),  # results/zoo/tables
         checks=lambda w, input: " ".join(input.checks),
         corruptions=lambda w, input: " ".join(input.corruptions),
+    conda:
+        "../../environment.yml"
     shell:
         "study robustness-tables --records {input.records} --checks {params.checks}"
         " --corruptions {params.corruptions} --out-dir {params.out_dir} 2> {log}"
