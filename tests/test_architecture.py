@@ -19,7 +19,7 @@ LAYERS = [
     {"data", "models", "attacks", "metrics"},
     {"runs", "config", "predict", "resources"},
     {"evaluate", "train", "features"},
-    {"figures", "bench", "tables", "robustness_tables", "reproduction", "readme_numbers"},
+    {"figures", "bench", "tables", "robustness_tables", "published", "reproduction", "readme_numbers"},
     {"cli"},
 ]
 

@@ -1,0 +1,190 @@
+"""The published numbers the reproduction report sets our runs beside, as data: each value
+with its paper, table or figure, row, and the recipe it was measured under. docs/study.md
+(#published-numbers) lists the same values with the source each was read in; a test keeps
+the two in agreement.
+
+Values are fractions of the test set. `Published.method` is the method of params.yaml whose
+runs stand for the published row (matched by its resolved policies, so a preset's renamed
+copy of it matches too)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from study.data.classes import CIFAR10_CLASS_NAMES
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How the published number was obtained, in the terms our runs record."""
+
+    dataset: str = "cifar10"
+    variant: str = "official"
+    model: str | None = "preact_resnet18"  # None: any architecture (a claim about the dataset and method)
+    epochs: int | None = 200  # None: not stated
+    kind: str = "autoattack"  # the evaluation: clean | pgd | autoattack (L-inf 8/255)
+    pgd_steps: int | None = None
+    selection: str = ""  # how the paper picked its best checkpoint, in words
+    seeds: int = 1
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published value.
+
+    statistic: `mean` (mean class accuracy, which on a balanced test set is the accuracy),
+    `worst` (worst-class accuracy), `class` (the accuracy of the class `class_name`),
+    `rank` (the published order of the classes, `order`: rank per class, ties allowed; ours
+    is compared by Spearman's rho)."""
+
+    id: str
+    method: str
+    checkpoint: str  # best | last
+    statistic: str
+    paper: str  # the bibliography anchor of docs/study.md
+    where: str  # table, figure or part of the paper
+    row: str
+    recipe: Recipe
+    value: float | None = None
+    sd: float | None = None  # the published standard deviation over its seeds
+    class_name: str | None = None
+    order: tuple[tuple[str, float], ...] = ()
+    baseline: str | None = None  # for a difference: the published row it is taken against (an id)
+    note: str = ""
+
+
+_CFA = Recipe(kind="autoattack", seeds=5,
+              selection="the epoch of highest mean plus worst-class robust accuracy, on the test set")
+_CFA_CLEAN = Recipe(kind="clean", seeds=5, selection=_CFA.selection)
+# Wei et al. 2023, Table 1: (mean, sd) of mean and worst class, best and last checkpoint, clean and AutoAttack.
+_CFA_TABLE1 = {
+    # row: (our method, {(checkpoint, kind): ((mean, sd), (worst, sd))})
+    "AT": ("at", {("best", "clean"): ((82.3, 0.8), (63.9, 1.6)), ("best", "autoattack"): ((46.7, 0.5), (20.1, 1.3)),
+                  ("last", "clean"): ((84.1, 0.2), (65.1, 2.4)), ("last", "autoattack"): ((43.0, 0.4), (15.5, 1.8))}),
+    "AT + EMA": ("pgd_at_ema", {("best", "clean"): ((81.9, 0.3), (61.6, 0.5)),
+                                ("best", "autoattack"): ((49.6, 0.2), (21.3, 0.8)),
+                                ("last", "clean"): ((84.8, 0.1), (67.7, 0.7)),
+                                ("last", "autoattack"): ((44.3, 0.5), (18.1, 0.5))}),
+    "AT + CFA": ("pgd_at_cfa", {("best", "clean"): ((80.8, 0.3), (64.6, 0.4)),
+                                ("best", "autoattack"): ((50.1, 0.3), (24.4, 0.3)),
+                                ("last", "clean"): ((83.6, 0.2), (68.7, 0.7)),
+                                ("last", "autoattack"): ((47.7, 0.4), (20.5, 0.4))}),
+    "TRADES": ("trades_normalized", {("best", "clean"): ((82.3, 0.1), (67.8, 0.6)),
+                                     ("best", "autoattack"): ((48.3, 0.3), (21.7, 0.5)),
+                                     ("last", "clean"): ((83.9, 0.3), (66.9, 1.5)),
+                                     ("last", "autoattack"): ((46.9, 0.3), (18.5, 1.3))}),
+    "TRADES + EMA": ("trades_ema", {("best", "clean"): ((81.2, 0.4), (65.0, 0.7)),
+                                    ("best", "autoattack"): ((49.7, 0.3), (24.2, 0.6)),
+                                    ("last", "clean"): ((84.5, 0.1), (67.9, 0.1)),
+                                    ("last", "autoattack"): ((48.3, 0.2), (20.7, 0.3))}),
+    "TRADES + CFA": ("trades_cfa", {("best", "clean"): ((80.4, 0.2), (66.2, 0.5)),
+                                    ("best", "autoattack"): ((50.1, 0.2), (26.5, 0.4)),
+                                    ("last", "clean"): ((83.0, 0.1), (68.1, 0.3)),
+                                    ("last", "autoattack"): ((49.3, 0.1), (21.5, 0.3))}),
+    "FAT": ("fat", {("best", "clean"): ((84.6, 0.4), (69.2, 0.8)), ("best", "autoattack"): ((45.7, 0.6), (17.2, 1.3)),
+                    ("last", "clean"): ((85.4, 0.2), (70.8, 1.9)), ("last", "autoattack"): ((42.1, 0.1), (14.8, 1.6))}),
+    "FAT + EMA": ("fat_ema", {("best", "clean"): ((85.2, 0.2), (66.7, 0.6)),
+                              ("best", "autoattack"): ((48.6, 0.1), (18.3, 0.5)),
+                              ("last", "clean"): ((85.7, 0.2), (71.2, 0.4)),
+                              ("last", "autoattack"): ((43.2, 0.1), (15.7, 0.7))}),
+    "FAT + CFA": ("fat_cfa", {("best", "clean"): ((82.1, 0.3), (64.7, 0.9)),
+                              ("best", "autoattack"): ((49.6, 0.1), (20.9, 0.8)),
+                              ("last", "clean"): ((84.3, 0.1), (69.4, 0.3)),
+                              ("last", "autoattack"): ((45.1, 0.2), (16.7, 0.2))}),
+}
+_KIND_TEXT = {"clean": "clean", "autoattack": "AutoAttack"}
+_STATISTIC_TEXT = {"mean": "mean class accuracy", "worst": "worst class"}
+# The +CFA rows against the row of the same base method (Table 1 compares them so).
+_CFA_BASELINES = {"AT + CFA": "AT", "TRADES + CFA": "TRADES", "FAT + CFA": "FAT"}
+
+
+def _slug(row: str) -> str:
+    return row.lower().replace(" + ", "_").replace(" ", "_")
+
+
+def _cfa_rows() -> list[Published]:
+    out = []
+    for row, (method, cells) in _CFA_TABLE1.items():
+        for (checkpoint, kind), ((mean, mean_sd), (worst, worst_sd)) in cells.items():
+            recipe = _CFA if kind == "autoattack" else _CFA_CLEAN
+            for statistic, value, sd in (("mean", mean, mean_sd), ("worst", worst, worst_sd)):
+                base = _CFA_BASELINES.get(row)
+                out.append(Published(
+                    id=f"cfa_{_slug(row)}_{checkpoint}_{kind}_{statistic}", method=method, checkpoint=checkpoint,
+                    statistic=statistic, paper="wei2023", where="Table 1",
+                    row=f"{row}, {checkpoint} checkpoint, {_KIND_TEXT[kind]}, {_STATISTIC_TEXT[statistic]}",
+                    recipe=recipe, value=value / 100, sd=sd / 100,
+                    baseline=f"cfa_{_slug(base)}_{checkpoint}_{kind}_{statistic}" if base else None))
+    return out
+
+
+_XU = Recipe(model="resnet18", epochs=None, kind="pgd", pgd_steps=20, selection="not stated in the abstract")
+_XU_CLEAN = Recipe(model="resnet18", epochs=None, kind="clean", selection=_XU.selection)
+# Xu et al. 2021, abstract (ICML version): a PGD-AT ResNet18 on CIFAR-10, two classes.
+_XU_ABSTRACT = {("automobile", "clean"): 93, ("automobile", "pgd"): 67, ("cat", "clean"): 65, ("cat", "pgd"): 17}
+
+
+def _xu_rows() -> list[Published]:
+    return [Published(id=f"xu_pgd_at_{name}_{kind}", method="pgd_at", checkpoint="last", statistic="class",
+                      paper="xu2021", where="abstract", row=f"PGD-AT ResNet18, class {name}",
+                      recipe=_XU if kind == "pgd" else _XU_CLEAN, value=value / 100, class_name=name,
+                      note="the abstract names neither the number of epochs nor the checkpoint")
+            for (name, kind), value in _XU_ABSTRACT.items()]
+
+
+def _ranks(groups: list[tuple[str, ...]]) -> tuple[tuple[str, float], ...]:
+    """Ranks 1.. by group, a group's classes sharing their mean rank (the weakest group first)."""
+    out, start = [], 1
+    for group in groups:
+        mean_rank = start + (len(group) - 1) / 2
+        out += [(name, mean_rank) for name in group]
+        start += len(group)
+    return tuple(out)
+
+
+def _middle(*named: str) -> tuple[str, ...]:
+    return tuple(c for c in CIFAR10_CLASS_NAMES if c not in named)
+
+
+_WEAK, _STRONG = ("bird", "deer", "dog"), ("automobile", "ship", "truck")
+_RANK_NOTE = ("the published order is partial: the classes it names in rank, the others tied between them; "
+              "rho is Spearman's rank correlation of our class accuracies with it")
+
+
+def _ranking_rows() -> list[Published]:
+    at_order = _ranks([("cat",), _WEAK, _middle("cat", *_WEAK, *_STRONG), _STRONG])
+    standard_order = _ranks([("cat",), _middle("cat")])
+    rows = [Published(id="benz_standard_rank_clean", method="standard", checkpoint="last", statistic="rank",
+                      paper="benz2021", where="abstract", row="standard training: cat the weakest class (clean)",
+                      recipe=Recipe(model=None, epochs=None, kind="clean"), order=standard_order, note=_RANK_NOTE)]
+    for kind in ("clean", "pgd"):
+        recipe = Recipe(model=None, epochs=None, kind=kind, pgd_steps=20 if kind == "pgd" else None)
+        rows.append(Published(
+            id=f"xu_pgd_at_rank_{kind}", method="pgd_at", checkpoint="last", statistic="rank", paper="xu2021",
+            where="abstract and Fig. 1", row=f"PGD-AT: cat weakest, then bird, deer, dog; automobile, ship, truck "
+            f"strongest ({kind})", recipe=recipe, order=at_order,
+            note=_RANK_NOTE + "; beyond cat and automobile the order is read off Fig. 1"))
+    return rows
+
+
+#: how the report names each paper (the keys are docs/study.md's bibliography anchors)
+PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei2023": "Wei et al. 2023 (CFA)"}
+
+PUBLISHED: tuple[Published, ...] = tuple(_ranking_rows() + _xu_rows() + _cfa_rows())
+BY_ID = {p.id: p for p in PUBLISHED}
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of the report: its heading and the published rows it holds."""
+
+    title: str
+    ids: tuple[str, ...] = field(default_factory=tuple)
+
+
+SECTIONS = (
+    Section("Class rankings", tuple(p.id for p in PUBLISHED if p.statistic == "rank")),
+    Section("Xu et al. 2021, abstract: two classes of a PGD-AT ResNet18",
+            tuple(p.id for p in PUBLISHED if p.paper == "xu2021" and p.statistic == "class")),
+    Section("Wei et al. 2023 (CFA), Table 1", tuple(p.id for p in PUBLISHED if p.paper == "wei2023")),
+)
