@@ -23,10 +23,12 @@ from study.figures.style import (
     figure_style,
     norm_groups,
     percent_axis,
+    pretty_eval,
     resolve_caveat,
     run_title,
     table_caveat,
 )
+from study.figures.trust import HATCH_NOTE, counted_or_marked, flagged_label, left_out_note, marked_bar_style
 from study.metrics.classwise import seed_aggregate
 
 # Identifiers that must be constant in one figure: bars of two models side by side
@@ -60,12 +62,37 @@ def _per_seed_centered(seeds: pd.DataFrame) -> pd.Series:
     return seeds["acc"] - seeds.groupby(keys, dropna=False)["acc"].transform("mean")
 
 
-def _prepare(table: pd.DataFrame, seeds: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The seed-aggregated table (aggregated here from a per-seed one) and the seeds to dot, checked."""
+def _eval_name(key: tuple) -> str:
+    return pretty_eval(str(key[0]))
+
+
+def _aggregated_trust(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """A seed-aggregated table's flagged seeds (classwise_seeds.csv: `flagged_seeds`, acc empty
+    where every seed was flagged): such evaluations are left out, and the note names them."""
+    if "flagged_seeds" not in table.columns:
+        return table, {"marked": [], "note": None}
+    flagged = table[table["flagged_seeds"].fillna(0) > 0]
+    counts = flagged.groupby("eval", sort=False)["flagged_seeds"].max().astype(int).to_dict()
+    empty = [e for e, rows in flagged.groupby("eval", sort=False) if rows["acc"].isna().all()]
+    note = left_out_note(flagged.drop_duplicates("eval"), ["eval"], lambda k: "{} ({} seed{}{})".format(
+        pretty_eval(str(k[0])), counts[k[0]], "s" if counts[k[0]] > 1 else "", ", all" if k[0] in empty else ""))
+    return table[~table["eval"].isin(empty)], {"marked": [], "note": note}
+
+
+def _prepare(table: pd.DataFrame, seeds: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+    """The seed-aggregated table (aggregated here from a per-seed one) and the seeds to dot, checked,
+    under the trust rule (study.figures.trust): per evaluation its counted seeds, the measured ones
+    of an evaluation with none (`marked`), and a note naming the seeds left out."""
     if "n_seeds" not in table.columns and "seed" in table.columns:
+        table, marked, left = counted_or_marked(table)
+        trust = {"marked": marked, "note": left_out_note(left, ["eval"], _eval_name)}
         seeds = table if seeds is None else seeds
         keep = [c for c in _SINGLE_VALUED if c in table.columns]
         table = seed_aggregate(table, by=[*keep, "eval"])
+    else:
+        table, trust = _aggregated_trust(table)
+    if seeds is not None:
+        seeds = counted_or_marked(seeds)[0]
     required = ("eval", "class", "class_name", "acc", "ci_lo", "ci_hi")
     missing = [c for c in required if c not in table.columns]
     if missing:
@@ -79,11 +106,11 @@ def _prepare(table: pd.DataFrame, seeds: pd.DataFrame | None) -> tuple[pd.DataFr
     if "acc_centered" not in table.columns:
         table["acc_centered"] = table["acc"] - table.groupby("eval")["acc"].transform("mean")
     if not (seeds is not None and "seed" in seeds.columns and seeds["seed"].nunique() > 1):
-        return table, None
+        return table, None, trust
     lacking = [c for c in ("eval", "class", "acc") if c not in seeds.columns]
     if lacking:
         raise ValueError(f"seeds table lacks column(s) {lacking}; it has {list(seeds.columns)}")
-    return table, seeds
+    return table, seeds, trust
 
 
 def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style: dict) -> None:
@@ -96,6 +123,8 @@ def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style
     # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
     err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
     bar_style = {"width": style["width"], "color": style["color"], "linewidth": 0}
+    if style["marked"]:  # a flagged evaluation's measured value: hatched, an upper bound
+        bar_style = {"width": style["width"], **marked_bar_style(style["color"])}
     err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8, "capsize": 0 if style["many"] else 2}
     top.bar(x, acc, label=style["label"], **bar_style)
     top.errorbar(x, acc, yerr=err, **err_style)
@@ -125,12 +154,15 @@ def _format_class_axis(bottom: Axes, names: list[str]) -> None:
     bottom.set_xlim(-0.6, num_classes - 0.4)
 
 
-def _note(table: pd.DataFrame, show_seeds: bool) -> str:
+def _note(table: pd.DataFrame, show_seeds: bool, trust: dict) -> str:
     n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns else 1
     if n_seeds <= 1:
-        return "whiskers: 95% Wilson interval over test images"
-    return "bars: mean over {} seeds; whiskers: 95% interval over seeds and test images{}".format(
-        n_seeds, "; dots: single seeds" if show_seeds else "")
+        note = "whiskers: 95% Wilson interval over test images"
+    else:
+        note = "bars: mean over {} seeds{}; whiskers: 95% interval over seeds and test images{}".format(
+            n_seeds, " (fewer where one was left out)" if trust["note"] else "", "; dots: single seeds" if show_seeds
+            else "")
+    return "\n".join([note, *([HATCH_NOTE] if trust["marked"] else []), *([trust["note"]] if trust["note"] else [])])
 
 
 def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFrame | None, evals: list[str],
@@ -140,8 +172,9 @@ def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFram
     for j, name in enumerate(evals):
         offset = (j - (len(evals) - 1) / 2) * width
         rows = table[table["eval"].astype(str) == name].set_index("class")
-        style = {"width": width, "color": context["colors"][name], "many": many,
-                 "label": eval_label(name, context["settings"].get(name))}
+        label, marked = eval_label(name, context["settings"].get(name)), name in context["marked"]
+        style = {"width": width, "color": context["colors"][name], "many": many, "marked": marked,
+                 "label": flagged_label(label) if marked else label}
         _draw_eval(top, bottom, rows, position[rows.index].to_numpy() + offset, style)
         if seeds is not None:
             per_seed = seeds[seeds["eval"].astype(str) == name]
@@ -176,7 +209,7 @@ def plot_classwise(
     """
     # Decided on the table as given: aggregating seeds drops the run columns (epochs) it reads.
     note = resolve_caveat(caveat, lambda: table_caveat(table))
-    table, seeds = _prepare(table, seeds)
+    table, seeds, trust = _prepare(table, seeds)
     settings = dict(eval_settings or {})
     evals = _ordered_evals(table["eval"])
     groups = norm_groups(evals, settings)
@@ -185,7 +218,8 @@ def plot_classwise(
     num_classes = len(classes)
     many = num_classes > _MAX_LABELLED_CLASSES
     context = {"position": pd.Series(np.arange(num_classes), index=classes["class"]), "many": many,
-               "colors": eval_colors(evals), "settings": settings, "note": _note(table, seeds is not None),
+               "colors": eval_colors(evals), "settings": settings, "note": _note(table, seeds is not None, trust),
+               "marked": trust["marked"],
                "names": classes["class_name"].astype(str).tolist(),
                "caveat": note}
     # each threat model's panel as wide as its bars need, and never too narrow for the class names

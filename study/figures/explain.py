@@ -102,11 +102,13 @@ def _mixed_norms(name: str) -> str | None:
 
 
 def plot_rank_agreement(panels: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], title: str | None = None, *,
-                        caveat: str | None = None) -> Figure:
+                        caveat: str | None = None, left_out: str | None = None) -> Figure:
     """One heatmap per panel (e.g. per evaluation; rank_panels builds them split by threat model) of
     (spearman, kendall) matrices over the same configurations: Spearman's rho below the diagonal,
     Kendall's tau above it. At most two panels per row; a panel lists its configurations' names
-    unless it has those of the panel to its left. `caveat` is drawn on every panel."""
+    unless it has those of the panel to its left. `caveat` is drawn on every panel; `left_out` (the
+    note naming the evaluations the checks flagged, left out of the matrices:
+    study.figures.trust.left_out_note) under them."""
     if not panels:
         raise ValueError("no rank-agreement matrices given")
     size = max(len(s) for s, _ in panels.values())
@@ -126,7 +128,8 @@ def plot_rank_agreement(panels: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
             draw_caveat(ax, _mixed_norms(name) or caveat)
         hide_unused(axes, len(panels))
         fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label="rank correlation of class accuracies")
-        fig.supxlabel("columns: the configurations numbered as in the rows", fontsize=8)
+        fig.supxlabel("\n".join(filter(None, ["columns: the configurations numbered as in the rows", left_out])),
+                      fontsize=8)
         fig.suptitle(display_title(title) if title else "rank agreement of class accuracies")
     return fig
 

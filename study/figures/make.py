@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from study.figures.registry import FIGURE_KINDS
-from study.figures.style import run_title, save_figure
+from study.figures.style import pretty_eval, run_title, save_figure
 from study.runs import SETTING_COLUMNS
 
 
@@ -122,17 +122,59 @@ def _mitigation_rows(table: Path, dataset: str, model: str,
     return rows, methods, f"{run_title(dataset=dataset, model=model)}  ·  {len(methods)} methods"
 
 
+def _with_flagged_seeds(summary: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
+    """Figure 13's table with `flagged_seeds`: the runs per (method, evaluation, checkpoint) the checks
+    flagged, left out of its numbers; a row whose every seed was flagged stays, its numbers empty."""
+    from study.figures.mitigation import split_eval
+
+    if flagged.empty:
+        return summary.assign(flagged_seeds=0)
+    keys = ["dataset", "model", "method", "eval", "checkpoint"]
+    runs = flagged[["dataset", "model", "method", "eval", "run_id"]].drop_duplicates()
+    runs[["eval", "checkpoint"]] = runs["eval"].map(split_eval).tolist()
+    counts = runs.groupby(keys, sort=False).size().rename("flagged_seeds").reset_index()
+    every_seed = counts.merge(summary[keys], on=keys, how="left", indicator=True)
+    every_seed = every_seed[every_seed["_merge"] == "left_only"].drop(columns="_merge")
+    out = pd.concat([summary.merge(counts, on=keys, how="left"), every_seed], ignore_index=True)
+    out["flagged_seeds"] = out["flagged_seeds"].fillna(0).astype(int)
+    out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
+    return out
+
+
+def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "params.yaml") -> dict[str, str | None]:
+    """Each method's own-form baseline among `methods` (study.config.present_baseline), from the
+    method definitions of params.yaml (`base`, `compare_with`: no preset changes them); none
+    where params.yaml is not there or does not define a method."""
+    from study.config import ConfigError, load_params, present_baseline
+
+    if not Path(params_path).exists():
+        return {}
+    params = load_params(params_path)
+    out = {}
+    for method in methods:
+        try:
+            out[method] = present_baseline(params, method, methods)
+        except ConfigError:
+            out[method] = None
+    return out
+
+
 def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: str,
                     methods: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
-    from study.figures.mitigation import mitigation_table, plot_mitigation
+    from study.figures.mitigation import mitigation_table, plot_mitigation, pretty_mitigation
+    from study.figures.trust import left_out_note, split_counted
     from study.io import atomic_path
 
     rows, methods, title = _mitigation_rows(table, dataset, model, methods)
-    summary = mitigation_table(rows, methods)
+    # the trust rule: mitigation_table counts no flagged evaluation; the figure names those it left out
+    flagged = split_counted(rows[rows["method"].isin(methods)])[1]
+    left_out = left_out_note(flagged, ["method", "eval"], lambda k: f"{pretty_mitigation(k[0])} · {pretty_eval(k[1])}",
+                             width=45)
+    summary = mitigation_table(rows, methods, mitigation_baselines(methods))
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
-        summary.to_csv(tmp, index=False)
-    return [*save_figure(plot_mitigation(summary, title=title), out_stem), Path(f"{out_stem}.csv")]
+        _with_flagged_seeds(summary, flagged).to_csv(tmp, index=False)
+    return [*save_figure(plot_mitigation(summary, title=title, left_out=left_out), out_stem), Path(f"{out_stem}.csv")]
 
 
 def draw_policy_epochs(table: Path, out_stem: str | Path, *, dataset: str, model: str,

@@ -13,7 +13,16 @@ import pandas as pd
 from study.evaluate.records import read_records
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
-from study.figures.style import pretty_dataset, pretty_eval, pretty_method, pretty_model, run_title, save_figure
+from study.figures.style import (
+    display_title,
+    pretty_dataset,
+    pretty_eval,
+    pretty_method,
+    pretty_model,
+    run_title,
+    save_figure,
+)
+from study.figures.trust import left_out_note, split_counted
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
@@ -52,15 +61,27 @@ def _with_roles(table: pd.DataFrame, key: Sequence[str], evaluations: Sequence[s
     return out.assign(role=np.where(out["eval"] == "clean", "clean", "robust"))
 
 
+def _counted(table: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trust rule (study.figures.trust): the rows that count, and the flagged ones left out
+    (after the evaluations are chosen, so a flagged one is named, never silently replaced)."""
+    counted, flagged = split_counted(table)
+    if counted.empty:
+        raise ValueError(f"every evaluation of figure {kind} was flagged or failed by the checks "
+                         "(check_status); nothing counted is left to draw")
+    return counted, flagged
+
+
 def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
     if by not in DISCREPANCY_BY:
         raise ValueError(f"unknown --by {by!r}; valid: {', '.join(DISCREPANCY_BY)}")
     table = table.copy()
     if by == "setting":
         table["setting"] = table.apply(setting_label, axis=1)
-    table = _with_roles(table, [by, "method"], evaluations)
+    table, flagged = _counted(_with_roles(table, [by, "method"], evaluations), "discrepancy")
     summary = discrepancy_summary(table, by=[by, "method", "role", "eval"])
     pretty = {"dataset": pretty_dataset, "model": pretty_model, "setting": str}[by]
+    left_out = left_out_note(flagged, [by, "method", "eval"], lambda k: " · ".join(
+        [pretty(str(k[0])), pretty_method(str(k[1])), pretty_eval(str(k[2]))]))
     labels = {}
     for cat, group in summary.groupby(by, sort=False):
         robust = sorted(set(group.loc[group["role"] == "robust", "eval"]))
@@ -70,7 +91,8 @@ def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
         datasets = ", ".join(pretty_dataset(d) for d in sorted(table["dataset"].unique()))
         title = title or f"class-wise discrepancy per {'architecture' if by == 'model' else 'optimization setting'}" \
                          f" · {datasets} · robustness: {', '.join(map(pretty_eval, robust))}"
-    return plot_discrepancy(summary, by, labels=labels, title=title or "class-wise discrepancy per dataset")
+    return plot_discrepancy(summary, by, labels=labels, title=title or "class-wise discrepancy per dataset",
+                            left_out=left_out)
 
 
 def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):
@@ -85,7 +107,8 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
         lambda r: " | ".join([pretty_model(r["model"]) if "model" in varied or not varied else "",
                               pretty_method(r["method"]), r["setting"] if "setting" in varied else ""]).strip(" |")
         .replace(" |  | ", " | "), axis=1)
-    table = _with_roles(table, ["run_id"], evaluations)
+    table, flagged = _counted(_with_roles(table, ["run_id"], evaluations), "rank_agreement")
+    left_out = left_out_note(flagged, ["config", "eval"], lambda k: f"{display_title(str(k[0]))} · {pretty_eval(k[1])}")
     panels = {}
     for role, part in table.groupby("role", sort=True):
         wide = class_accuracy_matrix(part, ["config"])
@@ -95,7 +118,8 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
     ds = table["dataset"].iloc[0]
     seeds = table["seed"].nunique()
     return plot_rank_agreement(panels, title or f"{pretty_dataset(ds)}: do the same classes lead and lag? "
-                                                f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})")
+                                                f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})",
+                               left_out=left_out)
 
 
 def class_groups(dataset: str) -> list[str] | None:

@@ -7,11 +7,15 @@ their spread and a 95% interval over seeds and test images (study.metrics.seeds:
 combined with Wilson over one seed's test counts; Wilson alone for one seed).
 It takes whatever evaluations the runs have (clean, PGD, AutoAttack, Square, ...);
 `<evaluation>@best` records are the best-on-validation checkpoint, the others the last.
+Given `baselines` (method -> the method it is compared with, study.config.present_baseline:
+TRADES + CFA with the normalized TRADES it is trained in the form of, PGD-AT + CFA with PGD-AT),
+each row also carries `compare_with` and its differences `delta_mean`, `delta_worst` from that
+method's row of the same evaluation and checkpoint, and the figure draws an arrow from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
 import numpy as np
@@ -37,11 +41,14 @@ from study.figures.style import (
     resolve_caveat,
     run_caveat,
 )
+from study.figures.trust import split_counted
 from study.metrics.seeds import accuracy_seed_interval
 from study.metrics.worst import worst_count
 
 TABLE_COLUMNS = ["dataset", "model", "method", "eval", "checkpoint", "n_seeds", "mean", "mean_std", "mean_lo",
-                 "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class"]
+                 "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class", "compare_with",
+                 "delta_mean", "delta_worst"]
+_KEYS = ["dataset", "model", "eval", "checkpoint"]
 
 
 def pretty_mitigation(name: str) -> str:
@@ -72,12 +79,26 @@ def _interval(values: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:
     return sd, float(lo), float(hi)
 
 
-def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = None) -> pd.DataFrame:
+def _with_baselines(table: pd.DataFrame, baselines: Mapping[str, str | None]) -> pd.DataFrame:
+    """`compare_with` and the differences from that method's row (same dataset, model,
+    evaluation and checkpoint); NaN where it has none in the table."""
+    table = table.assign(compare_with=table["method"].map(lambda m: baselines.get(m)))
+    ref = table[[*_KEYS, "method", "mean", "worst"]].rename(
+        columns={"method": "compare_with", "mean": "_base_mean", "worst": "_base_worst"})
+    merged = table.merge(ref, on=[*_KEYS, "compare_with"], how="left")
+    merged["delta_mean"] = merged["mean"] - merged["_base_mean"]
+    merged["delta_worst"] = merged["worst"] - merged["_base_worst"]
+    return merged.drop(columns=["_base_mean", "_base_worst"])
+
+
+def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = None,
+                     baselines: Mapping[str, str | None] | None = None) -> pd.DataFrame:
     need = ["run_id", "dataset", "model", "method", "seed", "eval", "class_name", "acc", "n"]
     missing = [c for c in need if c not in classwise.columns]
     if missing:
         raise ValueError(f"class-wise table lacks column(s) {missing}; it has {list(classwise.columns)}")
     rows = classwise if methods is None else classwise[classwise["method"].isin(methods)]
+    rows = split_counted(rows)[0]  # the trust rule: no flagged evaluation counts (study.figures.trust)
     if rows.empty:
         raise ValueError(f"no rows for methods {list(methods or [])}; the table has "
                          f"{sorted(classwise['method'].unique())}")
@@ -92,7 +113,7 @@ def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = No
                         mean=g["mean"].mean(), mean_std=mean_sd, mean_lo=mean_lo, mean_hi=mean_hi,
                         worst=g["worst"].mean(), worst_std=worst_sd, worst_lo=worst_lo, worst_hi=worst_hi,
                         worst_class=g["worst_class"].mode().iloc[0]))
-    table = pd.DataFrame(out, columns=TABLE_COLUMNS)
+    table = _with_baselines(pd.DataFrame(out, columns=TABLE_COLUMNS[:-3]), baselines or {})[TABLE_COLUMNS]
     if methods is not None:
         order = {m: i for i, m in enumerate(methods)}
         table = table.sort_values(["method", "eval", "checkpoint"], key=lambda s: s.map(order) if s.name == "method"
@@ -120,6 +141,17 @@ def _draw_point(ax: Axes, row: pd.Series, style: dict, checkpoint: str) -> tuple
     return 100 * row["mean_lo"], 100 * row["mean_hi"], 100 * row["worst_lo"], 100 * row["worst_hi"]
 
 
+def _draw_comparisons(ax: Axes, part: pd.DataFrame, styles: dict[str, dict]) -> None:
+    """An arrow from each method's baseline (`compare_with`) to the method, same checkpoint."""
+    if "compare_with" not in part:
+        return
+    for _, row in part[part["delta_mean"].notna()].iterrows():
+        x, y = 100 * row["mean"], 100 * row["worst"]
+        ax.annotate("", xy=(x, y), xytext=(x - 100 * row["delta_mean"], y - 100 * row["delta_worst"]),
+                    arrowprops={"arrowstyle": "->", "color": styles[row["method"]]["color"], "alpha": 0.45,
+                                "lw": 0.8, "shrinkA": 4, "shrinkB": 4})
+
+
 def _percent_limits(ax: Axes, xs: list[float], ys: list[float]) -> None:
     """Axes around the points and their intervals, in percent and within 0-100, at least 10
     points wide: a tighter range would blow up differences smaller than the intervals."""
@@ -133,8 +165,9 @@ def _percent_limits(ax: Axes, xs: list[float], ys: list[float]) -> None:
         percent_axis(ax, label, axis=axis, lo=lo, hi=max(hi, lo + 10))
 
 
-def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str]) -> None:
-    """Beside the panels: one entry per method drawn (filled marker), then the checkpoints drawn."""
+def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str], left_out: str | None = None) -> None:
+    """Beside the panels: one entry per method drawn (filled marker), then the checkpoints drawn;
+    under its title, the note naming the evaluations the checks flagged (`left_out`)."""
     handles = [Line2D([], [], linestyle="none", marker=st["marker"], color=st["color"], ms=6) for st in styles.values()]
     labels = [pretty_mitigation(m) for m in styles]
     for ckpt in checkpoints:
@@ -142,14 +175,19 @@ def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str]) -> No
                               mfc="#555555" if ckpt == "best" else "white"))
         labels.append(f"{'filled' if ckpt == 'best' else 'open'}: {ckpt} checkpoint")
     fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False,
-               title="whiskers: 95% interval over seeds\nand test images", title_fontsize=7)
+               title="\n".join(filter(None, ["whiskers: 95% interval over seeds\nand test images", left_out])),
+               title_fontsize=7)
 
 
-def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO) -> Figure:
+def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO,
+                    left_out: str | None = None) -> Figure:
     """Trade-off scatter: mean vs worst-class accuracy (%), one panel per evaluation (at most three
-    per row), one marker per method (filled: best checkpoint, open: last), 95% intervals as bars.
+    per row), one marker per method (filled: best checkpoint, open: last), 95% intervals as bars,
+    an arrow from the method each one is compared with (`compare_with`) where the table has it.
     The legend lists the methods and checkpoints drawn, and the title counts the methods drawn
-    (a count in `title` is replaced). `caveat` AUTO: a note when every worst class is at 0%."""
+    (a count in `title` is replaced). `caveat` AUTO: a note when every worst class is at 0%.
+    `left_out`: the note naming the evaluations the checks flagged, which mitigation_table leaves
+    out (study.figures.trust.left_out_note), drawn in the legend."""
     if table.empty:
         raise ValueError("mitigation table is empty; nothing to plot")
     evals = list(dict.fromkeys(table["eval"]))
@@ -164,6 +202,7 @@ def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: st
         for ax, ev in zip(axes, evals, strict=False):
             part = table[table["eval"] == ev]
             extents = [_draw_point(ax, r, styles[r["method"]], r["checkpoint"]) for _, r in part.iterrows()]
+            _draw_comparisons(ax, part, styles)
             _percent_limits(ax, [v for e in extents for v in e[:2]], [v for e in extents for v in e[2:]])
             shown = part["method"].nunique()
             ax.set_title(f"{pretty_eval(ev)} · {shown} method{'' if shown == 1 else 's'}",
@@ -171,7 +210,7 @@ def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: st
             ax.grid(alpha=0.3)
             draw_caveat(ax, note)
         hide_unused(axes, len(evals))
-        _legends(fig, styles, checkpoints)
+        _legends(fig, styles, checkpoints, left_out)
         fig.suptitle(counted_title(title, len(styles), "method"))
     return fig
 
