@@ -116,6 +116,21 @@ def test_classwise_leaves_out_a_flagged_seed_and_names_it(drawn, tmp_path):
     assert heights[len(NAMES):] == pytest.approx(counted.sort_values("class")["acc"].to_numpy() * 100)
 
 
+def test_classwise_from_the_seed_table_names_what_it_left_out():
+    from study.figures.classwise import plot_classwise
+    from study.tables import counted_seed_aggregate
+
+    table = _table().assign(train_per_class=-1, train_data="original")
+    table = table[table["method"] == "pgd_at"]
+    seeds = counted_seed_aggregate(_flag(table))  # classwise_seeds.csv: PGD-20 flagged on both seeds
+    fig = plot_classwise(seeds)
+    assert len(fig.axes[0].patches) == len(NAMES)  # clean alone: PGD-20 has no counted seed
+    assert f"left out, {FLAGGED}: PGD-20, L∞ (2 seeds, all)" in fig.legends[0].get_title().get_text()
+    partly = plot_classwise(counted_seed_aggregate(_flag(table, seeds=(1,))))
+    assert len(partly.axes[0].patches) == 2 * len(NAMES)
+    assert f"left out, {FLAGGED}: PGD-20, L∞ (1 seed)" in partly.legends[0].get_title().get_text()
+
+
 @pytest.mark.parametrize("old", [False, True])
 def test_no_flag_marks_nothing(drawn, tmp_path, old):
     table = _table(datasets=("cifar10", "mnist"), methods=("standard", "pgd_at", "trades"))

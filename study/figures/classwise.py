@@ -206,6 +206,11 @@ def plot_classwise(
     other, or stacked for many classes. `eval_settings` (evaluation -> its settings) names the
     budgets; `caveat` is drawn on the top panels (AUTO: decided from the table, style.table_caveat).
     The title defaults to dataset | model | method from the table.
+    The trust rule (study.figures.trust): an evaluation's seeds that the checks flagged
+    (`check_status` flag or fail) are left out of its bars and named under the legend; an
+    evaluation flagged on every seed is drawn from its measured values, hatched, its legend label
+    saying "flagged by checks" (the value is an upper bound). A seed-aggregated table's
+    `flagged_seeds` are named the same way; its evaluations with no counted seed are left out.
     """
     # Decided on the table as given: aggregating seeds drops the run columns (epochs) it reads.
     note = resolve_caveat(caveat, lambda: table_caveat(table))
