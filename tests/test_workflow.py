@@ -144,6 +144,12 @@ def _evaluate_count(counts: dict[str, int]) -> int:
                if rule.startswith("evaluate_") and rule not in ("evaluate_all", "evaluate_pretrained"))
 
 
+def _train_count(counts: dict[str, int]) -> int:
+    """Training jobs in job stats: rule train, and train_validated (runs with a validation split,
+    which also write model_best.pt)."""
+    return counts.get("train", 0) + counts.get("train_validated", 0)
+
+
 def _zoo(params):
     from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted
 
@@ -192,7 +198,7 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     out, _ = paper_dry_run
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
-    assert counts["train"] == len(runs)
+    assert _train_count(counts) == len(runs)
     zoo, zoo_checked, zoo_corrupted = _zoo(params)
     assert counts["zoo_run"] == len(zoo) > 6  # the RobustBench zoo: evaluated like runs, never trained
     # sharded evaluations (AutoAttack, Square) are merged; the rest run whole
@@ -228,10 +234,10 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
     out, _ = paper_dry_run
     jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
-    gpu_rules = r"\s*(local)?rule (train|evaluate_(?!all:|pretrained:)\w+|construct):"
+    gpu_rules = r"\s*(local)?rule (train|train_validated|evaluate_(?!all:|pretrained:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
-    assert len(gpu_jobs) == counts["train"] + _evaluate_count(counts) + counts.get("construct", 0)
+    assert len(gpu_jobs) == _train_count(counts) + _evaluate_count(counts) + counts.get("construct", 0)
     for job in gpu_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):
@@ -242,7 +248,9 @@ def test_profiles_parse(repo_root):
     slurm = yaml.safe_load((repo_root / "workflow/profiles/slurm/config.yaml").read_text())
     assert slurm["executor"] == "slurm"
     assert slurm["rerun-incomplete"] is True and slurm["retries"] >= 1
-    assert {"mem_mb", "runtime", "slurm_partition"} <= set(slurm["default-resources"])
+    assert {"mem_mb", "runtime"} <= set(slurm["default-resources"])
+    # partitions by the plugin's choice from partitions.yaml (tests/test_slurm_profile.py)
+    assert slurm["slurm-partition-config"] == "partitions.yaml"
     local = yaml.safe_load((repo_root / "workflow/profiles/local/config.yaml").read_text())
     assert local["rerun-incomplete"] is True
 
@@ -252,7 +260,7 @@ def test_slurm_profile_is_accepted_by_snakemake(project):
     out = _run([BIN / "snakemake", "-n", "--profile", "workflow/profiles/slurm", "--config", "preset=ci", "--",
                 "results/figures/all"], project)
     _, runs, _ = _plan(project, "ci")
-    assert _job_counts(out)["train"] == len(runs)
+    assert _train_count(_job_counts(out)) == len(runs)
 
 
 def test_demo_preset_dry_run(project):
@@ -260,7 +268,7 @@ def test_demo_preset_dry_run(project):
                project)
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "demo")
-    assert counts["train"] == len(runs)
+    assert _train_count(counts) == len(runs)
     assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     assert counts.get("construct", 0) == len(cons)
     # the robustness suite on the runs of its groups; CIFAR-10-C for those of the corruption
@@ -271,7 +279,8 @@ def test_demo_preset_dry_run(project):
     # figures with panels (the zoo's have none without placed weights: zoo.require_weights)
     assert {fig: counts[fig] for fig in params["figures"] if fig in counts} == _figure_jobs(params, runs)
     assert "zoo_run" not in counts
-    assert "cifar10-jpeg.pt" in out and "mnist-official.pt" in out
+    # no mirror (the subprocess's environment): the demo's `cifar10: auto` is the official download
+    assert "cifar10-official.pt" in out and "cifar10-jpeg.pt" not in out and "mnist-official.pt" in out
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +299,7 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     schema = yaml.safe_load((project / "workflow/schemas/params.schema.yaml").read_text())
     assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
     assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
-    assert counts["train"] == len(runs) and counts["construct"] == len(cons)
+    assert _train_count(counts) == len(runs) and counts["construct"] == len(cons)
     assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
     # the zoo entry of the ci preset waits for its weights file (tests/test_zoo_workflow.py places it)
     assert "zoo_run" not in counts and not set(ZOO_FIGURES) & set(counts)
@@ -369,7 +378,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
 
     # Every job that ran (the targets aside) has a log, left it and said something in it.
     ran = _stats(out + repro)
-    assert (ran["train"], ran["construct"]) == (len(runs), len(cons))
+    assert (_train_count(ran), ran["construct"]) == (len(runs), len(cons))
     assert (_evaluate_count(ran), ran["merge_shards"]) == _evaluate_jobs(params, runs)
     # (the zoo's figures wait for its weights file: tests/test_zoo_workflow.py)
     assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
