@@ -168,6 +168,10 @@ def test_rank_agreement_leaves_a_flagged_evaluation_out_and_names_it(drawn, tmp_
     assert clean == (3, 3) and robust == (2, 2)  # PGD-AT's robustness is not ranked
     assert "PGD-AT" not in "".join(t.get_text() for t in fig.axes[1].get_yticklabels())
     assert f"left out, {FLAGGED}: ResNet-18 | PGD-AT · PGD-20, L∞ (seeds 0, 1)" in fig._supxlabel.get_text()
+    # one configuration left has nothing to be ranked with: its panel goes, the note stays
+    alone = _draw(drawn, tmp_path, "rank_agreement", _flag(_table()), dataset="cifar10")
+    assert [ax.get_title().splitlines()[0] for ax in alone.axes if ax.images] == ["clean accuracy"]
+    assert f"left out, {FLAGGED}: ResNet-18 | PGD-AT · PGD-20, L∞" in alone._supxlabel.get_text()
 
 
 def test_mitigation_counts_no_flagged_seed_and_names_what_it_left_out(drawn, tmp_path):

@@ -168,9 +168,11 @@ def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: s
 
     rows, methods, title = _mitigation_rows(table, dataset, model, methods)
     # the trust rule: mitigation_table counts no flagged evaluation; the figure names those it left out
-    flagged = split_counted(rows[rows["method"].isin(methods)])[1]
+    counted, flagged = split_counted(rows[rows["method"].isin(methods)])
     left_out = left_out_note(flagged, ["method", "eval"], lambda k: f"{pretty_mitigation(k[0])} · {pretty_eval(k[1])}",
                              width=45)
+    if counted.empty and not flagged.empty:
+        raise ValueError(f"figure 13 of {dataset}/{model}: nothing counted is left to draw; {left_out}")
     summary = mitigation_table(rows, methods, mitigation_baselines(methods))
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
         _with_flagged_seeds(summary, flagged).to_csv(tmp, index=False)
