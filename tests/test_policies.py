@@ -260,7 +260,6 @@ def test_frl_loss_divides_the_weighted_terms_by_the_batch_weight_sums(repo_root)
 
 
 def test_frl_reweight_remargin_step_follows_the_batch_largest_eps_and_cfa_keeps_its_step(repo_root):
-    from study.attacks.pgd import pgd_attack
     from study.train.adversary import Adversary
 
     both = _frl(repo_root, "frl_reweight_remargin")
@@ -276,14 +275,25 @@ def test_frl_reweight_remargin_step_follows_the_batch_largest_eps_and_cfa_keeps_
     for name in ("frl_remargin", "pgd_at_cfa", "trades_cfa", "fat_cfa", "pgd_at_fairtat"):
         steps = Adversary(_paper_method(repo_root, name)["adversary"]).step_sizes(eps)
         assert torch.allclose(steps, torch.full((4,), 2 / 255)), name
-    # and the attack runs with exactly that step (CFA attack.py:cw_attack_pgd)
+
+
+def test_training_step_attacks_with_cfa_fixed_step_under_class_eps(repo_root):
+    # CFA attack.py:cw_attack_pgd: eps_k per sample, step 2/255, through the training step (the
+    # compiled step's class-wise eps and step sizes: test_fat_validation.py)
+    from step_probe import Probe, loss_input, paper_method, run_step, step_state
+
+    from study.attacks.pgd import pgd_attack
+
+    class_eps = _remargin_eps(0.1 * GAP_BNDY).float()
+    y = torch.tensor([0, 1, 1, 0])
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    model = Probe(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3)))
     x = torch.rand(4, 3, 2, 2)
-    cfa = _paper_method(repo_root, "pgd_at_cfa")["adversary"]
-    got = Adversary(cfa).perturb(model, x, y, torch.Generator().manual_seed(1), eps=eps)
-    ref = pgd_attack(model, x, y, eps=eps, alpha=2 / 255, steps=10, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(got, ref)
+    ref = pgd_attack(model.inner, x, y, eps=class_eps[y], alpha=2 / 255, steps=3,
+                     generator=torch.Generator().manual_seed(1))
+    state = step_state(paper_method(repo_root, "pgd_at_cfa", steps=3), model, 3, seed=1)
+    run_step(state, x, y, class_eps=class_eps)
+    assert torch.equal(loss_input(model, x), ref)
 
 
 def test_frl_policies_take_a_first_step_from_the_starting_model_and_the_others_wait():

@@ -109,6 +109,7 @@ class TrainStep:
         prepare, self._update = PARAM_UPDATES[opt_name]
         prepare(state.optimizer)
         self.params = list(state.optimizer.param_groups[0]["params"])
+        self.before, self.after = bn_forwards(adv, state.policies.loss.needs_clean)
         self.fn: Callable = self.step if self.mode == "off" else _compile(self.step, self.mode, state.dev, backend)
 
     # -- outside the step: random numbers from the run's generator, in a fixed order -------
@@ -130,16 +131,32 @@ class TrainStep:
     def step(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
              noise: torch.Tensor | None, tables: EpochTables, lr: torch.Tensor, totals: EpochTotals) -> None:
         model, policies = self.state.model, self.state.policies
-        with train_autocast(self.state.dev, self.state.cfg.get("precision", "fp32")):
+        precision = self.state.cfg.get("precision", "fp32")
+        with train_autocast(self.state.dev, precision):
             x_in = self.adversarial(x, y, target, start, noise, tables.class_eps)
-            logits = model(x_in)
-            clean_logits = model(x).float() if policies.loss.needs_clean else None
+            batches = {"adv": x_in, "clean": x}
+            # The train-mode forwards before the update, in the reference's order (`bn_forwards`):
+            # the first of each batch the loss needs gives its logits, any other only moves
+            # BatchNorm's running statistics.
+            logits = clean_logits = None
+            for name in self.before:
+                if name == "adv" and logits is None:
+                    logits = model(x_in)
+                elif name == "clean" and policies.loss.needs_clean and clean_logits is None:
+                    clean_logits = model(x).float()
+                else:
+                    with torch.no_grad():
+                        model(batches[name])
         per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, tables.w_nat, tables.w_bndy,
                                               tables.class_beta)
         loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
         grads = torch.autograd.grad(loss, self.params)
         with torch.no_grad():
             self._update(self.state.optimizer, self.params, list(grads), lr)
+            # Forwards with the updated weights (the references' train-accuracy logs).
+            with train_autocast(self.state.dev, precision):
+                for name in self.after:
+                    model(batches[name])
         totals.add(per_sample, logits, y)
 
     def adversarial(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
@@ -166,8 +183,7 @@ class TrainStep:
         if adv.get("type", "pgd") == "fat":
             delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=int(adv["steps"]),
                                       tau=int(adv["tau"]), norm=norm, sign=sign, loss_fn=loss_fn,
-                                      step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]),
-                                      stop_early=False)
+                                      step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]))
         else:
             delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, int(adv["steps"]), norm, sign, loss_fn)
         model.train()
@@ -188,6 +204,30 @@ class TrainStep:
             return trades_kl(logits, clean_logits)
 
         return kl
+
+
+#: The batches a step may forward in train mode, and the parameter update between them.
+BN_FORWARDS = ("adv", "clean", "step")
+
+
+def bn_forwards(adv: dict, needs_clean: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(forwards before the update, forwards after it) of one step, after the attack, from
+    the adversary's `bn_stats`: the sequence of train-mode forwards of the method's reference
+    loop, `adv` (the training inputs), `clean` (the clean batch) and `step` (the update), e.g.
+    [adv, step, clean] for CFA's AT loop. The first `adv` and, where the loss needs it, the
+    first `clean` before `step` are the loss's forwards; every other forward runs without
+    gradients and only updates BatchNorm's running statistics. Without `bn_stats`: the
+    loss's forwards, adversarial then clean."""
+    default = ["adv", "clean"] if needs_clean else ["adv"]
+    seq = list(adv.get("bn_stats") or default) if adv else default
+    bad = [name for name in seq if name not in BN_FORWARDS]
+    if bad or seq.count("step") > 1:
+        raise ValueError(f"bn_stats {seq}: names from {', '.join(BN_FORWARDS)}, `step` at most once")
+    cut = seq.index("step") if "step" in seq else len(seq)
+    before, after = tuple(seq[:cut]), tuple(seq[cut + 1:])
+    if "adv" not in before or (needs_clean and "clean" not in before):
+        raise ValueError(f"bn_stats {seq}: the loss's forwards ({', '.join(default)}) come before the update")
+    return before, after
 
 
 def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
