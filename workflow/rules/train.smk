@@ -9,6 +9,7 @@ rule train:
     output:
         model=f"{RESULTS}/runs/{{run_id}}/model.pt",
         epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
+        config=f"{RESULTS}/runs/{{run_id}}/config.json",  # evaluate, check, tables, construct read it
     wildcard_constraints:
         run_id=r"(?!zoo-)[A-Za-z0-9_.\-]+",  # zoo runs (zoo.smk) are never trained
     log:
@@ -29,6 +30,23 @@ rule train:
     shell:
         "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
         " {params.init_from} --compile {params.compile} --threads {threads} --no-progress 2> {log}"
+
+
+# A run with a validation split also writes its best checkpoint on validation, model_best.pt,
+# which its @best evaluations and checks and a fine-tuning run that starts from it read: the
+# same job, under a rule that declares that file as well (a rule's outputs are those of every
+# run it trains).
+use rule train as train_validated with:
+    output:
+        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
+        config=f"{RESULTS}/runs/{{run_id}}/config.json",
+        best=f"{RESULTS}/runs/{{run_id}}/model_best.pt",
+    wildcard_constraints:
+        run_id=one_of(r.run_id for r in PLAN if r.config.get("validation")),
+
+
+ruleorder: train_validated > train
 
 
 rule train_all:
