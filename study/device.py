@@ -35,6 +35,27 @@ def set_threads(threads: int | None) -> None:
 
 PRECISIONS = ("fp32", "bf16")
 
+#: TF32 as PyTorch sets it by default (torch 1.12 to 2.13: cuDNN convolutions in TF32, matmuls in
+#: full fp32), which the reference codes ran with; `train.tf32` of a run sets both explicitly.
+DEFAULT_TF32 = {"cudnn": True, "matmul": False}
+
+
+def tf32_flags() -> dict:
+    """The TF32 switches in effect (they matter on Ampere and later GPUs only)."""
+    return {"cudnn": bool(torch.backends.cudnn.allow_tf32), "matmul": bool(torch.backends.cuda.matmul.allow_tf32)}
+
+
+def set_tf32(setting: dict | None = None) -> dict:
+    """Set torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 from a
+    run's `tf32` ({cudnn, matmul}; missing keys: DEFAULT_TF32); returns the flags now in effect."""
+    wanted = {**DEFAULT_TF32, **(setting or {})}
+    unknown = set(wanted) - set(DEFAULT_TF32)
+    if unknown:
+        raise ValueError(f"unknown tf32 key(s) {sorted(unknown)}; valid: cudnn, matmul")
+    torch.backends.cudnn.allow_tf32 = bool(wanted["cudnn"])
+    torch.backends.cuda.matmul.allow_tf32 = bool(wanted["matmul"])
+    return tf32_flags()
+
 
 def train_autocast(device: torch.device, precision: str = "fp32") -> contextlib.AbstractContextManager:
     """bf16 autocast for training only where asked for and on a GPU; fp32 otherwise (the

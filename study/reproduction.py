@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from study.config import ConfigError, method_definition, resolve_evaluation, resolve_method
+from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
 from study.io import atomic_write_text
 from study.metrics import seed_aggregate, wilson_interval
 from study.metrics.seeds import accuracy_seed_interval, seed_interval
@@ -375,9 +375,10 @@ def _value_row(p: Published, rows: pd.DataFrame, differences: tuple[str, ...]) -
 
 
 def _baseline_of(params: Mapping, method: str, fallback: str) -> str:
-    """The method a fairness method is compared with: its `compare_with`, else the published row's."""
+    """The method a fairness method is compared with (study.config.comparison_baseline: its
+    `compare_with`, else the nearest plain method of its base chain), else the published row's."""
     try:
-        return method_definition(params, method).get("compare_with") or fallback
+        return comparison_baseline(params, method) or fallback
     except ConfigError:
         return fallback
 

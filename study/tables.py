@@ -35,8 +35,8 @@ def build_tables(
     checks: Iterable[str | Path] = (),
 ) -> dict[str, Path]:
     """From per-sample records (parquet, self-describing), epochs.csv files (beside their
-    run's config.json) and the runs' checks.json files, write classwise.csv, summary.csv,
-    classwise_seeds.csv, epochs.csv."""
+    run's config.json) and the runs' checks.json files, write classwise.csv, summary.csv
+    (with `averaged_epochs`, for the runs whose epochs.csv is given), classwise_seeds.csv, epochs.csv."""
     out_dir = Path(out_dir)
     verdicts, _ = read_checks(checks)
     blocks = []
@@ -53,14 +53,19 @@ def build_tables(
     seeds = counted_seed_aggregate(classwise)
 
     epoch_frames = []
+    averaged: dict[str, float] = {}
     for path in map(Path, epochs):
         config_path = path.parent / "config.json"
         if not config_path.exists():
             raise FileNotFoundError(f"{path} has no config.json beside it; is it a run directory?")
-        ident = identity(path.parent.name, json.loads(config_path.read_text()))
+        cfg = json.loads(config_path.read_text())
+        ident = identity(path.parent.name, cfg)
         frame = pd.read_csv(path)
+        averaged[path.parent.name] = averaged_epochs(cfg, frame)
         epoch_frames.append(frame.assign(**ident)[[*ident, *frame.columns]])
     epochs_df = pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()
+    # which rows of a weight-averaging method are not averaged at all (0: FAWA took no epoch in)
+    summary["averaged_epochs"] = summary["run_id"].map(averaged).astype(float)
 
     paths = {name: out_dir / f"{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
     for name, frame in zip(paths, (classwise, summary, seeds, epochs_df), strict=True):
@@ -70,6 +75,16 @@ def build_tables(
         atomic_write_json(metrics_path, headline_metrics(summary))
         paths["metrics"] = Path(metrics_path)
     return paths
+
+
+def averaged_epochs(cfg: dict, epochs: pd.DataFrame) -> float:
+    """How many epochs a run's weight averaging (EMA, FAWA) took in, from its epochs.csv; NaN
+    for a method that does not average. 0 is a run whose averaging never accepted an epoch:
+    its model is the un-averaged one (the engine warned, validation.json says so)."""
+    kind = ((cfg.get("method_config") or {}).get("averaging") or {}).get("type", "none")
+    if kind == "none" or "averaged" not in epochs:
+        return float("nan")
+    return float(epochs.loc[epochs["averaged"] == 1, "epoch"].nunique())
 
 
 def counted_seed_aggregate(classwise: pd.DataFrame) -> pd.DataFrame:

@@ -121,7 +121,8 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     params = copy.deepcopy(ci_params)
     group = next(g for g in params["experiments"] if g["group"] == "mitigation")
     trades_cfa = run_config(params, group, "small_cnn", "trades_cfa", 0)["method_config"]
-    assert trades_cfa["loss"] == {"type": "trades", "beta": 6, "lambda2": 0.5, "warmup": 0.05}
+    # trades_cfa is trades_normalized (CFA's TRADES baseline) plus the calibration
+    assert trades_cfa["loss"] == {"type": "trades", "beta": 6, "normalize": True, "lambda2": 0.5, "warmup": 0.05}
     assert trades_cfa["epsilon"] == {"type": "cfa", "lambda": 0.3, "warmup": 0.05}
     assert trades_cfa["adversary"]["bn_mode"] == "eval" and trades_cfa["adversary"]["steps"] == 3
     frl = run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)

@@ -31,17 +31,20 @@ def test_score_parts_by_hand():
 
 
 def test_selection_defaults_and_rejects_unknown_scores():
+    # the rule is the run's (its group's train.selection), never its method's
     assert selection_of({}) == {"score": "mean", "from_epoch": 0.0}
     assert selection_of({"selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})["from_epoch"] == 0.5
     with pytest.raises(ValueError, match=r"unknown selection score 'median'.*mean, mean_plus_worst"):
         selection_of({"selection": {"score": "median"}})
+    with pytest.raises(ValueError, match=r"method_config.selection.*train.selection"):
+        selection_of({"method_config": {"selection": {"score": "mean"}}})
 
 
-def test_engine_chooses_by_the_methods_rule_and_records_the_parts(tmp_path, synthetic_splits, tiny_run_config):
+def test_engine_chooses_by_the_runs_rule_and_records_the_parts(tmp_path, synthetic_splits, tiny_run_config):
     cfg = copy.deepcopy(tiny_run_config)
     cfg.update(epochs=4, train_per_class=20, validation={"fraction": 0.1})
     cfg["epoch_eval"]["per_class"] = 4
-    cfg["method_config"]["selection"] = {"score": "mean_plus_worst", "from_epoch": 0.5}
+    cfg["selection"] = {"score": "mean_plus_worst", "from_epoch": 0.5}
     train_run(cfg, synthetic_splits, tmp_path / "r", device="cpu", progress=False)
 
     record = json.loads((tmp_path / "r" / "validation.json").read_text())
@@ -49,7 +52,7 @@ def test_engine_chooses_by_the_methods_rule_and_records_the_parts(tmp_path, synt
     assert [e["epoch"] for e in epochs] == list(range(1, cfg["epochs"] + 1))
     for e in epochs:
         assert e["score"] == pytest.approx(e["mean"] + e["worst"])
-        assert e["eligible"] == (e["epoch"] >= 0.5 * cfg["epochs"])
+        assert e["eligible"] == (e["epoch"] > 0.5 * cfg["epochs"])
     eligible = [e for e in epochs if e["eligible"]]
     best = max(eligible, key=lambda e: (e["score"], -e["epoch"]))
     assert record["best_epoch"] == best["epoch"]

@@ -22,7 +22,14 @@ from study.config.core import (
     set_dotted,
 )
 from study.config.grid import grid_combinations
-from study.config.methods import check_method, method_definition, resolve_evaluation, resolve_method
+from study.config.methods import (
+    check_method,
+    comparison_baseline,
+    method_definition,
+    present_baseline,
+    resolve_evaluation,
+    resolve_method,
+)
 from study.config.params import (
     available_presets,
     coerce_overrides,
@@ -43,9 +50,10 @@ from study.runs import run_id, run_key
 
 __all__ = [
     "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
-    "coerce_overrides", "configured_mirror",
+    "coerce_overrides", "comparison_baseline", "configured_mirror",
     "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
     "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
+    "present_baseline",
     "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",
     "validate_params",
 ]

@@ -4,7 +4,7 @@ its policies, an evaluation's settings for one dataset, fractions turned into nu
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from study.config.core import ConfigError, dataset_params, deep_merge, parse_fraction
 
@@ -28,15 +28,64 @@ def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -
 
 def resolve_method(params: Mapping, name: str) -> dict:
     """The policies of a method (study.train.policies), fractions resolved; without the
-    run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run)."""
+    run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run)
+    and `compare_with` (which method it is compared with: `comparison_baseline`)."""
     method = method_definition(params, name)
-    for run_level in ("train", "init_from", "validation_attack"):
+    for run_level in ("train", "init_from", "validation_attack", "compare_with"):
         method.pop(run_level, None)
     adv = method.get("adversary")
     if adv:
         for key in ("eps", "alpha"):
             adv[key] = parse_fraction(adv[key])
     return method
+
+
+# Policies that make a method more than a training objective (a fairness method, or averaging).
+_ADDED_POLICIES = ("targets", "epsilon", "weights", "averaging", "regularizer")
+
+
+def _plain(method: Mapping) -> bool:
+    """Whether a resolved method is a training objective alone (PGD-AT, TRADES, FAT)."""
+    return (not any(method.get(k) for k in _ADDED_POLICIES)
+            and (method.get("loss") or {}).get("lambda2") is None)
+
+
+def comparison_baseline(params: Mapping, name: str) -> str | None:
+    """The method `name` is compared with (figure 13, the reproduction report): its
+    `compare_with`; else, for a fine-tuning method, the run it starts from; else the nearest
+    method of its `base` chain that is a training objective alone. None for such a method."""
+    definition = method_definition(params, name)
+    if definition.get("compare_with"):
+        return definition["compare_with"]
+    if definition.get("init_from"):
+        return definition["init_from"]
+    if _plain(resolve_method(params, name)):
+        return None
+    base = (params["methods"][name] or {}).get("base")
+    while base is not None:
+        if _plain(resolve_method(params, base)):
+            return base
+        base = (params["methods"][base] or {}).get("base")
+    return None
+
+
+def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str | None:
+    """Of the methods `present` (a figure's, a report's), the one `name` is compared with:
+    its `comparison_baseline` or a method with the same policies (`at` for `pgd_at`)."""
+    baseline = comparison_baseline(params, name)
+    if baseline is None:
+        return None
+    present = list(present)
+    if baseline in present:
+        return baseline
+    wanted = resolve_method(params, baseline)
+    for other in present:
+        try:
+            if other != name and resolve_method(params, other) == wanted:
+                return other
+        except ConfigError:
+            continue
+    return None
 
 
 def check_method(params: Mapping, name: str) -> None:
@@ -46,6 +95,10 @@ def check_method(params: Mapping, name: str) -> None:
     parent = definition.get("init_from")
     if parent is not None and parent not in params["methods"]:
         raise ConfigError(f"method {name!r}: init_from names unknown method {parent!r}; "
+                          f"defined: {', '.join(sorted(params['methods']))}")
+    versus = definition.get("compare_with")
+    if versus is not None and versus not in params["methods"]:
+        raise ConfigError(f"method {name!r}: compare_with names unknown method {versus!r}; "
                           f"defined: {', '.join(sorted(params['methods']))}")
     method = resolve_method(params, name)
     adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items() if (method.get(k) or {}).get("type", plain) != plain]

@@ -156,6 +156,7 @@ def load_params(
 
 
 def _check_params(params: Mapping, schema_path: Path) -> None:
+    check_no_method_selection(params)
     validate_params(params, schema_path)
     for dataset in params.get("per_dataset") or {}:
         # The merged settings of each dataset must be as valid as the global ones.
@@ -165,6 +166,16 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
     _check_references(params)
     _check_features(params)
+
+
+def check_no_method_selection(params: Mapping) -> None:
+    """The checkpoint rule belongs to the comparison, not to a method: a method's `selection`
+    is refused with one line naming where it now lives."""
+    for name, method in (params.get("methods") or {}).items():
+        if isinstance(method, Mapping) and "selection" in method:
+            raise ConfigError(f"methods.{name}.selection: the checkpoint rule is the comparison's, not a method's; "
+                              "set it as train.selection (params.yaml's train section or the experiment group's "
+                              "train: {selection: {score, from_epoch}})")
 
 
 def _check_references(params: Mapping) -> None:

@@ -16,6 +16,11 @@ from study.runs import construction_key, run_id
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
 # claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).
 _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
+#: how model_best.pt is chosen on the validation split (train.selection.score)
+SELECTION_SCORES = ("mean", "mean_plus_worst")
+#: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
+#: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
+DEFAULT_TF32 = {"cudnn": True, "matmul": False}
 
 
 @dataclass
@@ -39,6 +44,23 @@ class RunSpec:
     @property
     def variant(self) -> str:
         return self.config["data_variant"]
+
+
+def _validation_setting(setting: Mapping) -> dict:
+    """A group's `train.validation` as the run config records it: {fraction} or {per_class}."""
+    if setting.get("per_class") is not None:
+        return {"per_class": int(setting["per_class"])}
+    return {"fraction": float(setting["fraction"])}
+
+
+def selection_setting(setting: Mapping | None) -> dict:
+    """A comparison's checkpoint rule with its defaults: score `mean` (Rice et al. 2020) or
+    `mean_plus_worst` (CFA's index), eligible from the first epoch after `from_epoch` x epochs."""
+    out = {"score": "mean", "from_epoch": 0.0, **dict(setting or {})}
+    if out["score"] not in SELECTION_SCORES:
+        raise ConfigError(f"train.selection.score {out['score']!r} is not one of {', '.join(SELECTION_SCORES)}")
+    out["from_epoch"] = float(out["from_epoch"])
+    return out
 
 
 def _resolved_optimizer(opt: Mapping) -> dict:
@@ -107,9 +129,15 @@ def run_config(
         cfg["synthetic"] = params["data"]["synthetic"]
     # Keys below appear only when used, so runs without them keep their run ids.
     if train.get("validation"):
-        cfg["validation"] = {"fraction": float(train["validation"]["fraction"])}
+        cfg["validation"] = _validation_setting(train["validation"])
+        # the checkpoint rule is the comparison's (the group's train.selection), the same for
+        # every method of the group, baselines included
+        cfg["selection"] = selection_setting(train.get("selection"))
     if train.get("precision", "fp32") != "fp32":
         cfg["precision"] = train["precision"]
+    tf32 = {**DEFAULT_TF32, **(train.get("tf32") or {})}
+    if tf32 != DEFAULT_TF32:
+        cfg["tf32"] = tf32
     if definition.get("init_from"):
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.

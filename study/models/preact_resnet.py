@@ -75,17 +75,34 @@ def preact_resnet18(num_classes: int, in_channels: int, normalize: Normalize) ->
     return PreActResNet((2, 2, 2, 2), num_classes, in_channels, normalize)
 
 
+def wide_resnet_init(model: nn.Module) -> nn.Module:
+    """The initialization of the wide ResNets of the reference codes (yaodongyu/TRADES
+    models/wideresnet.py, locuslab/robust_overfitting wideresnet.py): convolutions He-normal
+    over fan_out (std sqrt(2 / (k * k * out_channels))), BatchNorm weight 1 and bias 0, the
+    linear layer's bias 0 (its weight keeps PyTorch's default)."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(m, nn.BatchNorm2d):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+    return model
+
+
 def wide_resnet(
     depth: int, widen: int, num_classes: int, in_channels: int, normalize: Normalize
 ) -> PreActResNet:
-    """WRN-depth-widen: three stages of (depth - 4) / 6 blocks, widths 16k, 32k, 64k."""
+    """WRN-depth-widen: three stages of (depth - 4) / 6 blocks, widths 16k, 32k, 64k,
+    initialized as the reference codes' wide ResNets (`wide_resnet_init`)."""
     if (depth - 4) % 6:
         raise ValueError(f"wide ResNet depth must be 6n + 4, got {depth}")
     n = (depth - 4) // 6
-    return PreActResNet(
+    return wide_resnet_init(PreActResNet(
         (n, n, n), num_classes, in_channels, normalize,
         widths=(16 * widen, 32 * widen, 64 * widen), stem_width=16,
-    )
+    ))
 
 
 def wrn_28_10(num_classes: int, in_channels: int, normalize: Normalize) -> PreActResNet:

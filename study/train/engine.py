@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from study.data.splits import Splits
-from study.device import describe
+from study.device import describe, set_tf32, tf32_flags
 from study.io import atomic_write_json
 from study.provenance import provenance
 from study.runs import CHECKPOINT_FILES, EPOCHS_FILE, META_FILE, STATE_FILE, VALIDATION_FILE, run_key, save_model
@@ -38,6 +38,7 @@ from study.train.policies import EpochStats
 from study.train.records import (
     EPOCH_COLUMNS,
     class_accuracy,
+    eligible_epoch,
     epoch_line,
     epoch_rows,
     selection_of,
@@ -88,6 +89,8 @@ def train_run(
     check_data(cfg, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
     check_run_dir(run_dir, cfg)
+    # "fp32" on an Ampere+ GPU: set, not left to the library (docs/methods.md, precision)
+    set_tf32(cfg.get("tf32"))
     state = setup_run(cfg, splits, run_dir, device)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
@@ -140,11 +143,12 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
 
 
 def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: bool) -> None:
-    """Keep `model_best.pt` by the method's selection rule on validation (ties keep the
-    earlier epoch) and record every epoch's score parts in validation.json."""
-    selection = selection_of(state.cfg["method_config"])
+    """Keep `model_best.pt` by the run's selection rule on validation (its experiment group's,
+    the same for every method of the comparison; ties keep the earlier epoch) and record every
+    epoch's score parts in validation.json."""
+    selection = selection_of(state.cfg)
     parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection["score"])}
-    eligible = epoch >= selection["from_epoch"] * state.epochs
+    eligible = eligible_epoch(epoch, state.epochs, selection["from_epoch"])
     if eligible and parts["score"] > state.best["score"]:
         state.best = {"score": parts["score"], "epoch": epoch}
         save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.cfg, epoch)
@@ -174,11 +178,34 @@ def save_state(state: RunState, epoch: int) -> None:
     write_epochs_csv(state.run_dir / EPOCHS_FILE, state.records)
 
 
+def averaging_report(state: RunState) -> dict | None:
+    """How many epochs the method's weight averaging took in (None without averaging). A run
+    whose averaging accepted none is its un-averaged version: one warning line on stderr, and
+    the report in validation.json and meta.json, so that no table takes it for averaged."""
+    averaging = state.policies.averaging
+    if not averaging.active:
+        return None
+    accepted = sorted({int(r["epoch"]) for r in state.records if r["averaged"]})
+    report = {"type": (state.cfg["method_config"].get("averaging") or {}).get("type"),
+              "accepted_epochs": len(accepted), "first_accepted": accepted[0] if accepted else None,
+              "never_accepted": not accepted}
+    if not accepted:
+        rule = (f"worst-class validation robust accuracy never reached {averaging.threshold:g}"
+                if hasattr(averaging, "threshold") else "no epoch reached its start")
+        _log(f"warning: run {state.run_dir.name}: {report['type']} averaging accepted no epoch ({rule} from epoch "
+             f"{averaging.start_epoch}); model.pt and model_best.pt are the un-averaged model")
+    if state.has_validation:
+        path = state.run_dir / VALIDATION_FILE
+        atomic_write_json(path, {**json.loads(path.read_text()), "averaging": report})
+    return report
+
+
 def finish_run(state: RunState) -> None:
     """model.pt (the averaged weights where the method averages) and meta.json."""
     save_model(state.run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.cfg,
                state.epochs)
     has_val = state.has_validation
+    averaging = averaging_report(state)
     atomic_write_json(state.run_dir / META_FILE, {
         **provenance(state.dev),
         "device_name": describe(state.dev),
@@ -191,6 +218,9 @@ def finish_run(state: RunState) -> None:
         "best_epoch": state.best["epoch"] if has_val else None,
         "best_val_score": state.best["score"] if has_val else None,
         "init_from": state.cfg.get("init_from"),
+        # the TF32 switches the run trained under (a GPU's "fp32"; no effect on a CPU)
+        "tf32": tf32_flags(),
+        "averaging": averaging,
     })
 
 

@@ -89,18 +89,29 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
     return rows
 
 
-#: how the best checkpoint is chosen on the validation split (a method's `selection.score`)
+#: how the best checkpoint is chosen on the validation split (a comparison's `train.selection.score`)
 SELECTION_SCORES = ("mean", "mean_plus_worst")
 
 
-def selection_of(method_config: Mapping) -> dict:
-    """A method's checkpoint rule: `score` (mean: mean robust accuracy, as Rice et al.;
-    mean_plus_worst: mean plus worst-class robust accuracy, as CFA's and FAIR-TAT's code)
-    and `from_epoch` (the first epoch that may be chosen, as a fraction of the epochs)."""
-    selection = {"score": "mean", "from_epoch": 0.0, **dict(method_config.get("selection") or {})}
+def selection_of(cfg: Mapping) -> dict:
+    """A run's checkpoint rule, the `selection` of its run config (its experiment group's
+    `train.selection`, the same for every method of the group): `score` (mean: mean robust
+    accuracy, as Rice et al.; mean_plus_worst: mean plus worst-class robust accuracy, CFA's
+    index) and `from_epoch` (epochs after from_epoch x epochs may be chosen)."""
+    if "selection" in (cfg.get("method_config") or {}):
+        raise ValueError("method_config.selection: the checkpoint rule is the comparison's, not a method's; "
+                         "set train.selection (the run config's `selection`)")
+    selection = {"score": "mean", "from_epoch": 0.0, **dict(cfg.get("selection") or {})}
     if selection["score"] not in SELECTION_SCORES:
         raise ValueError(f"unknown selection score {selection['score']!r}; valid: {', '.join(SELECTION_SCORES)}")
     return selection
+
+
+def eligible_epoch(epoch: int, epochs: int, from_epoch: float) -> bool:
+    """Whether 1-based `epoch` of `epochs` may be the best checkpoint: after the first
+    from_epoch x epochs, as CFA's train.py counts (0-based `epoch >= 0.5 * args.epochs`:
+    with 200 epochs the 101st is the first)."""
+    return epoch > from_epoch * epochs + 1e-9
 
 
 def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:
@@ -108,6 +119,8 @@ def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean")
     robust accuracy (clean accuracy without an epoch attack), never the test set."""
     correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
     mean = float(correct.sum() / val_out.val_n.sum())
+    # the study's worst-class statistic, the one FAWA's threshold reads too (study.metrics.worst:
+    # the weakest class; the mean of the weakest 10% with 100 classes)
     worst = float(worst_value((correct / val_out.val_n.clamp_min(1)).numpy()))
     value = mean + worst if score == "mean_plus_worst" else mean
     return {"mean": mean, "worst": worst, "score": value}

@@ -172,11 +172,11 @@ def _split_data(cfg: Mapping, splits: Splits, run_dir: Path) -> tuple[torch.Tens
     train_idx = stratified_subset(splits.train_y, cfg.get("train_per_class"))
     val_idx = None
     if cfg.get("validation"):
-        train_idx, val_idx = validation_split(train_idx, splits.train_y, cfg["validation"]["fraction"])
+        train_idx, val_idx = validation_split(train_idx, splits.train_y, cfg["validation"])
         path = run_dir / VALIDATION_FILE
         # A resumed run keeps the per-epoch selection scores recorded so far.
         record = json.loads(path.read_text()) if path.exists() else {}
-        record.update({"fraction": cfg["validation"]["fraction"], "indices": val_idx.tolist()})
+        record.update({**cfg["validation"], "indices": val_idx.tolist()})
         atomic_write_json(path, record)
     return train_idx, val_idx
 

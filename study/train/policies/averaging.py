@@ -3,7 +3,11 @@
 CFA (Wei et al. 2023) averages with decay 0.85 from epoch 50 of 200; `start` is that
 point as a fraction of the run's epochs, so short presets average over their last 75%.
 FAWA averages an epoch's weights in only if that model's worst-class validation robust
-accuracy reaches `threshold` (0.2 in CFA).
+accuracy reaches `threshold` (0.2 in CFA). Worst-class is the study's statistic
+(study.metrics.worst), the one the best checkpoint's index reads too: the weakest class with
+10 classes, as CFA's code (`valid_result[3].min()`); the mean of the weakest 10% with 100.
+A run whose averaging never accepted an epoch is the un-averaged model: the engine says so
+(stderr, validation.json, meta.json).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from study.metrics.worst import worst_value
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats
 
@@ -85,7 +90,8 @@ class FAWA(EMA):
         return cls(ctx.epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25), cfg.get("threshold", 0.2))
 
     def accepts(self, stats: EpochStats) -> bool:
-        return super().accepts(stats) and float(stats.val_robust_acc.min()) >= self.threshold
+        worst = float(worst_value(stats.val_robust_acc.double().cpu().numpy()))
+        return super().accepts(stats) and worst >= self.threshold
 
 
 AVERAGING = Registry("averaging", default="none", types={

@@ -72,23 +72,31 @@ class TradesLoss(CELoss):
     train.py): beta_k = (lambda2 + t_k) * beta from the previous epoch's training robust
     accuracy t_k, and the objective normalized per class as CFA's code does,
     CE / (1 + beta_y) + beta_y / (1 + beta_y) * KL. CFA keeps beta for every class (still
-    normalized) during its first `warmup` share of the epochs (10 of 200)."""
+    normalized) during its first `warmup` share of the epochs (10 of 200).
+
+    `normalize` (default: with `lambda2`) puts plain TRADES in that form,
+    (CE + beta * KL) / (1 + beta), as CFA's own TRADES baseline trains (attack.py:trades_loss
+    with train.py's class_beta = beta / (1 + beta)): the baseline `trades_cfa` is compared with."""
 
     inner = "kl"
     needs_clean = True
 
     def __init__(self, num_classes: int, beta: float = 6.0, lambda2: float | None = None, epochs: int = 1,
-                 warmup: float = CFA_WARMUP, weight_normalization: str = "mean"):
+                 warmup: float = CFA_WARMUP, weight_normalization: str = "mean", normalize: bool | None = None):
         super().__init__(num_classes, weight_normalization)
         self.beta = float(beta)
         self.lambda2 = None if lambda2 is None else float(lambda2)
+        if normalize is False and self.lambda2 is not None:
+            raise ValueError("loss.normalize: false with lambda2: CFA's class-wise beta is defined on the "
+                             "normalized objective only")
+        self.normalize = self.lambda2 is not None if normalize is None else bool(normalize)
         self.warmup_epochs = warmup_epochs(warmup, epochs)
         self.t: torch.Tensor | None = None
 
     @classmethod
     def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> TradesLoss:
         return cls(ctx.num_classes, cfg.get("beta", 6.0), cfg.get("lambda2"), ctx.epochs,
-                   cfg.get("warmup", CFA_WARMUP), ctx.weight_normalization)
+                   cfg.get("warmup", CFA_WARMUP), ctx.weight_normalization, cfg.get("normalize"))
 
     def class_beta(self) -> torch.Tensor:
         if self.lambda2 is None or self.t is None:
@@ -101,10 +109,10 @@ class TradesLoss(CELoss):
         beta = (self.class_beta() if beta is None else beta).to(adv_logits.device, adv_logits.dtype)[y]
         natural = F.cross_entropy(clean_logits, y, reduction="none")
         boundary = trades_kl(adv_logits, clean_logits)
-        if self.lambda2 is None:
-            c_nat, c_bndy = torch.ones_like(beta), beta
-        else:
+        if self.normalize:
             c_nat, c_bndy = 1 / (1 + beta), beta / (1 + beta)
+        else:
+            c_nat, c_bndy = torch.ones_like(beta), beta
         return self.weighted(y, c_nat * natural, w_nat, c_bndy * boundary, w_bndy)
 
     def update(self, stats: EpochStats) -> None:
