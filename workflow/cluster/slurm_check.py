@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -307,6 +308,59 @@ def compare(slurm: Path, local: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------- main
+def run_both(cluster: Cluster, work: Path, config: list[str], procs: list) -> int:
+    """The SLURM run and the local run of the same targets (at once: the SLURM run waits on status
+    polls and job starts, which the local run fills), their sbatch calls, then the comparison."""
+    t0 = time.time()
+    shim_dir, calls = shims(work, cluster.conf)
+    slurm_dir, local_dir = copy_project(work / "slurm"), copy_project(work / "local")
+    slurm_args = ["--profile", str(PROFILE.relative_to(ROOT)), "--slurm-status-command", "squeue",
+                  "--slurm-init-seconds-before-status-checks", "2", "--max-threads", "1", *config]
+    local_args = ["--profile", "workflow/profiles/cpu", "--cores", "2", *config]
+    env = run_env({"SLURM_CONF": str(cluster.conf)})
+    env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
+    log(f"SLURM run (in {slurm_dir}): snakemake {shlex.join(slurm_args)}")
+    log(f"local run (in {local_dir}): snakemake {shlex.join(local_args)}")
+    runs = {"slurm": snakemake(slurm_args, slurm_dir, env, work / "log/snakemake-slurm.log"),
+            "local": snakemake(local_args, local_dir, run_env(), work / "log/snakemake-local.log")}
+    procs += runs.values()
+    codes = {name: proc.wait() for name, proc in runs.items()}
+    log(f"snakemake finished: {codes} after {time.time() - t0:.0f} s")
+
+    submitted = calls.read_text().splitlines() if calls.exists() else []
+    print(f"\n---- {len(submitted)} sbatch calls of the SLURM run (payload left out; in full: {calls}) ----")
+    print("\n".join(short_sbatch(line) for line in submitted))
+    print("----")
+    for name, code in codes.items():
+        if code:
+            text = (work / f"log/snakemake-{name}.log").read_text(errors="replace").splitlines()
+            print(f"\n---- the {name} run failed ({code}); its log's end ----\n" + "\n".join(text[-60:]))
+    if any(codes.values()):
+        return 1
+    problems = compare(slurm_dir, local_dir)
+    if problems:
+        print("\n---- the SLURM run's records differ from the local run's ----")
+        print("\n".join(problems))
+        return 1
+    log(f"OK: {len(submitted)} SLURM jobs; {len(records(slurm_dir))} record files (evaluation parquet, "
+        f"epochs.csv) equal to the local run's")
+    return 0
+
+
+def stop_all(procs: list, cluster: Cluster) -> None:
+    """Each Snakemake still running (interrupted: it cancels its SLURM jobs), then the daemons."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    cluster.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
@@ -315,7 +369,6 @@ def main() -> int:
     parser.add_argument("--whole", action="store_true",
                         help="the preset's whole DAG, not the part with a job of every kind (subset_overrides)")
     args = parser.parse_args()
-
     missing = [c for c in DAEMONS if shutil.which(c) is None]
     if missing:
         print(f"{INSTALL} (missing: {' '.join(missing)})", file=sys.stderr)
@@ -326,8 +379,7 @@ def main() -> int:
 
     t0 = time.time()
     work = Path(tempfile.mkdtemp(prefix="slurm-check-"))
-    cluster = Cluster(work, profile_partitions())
-    procs: list[subprocess.Popen] = []
+    cluster, procs = Cluster(work, profile_partitions()), []
 
     def interrupted(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -335,45 +387,9 @@ def main() -> int:
     signal.signal(signal.SIGHUP, interrupted)
     try:
         cluster.start()
-        shim_dir, calls = shims(work, cluster.conf)
-        slurm_dir, local_dir = copy_project(work / "slurm"), copy_project(work / "local")
         config = ["--config", f"preset={args.preset}", *([] if args.whole else subset_overrides(args.preset)),
                   "--", *args.targets]
-        slurm_args = ["--profile", str(PROFILE.relative_to(ROOT)), "--slurm-status-command", "squeue",
-                      "--slurm-init-seconds-before-status-checks", "2", "--max-threads", "1", *config]
-        local_args = ["--profile", "workflow/profiles/cpu", "--cores", "2", *config]
-        env = run_env({"SLURM_CONF": str(cluster.conf)})
-        env["PATH"] = f"{shim_dir}{os.pathsep}{env['PATH']}"
-        log(f"SLURM run: snakemake {' '.join(slurm_args)}  (in {slurm_dir})")
-        log(f"local run: snakemake {' '.join(local_args)}  (in {local_dir})")
-        # both at once: the SLURM run waits on polls and job starts between its jobs, the local run fills them
-        runs = {"slurm": snakemake(slurm_args, slurm_dir, env, work / "log/snakemake-slurm.log"),
-                "local": snakemake(local_args, local_dir, run_env(), work / "log/snakemake-local.log")}
-        procs += runs.values()
-        codes = {name: proc.wait() for name, proc in runs.items()}
-        log(f"snakemake finished: {codes} after {time.time() - t0:.0f} s")
-
-        submitted = calls.read_text().splitlines() if calls.exists() else []
-        print(f"\n---- {len(submitted)} sbatch calls of the SLURM run (payload left out; "
-              f"in full: {calls}) ----")
-        for line in submitted:
-            print(short_sbatch(line))
-        print("----")
-        for name, code in codes.items():
-            if code:
-                text = (work / f"log/snakemake-{name}.log").read_text(errors="replace")
-                print(f"\n---- the {name} run failed ({code}); its log's end ----\n" + "\n".join(text.splitlines()[-60:]))
-        if any(codes.values()):
-            return 1
-        problems = compare(slurm_dir, local_dir)
-        if problems:
-            print("\n---- the SLURM run's records differ from the local run's ----")
-            print("\n".join(problems))
-            return 1
-        n = len(records(slurm_dir))
-        log(f"OK: {len(submitted)} SLURM jobs; {n} record files (evaluation parquet, epochs.csv) equal to the "
-            f"local run's; {time.time() - t0:.0f} s")
-        return 0
+        return run_both(cluster, work, config, procs)
     except KeyboardInterrupt as err:
         log(f"interrupted ({err}); stopping")
         return 130
@@ -384,21 +400,12 @@ def main() -> int:
                 print(f"---- {name} ----\n{text}")
         return 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGINT)  # snakemake cancels its SLURM jobs
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        cluster.stop()
+        stop_all(procs, cluster)
         if args.keep:
             log(f"kept {work} (logs: {work}/log)")
         else:
             shutil.rmtree(work, ignore_errors=True)
-
+        log(f"{time.time() - t0:.0f} s in all")
 
 if __name__ == "__main__":
     sys.exit(main())
