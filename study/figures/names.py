@@ -56,6 +56,7 @@ METHOD_NAMES = {
     "fgsm_at": "FGSM-AT",
     "fast_at": "Fast-AT",
     "trades": "TRADES",
+    "trades_normalized": "TRADES (normalized as CFA)",  # (CE + beta KL) / (1 + beta), trades_cfa's baseline
     "mart": "MART",
     "fat": "FAT",
     "frl": "FRL",
