@@ -38,6 +38,8 @@ def adaptive_config(tiny_run_config):
     cfg = copy.deepcopy(tiny_run_config)
     cfg["method"] = "every_policy"
     cfg["method_config"].update(copy.deepcopy(ADAPTIVE))
+    # TRADES' loss needs its clean forward before the update (the BatchNorm statistics of trades_cfa)
+    cfg["method_config"]["adversary"]["bn_stats"] = ["clean", "adv", "clean", "step", "clean"]
     cfg["validation"] = {"fraction": 0.1}
     # small: 20 images per class, 10% of them validation, 5 test images per class per epoch
     cfg["train_per_class"] = 20
