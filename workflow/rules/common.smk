@@ -1,7 +1,6 @@
 # All helper Python of the workflow: it maps the configured study onto files and command arguments.
 # Science and path-free logic live in `study` (the plan: study.config; figure panels: study.figures.panels).
 import json
-import os
 import re
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -9,7 +8,8 @@ from typing import Callable, NamedTuple
 from snakemake.exceptions import WorkflowError
 
 from study import resources as resources_estimate
-from study.config import ConfigError, constructions, load_params, plan_runs, prepared_name, resolve_evaluation
+from study.config import (ConfigError, configured_mirror, constructions, load_params, plan_runs, prepared_name,
+                          resolve_evaluation)
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_weights_dir
 from study.figures import panels
@@ -57,7 +57,7 @@ def prepared_file(dataset, variant):
 
 def data_mirror():
     """The local mirror: $STUDY_DATA_MIRROR when set (a user's explicit choice), else data.mirror."""
-    return os.environ.get("STUDY_DATA_MIRROR") or config["data"].get("mirror")
+    return configured_mirror(config)
 
 def source_args(wildcards):
     """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
@@ -151,6 +151,9 @@ CHECKED_RUNS = (runs_of_groups(ROBUSTNESS["checks"]["groups"]) if "groups" in RO
                 ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in " ".join(r.groups)])
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
+# the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
+CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/checks{'@best' if c == 'best' else ''}.json"
+               for r in CHECKED_RUNS for c in r.checkpoints]
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
 
 

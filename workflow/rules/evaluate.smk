@@ -88,6 +88,7 @@ rule tables:
         records=[eval_file(r.run_id, ev, cp) for cp in ("last", "best") for r in PLAN if cp in r.checkpoints
                  for ev in r.evaluations],
         epochs=[f"{run_dir(r.run_id)}/epochs.csv" for r in PLAN],
+        checks=CHECK_FILES,
     output:
         **TABLES,
         metrics=f"{RESULTS}/metrics.json",
@@ -98,7 +99,7 @@ rule tables:
     conda:
         "../../environment.yml"
     shell:
-        "study tables --records {input.records} --epochs {input.epochs}"
+        "study tables --records {input.records} --epochs {input.epochs} --checks {input.checks}"
         " --out-dir {params.out_dir} --metrics {output.metrics} 2> {log}"
 
 

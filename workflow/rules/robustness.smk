@@ -65,8 +65,7 @@ rule corruptions:
 rule robustness_tables:
     input:
         records=[eval_file(r.run_id, ev, c) for r in CHECKED_RUNS for c in r.checkpoints for ev in r.evaluations],
-        checks=[f"{RESULTS}/evaluations/{r.run_id}/checks{'@best' if c == 'best' else ''}.json"
-                for r in CHECKED_RUNS for c in r.checkpoints],
+        checks=CHECK_FILES,
         corruptions=[f"{RESULTS}/evaluations/{r.run_id}/corruptions.parquet" for r in CORRUPTION_RUNS],
     output:
         **ROBUSTNESS_TABLES,
