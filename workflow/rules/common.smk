@@ -79,16 +79,19 @@ def run_data(wildcards):
     con = run.config.get("constructed")
     return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
 
-def run_parent_model(wildcards):
-    """The parent run a fine-tuning method (FRL) starts from (its model.pt marks it finished)."""
-    parent = run_of(wildcards).init_from
-    return [f"{run_dir(parent)}/model.pt"] if parent else []
-
-def init_from_arg(wildcards):
-    """The parent's checkpoint the run config names (init_checkpoint): its best on validation, or its last."""
+def parent_checkpoint(wildcards):
+    """The parent's checkpoint a fine-tuning method (FRL) starts from, as the run config names it
+    (init_checkpoint): its best on validation (model_best.pt), or its last; None without a parent."""
     run = run_of(wildcards)
     name = "model_best.pt" if run.config.get("init_checkpoint") == "best" else "model.pt"
-    return f"--init-from {run_dir(run.init_from)}/{name}" if run.init_from else ""
+    return f"{run_dir(run.init_from)}/{name}" if run.init_from else None
+
+def run_parent_model(wildcards):
+    """The file `--init-from` reads, an input of the run's training job."""
+    return [path] if (path := parent_checkpoint(wildcards)) else []
+
+def init_from_arg(wildcards):
+    return f"--init-from {path}" if (path := parent_checkpoint(wildcards)) else ""
 
 def run_resource(estimate, **kwargs):
     """A resource of a run's job (study.resources: from the model's FLOPs, data size, epochs, attack steps)."""

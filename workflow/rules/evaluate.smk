@@ -9,7 +9,7 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
         name:
             f"evaluate_{'_'.join(_evs)}{'_at_best' if _cp == 'best' else ''}"
         input:
-            model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+            model=f"{RESULTS}/runs/{{run_id}}/{'model_best' if _cp == 'best' else 'model'}.pt",  # the one read
             data=run_data,
         output:
             **{e: eval_file("{run_id}", e, _cp) for e in _evs},

@@ -5,7 +5,7 @@
 
 rule check:
     input:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        model=lambda w: f"{RESULTS}/runs/{w.run_id}/{'model_best' if w.at else 'model'}.pt",  # the one checked
         data=run_data,
         records=lambda w: [eval_file(w.run_id, ev, "best" if w.at else "last") for ev in run_of(w).evaluations],
     output:
