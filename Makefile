@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup demo test lint paper clean-results check-install test-slurm
+.PHONY: setup demo test lint paper clean-results check-install test-slurm slurm-commands
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,9 +57,11 @@ paper: setup
 # preset's DAG through workflow/profiles/slurm, compared with a local run's records
 # (workflow/cluster/slurm_check.py). Needs Slurm and MUNGE installed, and root.
 SLURM_COMMANDS := slurmctld slurmd munged sbatch srun squeue sinfo scontrol scancel
-test-slurm:
+test-slurm: slurm-commands setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python workflow/cluster/slurm_check.py
+
+# (before setup: without Slurm, one line and no venv built)
+slurm-commands:
 	@for c in $(SLURM_COMMANDS); do command -v $$c >/dev/null || { \
 		echo "make test-slurm needs Slurm and MUNGE ($$c is missing): apt-get install slurm-wlm munge (as root)" >&2; \
 		exit 1; }; done
-	@$(MAKE) --no-print-directory -s setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python workflow/cluster/slurm_check.py
