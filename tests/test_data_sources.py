@@ -55,6 +55,13 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.fixture(autouse=True)
+def _no_site_settings(monkeypatch):
+    """A mirror or URL base set in the environment (CI sets a mirror) must not leak into these tests."""
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    monkeypatch.delenv(URL_BASE_ENV, raising=False)
+
+
 @pytest.fixture
 def server(tmp_path):
     """(base URL, served folder, server) of an HTTP server on 127.0.0.1, stopped afterwards."""

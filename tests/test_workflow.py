@@ -23,7 +23,8 @@ from study.runs import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore"]
+# environment.yml: every rule names it (`conda:`), and Snakemake reads it for each job's metadata
+WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml"]
 # Rules the ci DAG has no job of: targets that only gather other rules' outputs, the bench
 # (it measures the machine; test_bench_target_... checks its DAG) and the pretrained ImageNet
 # models (they need the hand-placed ImageNet; tests/test_pretrained_workflow.py checks their DAG).
