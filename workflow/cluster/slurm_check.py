@@ -234,9 +234,14 @@ def shims(work: Path, conf: Path) -> tuple[Path, Path]:
 
 
 def short_sbatch(line: str) -> str:
-    """An sbatch call without its job payload (the --wrap command) and output path."""
-    line = re.sub(r" --wrap=.*", "", line)
-    return re.sub(r" --output \S+", "", line).strip()
+    """An sbatch call without its job payload (the --wrap command), job name and output path; for
+    a group job, how many jobs of which rules it runs (the payload's --target-jobs)."""
+    jobs = re.search(r" --target-jobs (.*?) --[a-z]", line)
+    short = re.sub(r" --(job-name|output) \S+", "", re.sub(r" --wrap=.*", "", line)).strip()
+    rules = [job.split(":")[0] for job in shlex.split(jobs.group(1))] if jobs else []
+    if len(rules) > 1 or "gpu_eval" in short:
+        short += f"    # group job of {len(rules)}: {', '.join(rules)}"
+    return short
 
 
 # ---------------------------------------------------------------- what runs
