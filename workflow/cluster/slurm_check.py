@@ -354,7 +354,8 @@ def run_both(cluster: Cluster, work: Path, config: list[str], procs: list) -> in
 
 def stop_all(procs: list, cluster: Cluster) -> None:
     """Each Snakemake still running (interrupted: it cancels its SLURM jobs), then the daemons."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     for proc in procs:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
@@ -388,8 +389,10 @@ def main() -> int:
 
     def interrupted(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, interrupted)
-    signal.signal(signal.SIGHUP, interrupted)
+    # SIGINT too: started in the background, this process may inherit SIGINT ignored, which its
+    # children (snakemake) would inherit as well and so not stop when told to
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupted)
     try:
         cluster.start()
         config = ["--config", f"preset={args.preset}", *([] if args.whole else subset_overrides(args.preset)),
