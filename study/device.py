@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+from collections.abc import Mapping
 
 import torch
 
@@ -15,22 +17,80 @@ def select_device(name: str | torch.device = "auto") -> torch.device:
     already selected torch.device passes through)."""
     name = str(name)
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.split(":")[0] not in ("cpu", "cuda"):
         raise ValueError(f"--device {name!r} is not a device; valid: {', '.join(VALID_DEVICES)} (or cuda:N)")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError(f"--device {name!r}: no CUDA GPU is visible on this machine; valid here: auto, cpu")
     try:
-        return torch.device(name)
+        dev = torch.device(name)
     except RuntimeError as err:
         raise ValueError(f"--device {name!r} is not a device ({err}); valid: {', '.join(VALID_DEVICES)} "
                          "(or cuda:N)") from None
+    share_gpu(dev)
+    return dev
 
 
 def set_threads(threads: int | None) -> None:
-    """Use the cores the scheduler granted (Snakemake passes {threads}); default: all."""
-    n = threads or os.cpu_count() or 1
-    torch.set_num_threads(max(1, n))
+    """Use the cores the scheduler granted (Snakemake passes {threads}); default: all. torch.compile's
+    worker processes are bounded to the same count (TORCHINDUCTOR_COMPILE_THREADS), unless the user
+    set that variable: K jobs sharing a machine then compile with K x threads workers, not K x cores."""
+    n = max(1, threads or os.cpu_count() or 1)
+    torch.set_num_threads(n)
+    if threads and _USER_COMPILE_THREADS is None:
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(n)
+        inductor = sys.modules.get("torch._inductor.config")  # read once, at its import
+        if inductor is not None:
+            inductor.compile_threads = n
+
+
+#: TORCHINDUCTOR_COMPILE_THREADS as the user set it before this process changed it (None: not set)
+_USER_COMPILE_THREADS = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+#: Set by the workflow (common.smk) from the profile's gpu_slots: how many jobs share one GPU.
+GPU_SLOTS_ENV = "STUDY_GPU_SLOTS"
+#: An explicit per-process share of the GPU's memory (0 < f <= 1), overriding 1 / STUDY_GPU_SLOTS.
+GPU_MEMORY_FRACTION_ENV = "STUDY_GPU_MEMORY_FRACTION"
+_gpu_share: dict = {}
+
+
+def gpu_memory_fraction(environ: Mapping[str, str] | None = None) -> tuple[float | None, str]:
+    """(the fraction of the GPU's memory this process may take, where it comes from): the
+    explicit STUDY_GPU_MEMORY_FRACTION, else 1/K for a job that runs as one of K
+    (STUDY_GPU_SLOTS = K > 1), else None (the whole GPU)."""
+    env = os.environ if environ is None else environ
+    if env.get(GPU_MEMORY_FRACTION_ENV):
+        fraction = float(env[GPU_MEMORY_FRACTION_ENV])
+        if not 0 < fraction <= 1:
+            raise ValueError(f"{GPU_MEMORY_FRACTION_ENV}={env[GPU_MEMORY_FRACTION_ENV]!r}: must be in (0, 1]")
+        return fraction, GPU_MEMORY_FRACTION_ENV
+    slots = int(env.get(GPU_SLOTS_ENV) or 1)
+    if slots < 1:
+        raise ValueError(f"{GPU_SLOTS_ENV}={slots}: must be >= 1")
+    return (1 / slots, f"1/{GPU_SLOTS_ENV} ({slots} jobs share the GPU)") if slots > 1 else (None, "whole GPU")
+
+
+def share_gpu(device: torch.device) -> dict:
+    """Bound this process's GPU memory to its share (torch.cuda.set_per_process_memory_fraction),
+    so K jobs on one GPU cannot starve each other; what was set is kept for meta.json
+    (`gpu_share`). Nothing on a CPU."""
+    fraction, source = gpu_memory_fraction()
+    share = {"memory_fraction": fraction, "source": source, "slots": int(os.environ.get(GPU_SLOTS_ENV) or 1)}
+    if device.type == "cuda" and fraction is not None:
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        share["applied"] = True
+    else:
+        share["applied"] = False
+    _gpu_share.clear()
+    _gpu_share.update(share)
+    return share
+
+
+def gpu_share() -> dict | None:
+    """The share `share_gpu` set in this process, with the compile workers' bound (None before
+    any device was selected)."""
+    if not _gpu_share:
+        return None
+    return {**_gpu_share, "compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")}
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -65,6 +125,26 @@ def train_autocast(device: torch.device, precision: str = "fp32") -> contextlib.
     if precision == "bf16" and device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def host_to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device` without a host wait: through pinned memory and a
+    non_blocking copy on CUDA (a copy from pageable memory makes the host wait for it)."""
+    if t.device == device:
+        return t
+    if device.type != "cuda" or t.device.type != "cpu":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
+def set_cudnn_benchmark(device: torch.device) -> bool:
+    """On CUDA, let cuDNN time its convolution algorithms once per input shape and keep the
+    fastest (`torch.backends.cudnn.benchmark`): the shapes are static (training: the batch
+    size and the last batch; evaluation: fixed chunks). Nothing changes on a CPU. Returns
+    the setting in effect (recorded in meta.json and in evaluation records)."""
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    return bool(torch.backends.cudnn.benchmark)
 
 
 def describe(device: torch.device) -> str:

@@ -50,6 +50,10 @@ def provenance(device: torch.device | None = None) -> dict:
         "packages": package_versions(),
         "torch_threads": torch.get_num_threads(),
     }
+    from study.device import gpu_share
+
+    if share := gpu_share():  # the GPU memory share and compile workers of a job that shares the GPU
+        info["gpu_share"] = share
     if device is not None:
         info["device"] = str(device)
         if device.type == "cuda":

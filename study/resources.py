@@ -116,3 +116,19 @@ def mem_mb(cfg: Mapping, floor: int = 8000) -> int:
     train, test, channels, side = _facts(cfg)
     data_mb = (train + test) * channels * side * side / 2**20
     return int(max(floor, 6000 + 4 * data_mb))
+
+
+#: Threads of a model job when Snakemake was given no core count (a cluster executor: each job
+#: gets its own node share, cpus_per_task = threads).
+CLUSTER_MODEL_THREADS = 8
+
+
+def slot_threads(cores: int | None, gpu_slots: int | None) -> int:
+    """Threads of one model job: the cores Snakemake may use (--cores) split over the jobs that
+    share the GPU at a time (the profile's gpu_slots), so that `gpu_slots: K` runs K jobs at once
+    instead of as many as cores / threads allows; at least 1. No core count (a cluster
+    executor): CLUSTER_MODEL_THREADS. A profile's max-threads still caps the result."""
+    if cores is None:
+        return CLUSTER_MODEL_THREADS
+    slots = gpu_slots if isinstance(gpu_slots, int) and gpu_slots > 0 else 1
+    return max(1, int(cores) // slots)

@@ -1,6 +1,7 @@
 # All helper Python of the workflow: it maps the configured study onto files and command arguments.
 # Science and path-free logic live in `study` (the plan: study.config; figure panels: study.figures.panels).
 import json
+import os
 import re
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -92,6 +93,31 @@ def run_parent_model(wildcards):
 
 def init_from_arg(wildcards):
     return f"--init-from {path}" if (path := parent_checkpoint(wildcards)) else ""
+
+# ---------------------------------------------------------------- model jobs' share of the machine
+def _gpu_slots():
+    """The profile's gpu_slots (`resources: gpu_slots: K`): K model jobs share the GPU; 1 if unset."""
+    slots = workflow.global_resources.get("gpu_slots")
+    slots = getattr(slots, "value", slots)
+    return slots if isinstance(slots, int) and slots > 0 else 1
+
+
+def _cores():
+    try:
+        return workflow.cores  # --cores (all: the machine's); None under a cluster executor
+    except WorkflowError:
+        return None
+
+
+GPU_SLOTS = _gpu_slots()
+# Every model rule's `threads:` (train, evaluate, check, corruptions, construct, pretrained):
+# --cores / gpu_slots, so K slots run K jobs at once (a profile's max-threads still caps it).
+MODEL_THREADS = resources_estimate.slot_threads(_cores(), GPU_SLOTS)
+# What each job's `study` process reads (study.device.share_gpu): how many jobs share the GPU, so
+# that it takes 1/K of the GPU's memory (set_per_process_memory_fraction; STUDY_GPU_MEMORY_FRACTION
+# overrides). Its torch.compile workers follow its --threads {threads} (study.device.set_threads).
+os.environ.update({"STUDY_GPU_SLOTS": str(GPU_SLOTS)})
+
 
 def run_resource(estimate, **kwargs):
     """A resource of a run's job (study.resources: from the model's FLOPs, data size, epochs, attack steps)."""

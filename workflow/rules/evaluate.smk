@@ -23,7 +23,7 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
             run_dir=lambda w: run_dir(w.run_id),
         group:
             "gpu_eval"  # packed several to a GPU on a cluster (profiles/slurm); ignored locally
-        threads: 8
+        threads: MODEL_THREADS
         resources:
             gpu=1,
             gpu_slots=1,
@@ -53,7 +53,7 @@ rule evaluate_shard:
         run_dir=lambda w: run_dir(w.run_id),
     group:
         "gpu_eval"
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,

@@ -18,7 +18,7 @@ rule construct:
         source=lambda w: run_dir(construction_of(w).source_run.run_id),
         settings=lambda w: quoted_json(construction_of(w).settings),
         work_dir=f"{DATA}/constructed/{{construction}}.chunks",
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,

@@ -47,7 +47,7 @@ rule evaluate_pretrained:
     params:
         evaluation=lambda w: quoted_json(resolved_evaluation(w)),
         weights=cli_options({"weights_dir": PRETRAINED.get("weights_dir")}),
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,

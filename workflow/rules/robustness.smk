@@ -23,7 +23,7 @@ rule check:
         checkpoint=lambda w: "best" if w.at else "last",
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
         strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,
@@ -49,7 +49,7 @@ rule corruptions:
     params:
         run_dir=lambda w: run_dir(w.run_id),
         args=corruption_args,
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,

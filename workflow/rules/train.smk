@@ -19,7 +19,7 @@ rule train:
         run_dir=lambda w: run_dir(w.run_id),
         init_from=init_from_arg,
         compile=config.get("speed", {}).get("compile", "auto"),
-    threads: 8
+    threads: MODEL_THREADS
     resources:
         gpu=1,
         gpu_slots=1,
