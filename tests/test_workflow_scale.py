@@ -27,7 +27,7 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
         assert request.node.nodeid.endswith("@paper_dag"), "xdist's loadgroup did not see the fixture's group"
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
-    model_rules = ("train", "check", "corruptions", "construct")
+    model_rules = ("train", "train_validated", "check", "corruptions", "construct")
     assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts) + sum(
         v for k, v in counts.items() if "pretrained" in k)
     for job in model_jobs:
