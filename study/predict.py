@@ -44,39 +44,66 @@ def predict(
 ) -> Predictions:
     """Classify uint8 `images` (N,C,H,W), optionally under `attack`, in eval mode and fp32."""
     device = torch.device(device)
+    was_training = model.training
+    model.eval()
+    try:
+        pred, logits, broken = predict_on_device(model, images, labels, attack=attack, batch_size=batch_size,
+                                                 device=device, seed=seed, keep_logits=keep_logits,
+                                                 progress=progress, desc=desc)
+    finally:
+        model.train(was_training)
+    # The evaluation's one read back to the host.
+    return Predictions(pred=pred.cpu().numpy(), logits=logits.cpu().numpy() if logits is not None else None,
+                       broken_by=broken)
+
+
+def attack_batch_size(attack: Mapping | None, batch_size: int, n: int) -> int:
+    """The batch size `predict` runs `attack` with."""
     if (attack or {}).get("type") in WHOLE_SET_ATTACKS:
         # The AutoAttack cascade runs over the whole set at once, as pyautoattack's own
         # run_standard_evaluation does (it batches internally by the evaluation's
         # batch_size), so each attack sees every still-robust sample in one call.
-        batch_size = max(1, images.shape[0])
-    elif int((attack or {}).get("restarts", 1)) > 1:
+        return max(1, n)
+    if int((attack or {}).get("restarts", 1)) > 1:
         # Each restart draws new starts for the whole batch: beyond one chunk of random
         # numbers, the order of draws (and so the records) would follow the batch size.
-        batch_size = min(batch_size, RNG_CHUNK)
-    was_training = model.training
-    model.eval()
+        return min(batch_size, RNG_CHUNK)
+    return batch_size
+
+
+def predict_on_device(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, attack: Mapping | None, batch_size: int,
+    device: torch.device, seed: int = 0, keep_logits: bool = False, progress: bool = False,
+    desc: str = "evaluate",
+) -> tuple[torch.Tensor, torch.Tensor | None, np.ndarray | None]:
+    """(predicted classes, logits or None, broken_by or None) of `model` (in eval mode), the
+    first two on `device`: the batches go to the device by non_blocking copies from pinned
+    memory and their results stay there, so that no batch waits for the host (a PGD or clean
+    evaluation reads nothing back; AutoAttack and Square, one whole-set batch, do)."""
+    batch_size = attack_batch_size(attack, batch_size, images.shape[0])
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
+    cuda = device.type == "cuda"
+    if cuda:
+        images, labels = images.pin_memory(), labels.pin_memory()
     preds, logits_all, broken = [], [], []
     n = images.shape[0]
-    try:
-        for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
-            x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
-            y = labels[start : start + batch_size].to(device, non_blocking=True)
-            x_eval, broken_by = run_attack_detailed(model, x, y, attack, generator)
-            if broken_by is not None:
-                broken.append(broken_by)
-            with torch.no_grad():
-                logits = model(x_eval).float()
-            preds.append(logits.argmax(1).cpu())
-            if keep_logits:
-                logits_all.append(logits.cpu())
-    finally:
-        model.train(was_training)
-    pred = torch.cat(preds).numpy() if preds else np.zeros(0, dtype=np.int64)
-    logits_np = torch.cat(logits_all).numpy() if keep_logits and logits_all else None
-    broken_np = np.concatenate(broken) if broken else None
-    return Predictions(pred=pred, logits=logits_np, broken_by=broken_np)
+    for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
+        x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
+        if cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        y = labels[start : start + batch_size].to(device, non_blocking=True)
+        x_eval, broken_by = run_attack_detailed(model, x, y, attack, generator)
+        if broken_by is not None:
+            broken.append(broken_by)
+        with torch.no_grad():
+            logits = model(x_eval).float()
+        preds.append(logits.argmax(1))
+        if keep_logits:
+            logits_all.append(logits)
+    pred = torch.cat(preds) if preds else torch.zeros(0, dtype=torch.int64, device=device)
+    logits_out = torch.cat(logits_all) if keep_logits and logits_all else None
+    return pred, logits_out, np.concatenate(broken) if broken else None
 
 
 def class_counts(pred: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:

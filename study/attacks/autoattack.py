@@ -68,14 +68,18 @@ def _build(model: nn.Module, cfg: Mapping, num_classes: int, device: torch.devic
 def autoattack_batch(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: Mapping, attacks: Sequence[str]
 ) -> tuple[torch.Tensor, np.ndarray]:
-    """(adversarial batch, broken_by per sample: 'clean', an attack name, or '' if robust)."""
+    """(adversarial batch, broken_by per sample: 'clean', an attack name, or '' if robust).
+    Which attack broke a sample is kept on the device and read back once, at the end (each
+    attack of the cascade still reads which samples are left: it runs on those only)."""
     with torch.no_grad():
         logits = model(x)
     robust = logits.argmax(1) == y
     aa = _build(model, cfg, logits.shape[1], x.device)
-    broken_by = np.where(robust.cpu().numpy(), ROBUST, CLEAN).astype(object)
+    names = np.array([ROBUST, CLEAN, *attacks], dtype=object)
+    # code k: names[k]; 0 robust, 1 clean, 2 + i: attacks[i]
+    code = torch.where(robust, 0, 1)
     x_adv = x.clone()
-    for name in attacks:
+    for i, name in enumerate(attacks):
         idx = torch.nonzero(robust).flatten()
         if idx.numel() == 0:
             break
@@ -87,5 +91,5 @@ def autoattack_batch(
         flipped = pred.to(y.device) != y[idx]
         x_adv[idx[flipped]] = adv[flipped].to(x_adv.dtype)
         robust[idx[flipped]] = False
-        broken_by[idx[flipped].cpu().numpy()] = name
-    return x_adv, broken_by
+        code[idx[flipped]] = 2 + i
+    return x_adv, names[code.cpu().numpy()]

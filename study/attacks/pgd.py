@@ -9,11 +9,14 @@ optimizer's ``.grad`` buffers.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from study.device import host_to_device
 
 NORMS: tuple[str, ...] = ("linf", "l2")
 LOSS_NAMES: tuple[str, ...] = ("ce",)
@@ -46,8 +49,15 @@ def frozen_params(model: nn.Module) -> Iterator[nn.Module]:
 
 def _per_sample(value: float | Tensor, name: str, x: Tensor) -> Tensor:
     """``value`` as an fp32 tensor of shape (B, 1, ..., 1) that broadcasts against ``x``."""
-    on_host = not (isinstance(value, Tensor) and value.device.type != "cpu")
-    t = torch.as_tensor(value, dtype=torch.float32)
+    shape = (-1, *([1] * (x.dim() - 1)))
+    if not isinstance(value, Tensor):
+        # A number (an evaluation's eps and alpha): checked here, filled on the device, so no
+        # batch copies it from the host.
+        v = float(value)
+        if not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be finite and >= 0, got {v}")
+        return torch.full((x.shape[0],), v, dtype=torch.float32, device=x.device).view(shape)
+    t = value.to(dtype=torch.float32)
     if t.dim() == 0:
         t = t.expand(x.shape[0])
     if t.shape != (x.shape[0],):
@@ -57,9 +67,9 @@ def _per_sample(value: float | Tensor, name: str, x: Tensor) -> Tensor:
         )
     # Values are checked where they live on the host; a device tensor (the engine's
     # class-wise eps) is not, as reading it back would stall the GPU at every batch.
-    if on_host and (not bool(torch.isfinite(t).all()) or bool((t < 0).any())):
+    if t.device.type == "cpu" and (not bool(torch.isfinite(t).all()) or bool((t < 0).any())):
         raise ValueError(f"{name} must be finite and >= 0, got {t.tolist()}")
-    return t.to(x.device).view(-1, *([1] * (x.dim() - 1)))
+    return host_to_device(t, x.device).view(shape)
 
 
 def _flat_norm(t: Tensor) -> Tensor:
@@ -204,10 +214,10 @@ def _attack_labels(x: Tensor, y: Tensor, targeted: bool, target: Tensor | None) 
             raise ValueError("targeted=True needs target (a tensor of shape (B,))")
         if target.shape != y.shape:
             raise ValueError(f"target must have shape {tuple(y.shape)}, got {tuple(target.shape)}")
-        return target.to(x.device)
+        return host_to_device(target, x.device)
     if target is not None:
         raise ValueError("target was given but targeted=False; pass targeted=True to use it")
-    return y.to(x.device)
+    return host_to_device(y, x.device)
 
 
 def _restart(model: nn.Module, x: Tensor, x32: Tensor, labels: Tensor, delta0: Tensor, eps_t: Tensor,

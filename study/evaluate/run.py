@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from study.data.splits import Splits, stratified_subset
-from study.device import describe, eval_batch_size, select_device
+from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
 from study.predict import predict
 from study.runs import load_trained_model
@@ -95,10 +95,14 @@ def evaluate_model(
         idx = idx.tensor_split(n)[i]
         seed = seed * 100003 + i  # distinct random starts per shard, fixed for a seed
     images, labels = splits.test_x[idx], splits.test_y[idx]
+    device = torch.device(device)
+    cudnn_benchmark = set_cudnn_benchmark(device)
+    if device.type == "cuda":
+        model = model.to(memory_format=torch.channels_last)  # as training runs it; predict's inputs too
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
-        attack=evaluation, batch_size=eval_batch_size(evaluation.get("batch_size"), torch.device(device)),
+        attack=evaluation, batch_size=eval_batch_size(evaluation.get("batch_size"), device),
         device=device,
         seed=seed, keep_logits=True, progress=progress,
         desc=f"{evaluation['name']} {run_id}",
@@ -115,6 +119,7 @@ def evaluate_model(
         "n": int(len(frame)),
         "seconds": seconds,
         "device": describe(device),
+        "cudnn_benchmark": cudnn_benchmark,
         "shard": list(shard) if shard is not None else None,
     }
     write_records(frame, out, meta)

@@ -1,6 +1,10 @@
 """One training epoch: for each batch, augment on the device, draw the step's random
 numbers, run the step (study.train.step); per-class sums stay on the device until the
-epoch ends, and the one host read of the epoch checks that the loss stayed finite."""
+epoch ends, and the one host read of the epoch checks that the loss stayed finite.
+
+Nothing in the batch loop waits for the GPU: the epoch's shuffled indices (one permutation
+from the run's CPU generator, as `epoch_batches` draws it), its learning rates and its
+per-class tables reach the device once per epoch, by non_blocking copies from pinned memory."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from tqdm import tqdm
 
 from study.data.augment import random_crop_flip, to_float
 from study.data.batches import epoch_batches
+from study.device import host_to_device
 from study.train.optim import lr_table
 from study.train.setup import RunState
 from study.train.step import EpochTables, EpochTotals, TrainStep
@@ -40,7 +45,7 @@ class EpochPolicyState:
     def tables(self, state: RunState) -> EpochTables:
         """The values as the step reads them: fp32 on the device, eps only where a policy varies it."""
         def dev(t: torch.Tensor) -> torch.Tensor:
-            return t.to(state.dev, torch.float32)
+            return host_to_device(t.to(torch.float32), state.dev)
 
         return EpochTables(dev(self.class_eps) if state.classwise_eps else None, dev(self.w_nat), dev(self.w_bndy),
                            dev(self.class_beta))
@@ -59,24 +64,41 @@ def augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, t
     return x, yb
 
 
-def train_epoch(state: RunState, step: TrainStep, epoch: int, policy_state: EpochPolicyState,
-                progress: bool) -> EpochTotals:
-    """One pass over the training set; raises TrainingDivergedError on a non-finite loss."""
-    dev = state.dev
-    state.model.train()
-    totals = EpochTotals.zeros(state.num_classes, dev)
+def device_batches(state: RunState) -> list[torch.Tensor]:
+    """The epoch's batches of training indices, on the device: the whole shuffle drawn at once
+    on the host from `state.cpu_gen` (the same order as ever) and copied in one go."""
+    batch_size = int(state.cfg["batch_size"])
+    batches = epoch_batches(state.x_train.shape[0], batch_size, state.cpu_gen, shuffle=True)
+    if not batches:
+        return []
+    return list(torch.split(host_to_device(torch.cat(batches), state.dev), batch_size))
+
+
+def train_batches(state: RunState, step: TrainStep, epoch: int, policy_state: EpochPolicyState,
+                  progress: bool) -> EpochTotals:
+    """The epoch's steps, with nothing read back to the host (tests/test_host_reads.py)."""
+    totals = EpochTotals.zeros(state.num_classes, state.dev)
     tables = policy_state.tables(state)
-    batches = epoch_batches(state.x_train.shape[0], int(state.cfg["batch_size"]), state.cpu_gen, shuffle=True)
-    lrs = lr_table(state.scheduler, state.scheduler.last_epoch, len(batches), dev)
+    batches = device_batches(state)
+    lrs = host_to_device(lr_table(state.scheduler, state.scheduler.last_epoch, len(batches), torch.device("cpu")),
+                         state.dev)
     bar = tqdm(batches, desc=f"epoch {epoch}/{state.epochs}", disable=not progress, leave=False,
                file=sys.stderr, mininterval=2)
     for i, idx in enumerate(bar):
-        x, y = augmented_batch(state, idx.to(dev))
+        x, y = augmented_batch(state, idx)
         target, start, noise = step.draws(x, y)
         step.fn(x, y, target, start, noise, tables, lrs[i], totals)
         # The schedule's own counter (checkpointed) moves on; its lr was in the table already.
         state.scheduler.step()
     bar.close()
+    return totals
+
+
+def train_epoch(state: RunState, step: TrainStep, epoch: int, policy_state: EpochPolicyState,
+                progress: bool) -> EpochTotals:
+    """One pass over the training set; raises TrainingDivergedError on a non-finite loss."""
+    state.model.train()
+    totals = train_batches(state, step, epoch, policy_state, progress)
     # One sync per epoch: a NaN anywhere in the epoch poisons the sum.
     if not torch.isfinite(totals.loss.sum()):
         kept = f"the checkpoint of epoch {epoch - 1} is kept" if epoch > 1 else "nothing was trained"

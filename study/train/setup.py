@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from study.data.splits import Splits, stratified_subset
-from study.device import describe, select_device
+from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
 from study.runs import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE, run_key
@@ -184,6 +184,7 @@ def _split_data(cfg: Mapping, splits: Splits, run_dir: Path) -> tuple[torch.Tens
 def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunState:
     """A fresh run's state (seeded), before any checkpoint is read."""
     dev = select_device(device)
+    set_cudnn_benchmark(dev)  # static batch shapes: cuDNN's fastest algorithms, timed once per shape
     seed = int(cfg["seed"])
     num_classes = len(splits.class_names)
     # The order of everything that draws random numbers below is part of the records.

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
+from study.device import host_to_device
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
 
@@ -42,7 +43,11 @@ class UniformTargets(Untargeted):
 class CFPTargets(Untargeted):
     """FAIR-TAT (Medi et al. 2025): y_t ~ softmax(temperature * CFP) over the classes other
     than y, CFP from the previous epoch's training adversarial predictions; the first epoch
-    (no CFP yet) draws uniform targets."""
+    (no CFP yet) draws uniform targets.
+
+    Drawn on the device by the Gumbel-max trick, argmax over classes of (masked scores +
+    Gumbel noise from the run's generator): no host read per batch (torch.multinomial reads
+    its input's range back to check it), and the scores reach the device once per epoch."""
 
     targeted = True
 
@@ -50,30 +55,43 @@ class CFPTargets(Untargeted):
         super().__init__(num_classes)
         self.temperature = float(temperature)
         self.cfp: torch.Tensor | None = None
+        self._scores: torch.Tensor | None = None  # temperature * CFP on the device of the batches
 
     @classmethod
     def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CFPTargets:
         return cls(ctx.num_classes, cfg.get("temperature", 2.0))
 
+    def masked_scores(self, y: torch.Tensor) -> torch.Tensor:
+        """(B, C) log-probabilities up to a per-row constant: temperature * CFP, -inf at y."""
+        if self._scores is None or self._scores.device != y.device:
+            self._scores = host_to_device((self.temperature * self.cfp).to(torch.float32), y.device)
+        scores = self._scores.expand(y.shape[0], -1)
+        return scores.scatter(1, y.long().view(-1, 1), float("-inf"))
+
     def probabilities(self, y: torch.Tensor) -> torch.Tensor:
         """(B, C) target distribution of each sample: softmax over the other classes."""
-        scores = (self.temperature * self.cfp).to(y.device, torch.float32).expand(y.shape[0], -1).clone()
-        scores[torch.arange(y.shape[0], device=y.device), y] = float("-inf")
-        return torch.softmax(scores, dim=1)
+        return torch.softmax(self.masked_scores(y), dim=1)
 
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
         if self.cfp is None:
             return uniform_other(y, self.num_classes, generator)
-        return torch.multinomial(self.probabilities(y), 1, generator=generator).squeeze(1)
+        scores = self.masked_scores(y)
+        u = torch.rand(scores.shape, generator=generator, device=y.device, dtype=torch.float32)
+        # Gumbel(0, 1) = -log(-log U), U kept off 0 (torch.rand is below 1).
+        tiny = torch.finfo(torch.float32).tiny
+        gumbel = -torch.log(-torch.log(u.clamp_min(tiny)))
+        return torch.argmax(scores + gumbel, dim=1)
 
     def update(self, stats: EpochStats) -> None:
         self.cfp = stats.train_cfp.clone()
+        self._scores = None
 
     def state_dict(self) -> dict:
         return {"cfp": self.cfp}
 
     def load_state_dict(self, state: Mapping) -> None:
         self.cfp = state["cfp"]
+        self._scores = None
 
 
 class FixedTarget(Untargeted):
