@@ -220,6 +220,8 @@ def finish_run(state: RunState) -> None:
         "init_from": state.cfg.get("init_from"),
         # the TF32 switches the run trained under (a GPU's "fp32"; no effect on a CPU)
         "tf32": tf32_flags(),
+        # cuDNN's per-shape algorithm timing (on for a CUDA run; study.device.set_cudnn_benchmark)
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
         "averaging": averaging,
     })
 
