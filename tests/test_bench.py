@@ -41,6 +41,80 @@ def test_bench_writes_json_and_markdown_with_every_task(tiny_bench):
     assert report["tasks"]["pgd10_at_epoch"]["same_initial_weights"] is True
     assert report["settings"]["train_images"] == 60 and report["settings"]["test_images"] == 20
     assert report["hardware"]["threads"] == 1
+    assert report["failed"] == []
+
+
+def test_bench_divides_by_the_peak_of_the_precision_computed_in(tiny_bench):
+    """A CPU has no TF32: every side's basis is fp32, and the report says so."""
+    out, report = tiny_bench
+    assert report["peak"]["basis_used"] == ["fp32"] and "tf32" in report["peak"]["basis_rule"]
+    for r in report["tasks"].values():
+        assert r["engine"]["peak_basis"] == r["reference"]["peak_basis"] == "fp32"
+        assert set(r["tf32"]) == {"cudnn", "matmul"}
+    assert "- peak basis: fp32 (" in out.with_suffix(".md").read_text()
+
+
+def test_autoattack_sides_share_the_seed_and_find_the_same_robust_samples(tiny_bench):
+    out, report = tiny_bench
+    r = report["tasks"]["autoattack_eval"]
+    ps = r["per_sample"]
+    assert ps["seed"] == {"engine": 0, "reference": 0} and r["attack"]["seed"] == 0
+    assert ps["n"] == 20 and ps["disagreements"] == 0 and ps["identical"] is True
+    assert ps["robust_engine"] == ps["robust_reference"] == round(20 * r["robust_accuracy"]["engine"])
+    assert "0 of 20 samples' robust flags differ" in out.with_suffix(".md").read_text()
+
+
+def test_bench_shows_the_epochs_evaluation_and_checkpoint_beside_the_loop(tiny_bench):
+    out, report = tiny_bench
+    b = report["tasks"]["pgd10_at_epoch"]["engine_epoch"]
+    assert b["loop_seconds"] == report["tasks"]["pgd10_at_epoch"]["engine"]["seconds"]
+    assert b["epoch_seconds"] == pytest.approx(b["loop_seconds"] + b["eval_and_checkpoint_seconds"])
+    assert 0 < b["eval_and_checkpoint_fraction"] < 1 and b["eval_and_checkpoint_retimed_seconds"] > 0
+    assert "| pgd10_at_epoch | " in out.with_suffix(".md").read_text().split("timed epoch in full")[1]
+
+
+def test_a_failing_task_is_reported_and_the_others_kept(tmp_path, monkeypatch):
+    from study.bench import reference, run
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("pyautoattack | broke")
+
+    peak = {"flops": {"fp32": 1e12}, "method": "stub"}
+    monkeypatch.setattr(run, "measure_peak", lambda dev: peak)  # the matmul peak costs seconds
+    monkeypatch.setattr(reference, "eval_autoattack", boom)
+    out = tmp_path / "f.json"
+    report = run_bench(out, model="small_cnn", images=20, test_images=10, tasks=["pgd20_eval", "autoattack_eval"],
+                       device="cpu", threads=1, progress=False, compile_modes=["off"])
+    assert report["tasks"]["autoattack_eval"] == {"failed": True, "error": "RuntimeError: pyautoattack | broke"}
+    assert report["tasks"]["pgd20_eval"]["engine"]["images_per_s"] > 0 and report["failed"] == ["autoattack_eval"]
+    table = out.with_suffix(".md").read_text()
+    assert "| autoattack_eval | failed: RuntimeError: pyautoattack / broke |" in table and "| pgd20_eval | " in table
+    assert json.loads(out.read_text())["failed"] == ["autoattack_eval"]
+
+
+def test_profile_counts_each_kernel_once():
+    """On CUDA a kernel's time is both its own event's and its launching operator's self device time."""
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from study.bench.extras import device_busy_us
+
+    op = SimpleNamespace(device_type=DeviceType.CPU, self_device_time_total=30.0, self_cpu_time_total=5.0)
+    kernel = SimpleNamespace(device_type=DeviceType.CUDA, self_device_time_total=30.0, self_cpu_time_total=0.0)
+    nested = SimpleNamespace(device_type=DeviceType.CPU, self_device_time_total=0.0, self_cpu_time_total=2.0)
+    assert device_busy_us([op, kernel, nested], on_device=True) == 30.0
+    assert device_busy_us([op, kernel, nested], on_device=False) == 7.0
+
+
+def test_concurrent_aggregate_spans_the_timed_loops_only():
+    from study.bench.extras import aggregate_windows
+
+    # two processes started 5 s apart (start-up), their timed loops 10.0-12.0 and 10.5-13.0
+    windows = [{"start": 10.0, "end": 12.0, "images": 100}, {"start": 10.5, "end": 13.0, "images": 100}]
+    agg = aggregate_windows(windows)
+    assert agg["span_seconds"] == 3.0 and agg["images_per_s"] == pytest.approx(200 / 3)
+    assert agg["loop_seconds"] == [2.0, 2.5]
 
 
 def test_bench_reports_the_accuracy_check(tiny_bench):
@@ -141,5 +215,10 @@ def test_bench_times_compile_settings_profiles_and_concurrent_runs(tmp_path, mon
         assert "Self CPU" in table and p["host_seconds_per_step"] > 0
     c = report["concurrent"]
     assert c["k"] == 2 and c["aggregate_images_per_s"] > 0 and c["one_images_per_s"] > 0
+    windows = c["k_processes"]["windows"]  # each process's own timed epoch, start-up excluded
+    assert len(windows) == 2 and all(w["end"] > w["start"] for w in windows)
+    span = max(w["end"] for w in windows) - min(w["start"] for w in windows)
+    assert c["aggregate_images_per_s"] == pytest.approx(sum(w["images"] for w in windows) / span)
+    assert span < c["k_processes_wall_seconds"]  # the processes' start-up is not in it
     md = out.with_suffix(".md").read_text()
     assert "standard_epoch, compile default" in md and "2 training processes at once" in md

@@ -1,7 +1,10 @@
 """The device's measured peak and the FLOPs each bench task costs per image.
 
-Peak: the best rate of a timed large matmul in the same process (fp32 on the CPU; bf16
-and fp32 on CUDA), which is what well-shaped convolutions can approach on that device.
+Peak: the best rate of a timed large matmul in the same process (fp32 on the CPU; bf16,
+fp32 with TF32 off and TF32 on CUDA), which is what well-shaped convolutions can approach on
+that device. A side's FLOP/s are divided by the peak of the precision it computes in
+(`peak_basis`): TF32 on CUDA where the TF32 switches are on for its convolutions or matmuls
+(PyTorch's default for cuDNN convolutions), fp32 otherwise; a CPU has no TF32, so fp32.
 
 FLOPs: one forward pass of the model costs F (`count_flops`: 2 x multiply-accumulates of
 the convolutions and linear layers). A backward pass costs ~2F when it computes both the
@@ -51,15 +54,21 @@ def measure_peak(device: torch.device) -> dict:
     """{dtype name: FLOP/s, ...} of a timed square matmul, plus how it was measured."""
     if device.type == "cuda":
         side = _CUDA_SIDE
-        peaks = {"bf16": _time_matmul(side, torch.bfloat16, device, 10),
-                 "fp32": _time_matmul(side, torch.float32, device, 10)}
-        tf32 = torch.backends.cuda.matmul.allow_tf32
+        was = torch.backends.cuda.matmul.allow_tf32
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            peaks = {"bf16": _time_matmul(side, torch.bfloat16, device, 10),
+                     "fp32": _time_matmul(side, torch.float32, device, 10)}
+            torch.backends.cuda.matmul.allow_tf32 = True
+            peaks["tf32"] = _time_matmul(side, torch.float32, device, 10)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = was
+        method = f"best of timed {side}x{side} @ {side}x{side} matmuls (fp32 with TF32 off, tf32 with it on)"
     else:
         side = _CPU_SIDE
         peaks = {"fp32": _time_matmul(side, torch.float32, device, 5)}
-        tf32 = False
-    return {"flops": peaks, "method": f"best of timed {side}x{side} @ {side}x{side} matmuls",
-            "matmul_allow_tf32": tf32}
+        method = f"best of timed {side}x{side} @ {side}x{side} matmuls"
+    return {"flops": peaks, "method": method}
 
 
 def combine_peaks(start: dict, end: dict) -> dict:
@@ -70,10 +79,20 @@ def combine_peaks(start: dict, end: dict) -> dict:
             "method": start["method"] + ", at the start and the end of the bench, the higher kept"}
 
 
-def peak_basis(device: torch.device, side: str, task: str) -> str:
-    """The precision a side computes a task in: fp32 everywhere, as the engine trains in
-    fp32 unless a run asks for bf16 (train.precision), which the bench does not."""
-    return "fp32"
+BASIS_RULE = ("the precision a side computes in: tf32 on CUDA where torch.backends.cudnn.allow_tf32 or "
+              "torch.backends.cuda.matmul.allow_tf32 is on while it runs (the run's train.tf32; PyTorch's default "
+              "turns it on for cuDNN convolutions), fp32 otherwise and always on a CPU (no TF32 there); the "
+              "bench never trains in bf16")
+
+
+def peak_basis(device: torch.device, tf32: dict | None = None) -> str:
+    """The precision a side computes in (BASIS_RULE), from the TF32 switches in effect while it
+    ran (`tf32`: {cudnn, matmul}, as study.device.tf32_flags gives them)."""
+    if device.type != "cuda":
+        return "fp32"
+    flags = tf32 if tf32 is not None else {"cudnn": torch.backends.cudnn.allow_tf32,
+                                            "matmul": torch.backends.cuda.matmul.allow_tf32}
+    return "tf32" if flags.get("cudnn") or flags.get("matmul") else "fp32"
 
 
 def task_flops(task: str, forward: float, *, steps: int = 0, iterations: int = 0,

@@ -16,9 +16,12 @@ def side_record(images: int, seconds: float, flops_per_image: float, basis: str)
 
 
 def add_fractions(tasks: Mapping[str, dict], peak: Mapping[str, float]) -> None:
+    """Each side's FLOP/s over the measured peak of its basis (failed tasks have none)."""
     for r in tasks.values():
-        for side in ("engine", "reference"):
-            r[side]["fraction_of_peak"] = r[side]["flop_per_s"] / peak[r[side]["peak_basis"]]
+        if r.get("failed"):
+            continue
+        for rec in (r["engine"], r["reference"], *(r.get("engine_by_compile") or {}).values()):
+            rec["fraction_of_peak"] = rec["flop_per_s"] / peak[rec["peak_basis"]]
 
 
 def accuracy_check(engine: Mapping[str, float], reference: Mapping[str, float], n: int) -> dict:
@@ -61,6 +64,7 @@ def markdown(report: Mapping) -> str:
         + f"; 1-min load average {_load(hw.get('load_average_1min_start'))} at the start, "
         f"{_load(hw.get('load_average_1min_end'))} at the end",
         f"- measured peak ({peak['method']}): {peaks}",
+        f"- peak basis: {', '.join(peak.get('basis_used') or ['none'])} ({peak.get('basis_rule', '')})",
         "- training tasks: the second epoch (the first carries warm-up); images/s are training "
         "images per second, evaluations test images per second",
         "",
@@ -69,6 +73,9 @@ def markdown(report: Mapping) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for task, r in report["tasks"].items():
+        if r.get("failed"):
+            lines.append(f"| {task} | failed: {r['error'].replace('|', '/')} | | | | | | | |")
+            continue
         e, ref = r["engine"], r["reference"]
         lines.append(
             f"| {task} | {_num(e['images_per_s'])} | {_num(ref['images_per_s'])} | {r['speedup']:.2f}x "
@@ -79,16 +86,11 @@ def markdown(report: Mapping) -> str:
             lines.append(f"| {task}, compile {mode} | {_num(c['images_per_s'])} | {_num(ref['images_per_s'])} "
                          f"| {c['speedup']:.2f}x | {c['seconds']:.2f} | {ref['seconds']:.2f} "
                          f"| {c['flops_per_image'] / 1e9:.3g} | {c['flop_per_s'] / 1e9:.3g} | |")
-    lines += _extras_lines(report)
-    overhead = {t: r for t, r in report["tasks"].items() if "engine_epoch_overhead_seconds" in r}
-    if overhead:
-        parts = [f"{t} {r['engine_epoch_overhead_seconds']:.2f} s"
-                 + (f" ({r['speedup_whole_epoch']:.2f}x with it)"
-                    if r["speedup_whole_epoch"] else "") for t, r in overhead.items()]
-        lines += ["", "Engine epochs include a per-epoch clean evaluation (1 image per class) and a checkpoint "
-                  "write, re-timed: " + "; ".join(parts) + "."]
+    lines += _extras_lines(report) + _epoch_lines(report) + _identity_lines(report)
     acc = report.get("accuracy")
-    if acc:
+    if acc and acc.get("failed"):
+        lines += ["", f"Accuracy check failed: {acc['error']}"]
+    elif acc:
         lines += ["", f"Accuracy after {s['accuracy_epochs']} epochs of PGD-10 AT, on the {acc['n']} test "
                   "images (both models evaluated with the package's `predict`):", "",
                   "| metric | engine | reference | difference | tolerance | ok |", "|---|---:|---:|---:|---:|---|"]
@@ -99,6 +101,36 @@ def markdown(report: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _epoch_lines(report: Mapping) -> list[str]:
+    """The engine's timed epoch in full: the loop beside the per-epoch evaluation and checkpoint."""
+    rows = {t: r for t, r in report["tasks"].items() if r.get("engine_epoch")}
+    if not rows:
+        return []
+    lines = ["", "Engine's timed epoch in full (the loop is the engine time above; the epoch adds a clean "
+             "evaluation of 1 image per class and the checkpoint write):", "",
+             "| task | loop s | evaluation + checkpoint s (re-timed) | whole epoch s | share of the epoch "
+             "| speedup with them |", "|---|---:|---:|---:|---:|---:|"]
+    for t, r in rows.items():
+        b, whole = r["engine_epoch"], r.get("speedup_whole_epoch")
+        share = b["eval_and_checkpoint_fraction"]
+        lines.append(f"| {t} | {b['loop_seconds']:.2f} | {b['eval_and_checkpoint_seconds']:.2f} "
+                     f"({b['eval_and_checkpoint_retimed_seconds']:.2f}) | {b['epoch_seconds']:.2f} "
+                     f"| {'n/a' if share is None else f'{100 * share:.1f}%'} "
+                     f"| {'n/a' if whole is None else f'{whole:.2f}x'} |")
+    return lines
+
+
+def _identity_lines(report: Mapping) -> list[str]:
+    r = report["tasks"].get("autoattack_eval") or {}
+    ps = r.get("per_sample")
+    if not ps:
+        return []
+    return ["", f"AutoAttack, both sides seed {ps['seed']['engine']}: {ps['disagreements']} of {ps['n']} samples' "
+            f"robust flags differ between the engine and pyautoattack's run_standard_evaluation (robust: engine "
+            f"{ps['robust_engine']}, reference {ps['robust_reference']}; identical: "
+            f"{'yes' if ps['identical'] else 'no'})."]
+
+
 def _extras_lines(report: dict) -> list[str]:
     """The profile summaries and the concurrent throughput, where the bench measured them."""
     lines = []
@@ -107,12 +139,19 @@ def _extras_lines(report: dict) -> list[str]:
         if modes:
             lines += ["", f"Headline engine rows: speed.compile {', '.join(sorted(modes))}."]
     for p in report.get("profile") or []:
+        if p.get("failed"):
+            lines += ["", f"Profile, compile {p['compile']}: failed: {p['error']}"]
+            continue
         lines += ["", f"Profile of the PGD-10 AT step, compile {p['compile']}: {p['host_seconds_per_step']:.4f} s "
                   f"per step, device busy {100 * p['device_busy_fraction']:.1f}% ({p['busy_basis']}); "
                   f"top operators in `{Path(p['table']).name}`."]
     c = report.get("concurrent")
-    if c:
-        lines += ["", f"{c['k']} training processes at once ({c['method']}, compile {c['compile']}): "
-                  f"{c['aggregate_images_per_s']:.3g} img/s together against {c['one_images_per_s']:.3g} img/s "
-                  f"for one alone, {c['aggregate_over_one']:.2f}x."]
+    if c and c.get("failed"):
+        lines += ["", f"Concurrent training processes: failed: {c['error']}"]
+    elif c:
+        lines += ["", f"{c['k']} training processes at once ({c['method']}, compile {c['compile']}, "
+                  f"{c['threads']['each_of_k']} threads each): {c['aggregate_images_per_s']:.3g} img/s together "
+                  f"against {c['one_images_per_s']:.3g} img/s for one alone, {c['aggregate_over_one']:.2f}x, over "
+                  f"their timed epochs ({c['k_processes']['span_seconds']:.2f} s from the first start to the last "
+                  f"end; start-up excluded: {c['aggregate_with_startup_images_per_s']:.3g} img/s with it)."]
     return lines

@@ -10,19 +10,20 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from study.bench import extras, ours, reference
-from study.bench.peak import FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
+from study.bench.peak import BASIS_RULE, FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
 from study.bench.report import accuracy_check, add_fractions, markdown, side_record
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic
-from study.device import describe, eval_batch_size, select_device, set_threads
+from study.device import describe, eval_batch_size, select_device, set_threads, tf32_flags
 from study.io import atomic_write_json, atomic_write_text
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
@@ -71,6 +72,42 @@ def _hardware(dev: torch.device) -> dict:
             "load_average_1min_end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
+def per_sample_identity(engine_pred: np.ndarray, reference_pred: np.ndarray, labels: np.ndarray,
+                        seed: int) -> dict:
+    """Whether the two sides found the same robust set: each sample's robust flag (its prediction
+    on the attacked input equals its label) from the engine's cascade (`predict`) and from
+    pyautoattack's run_standard_evaluation, both with AutoAttack seed `seed`."""
+    eng, ref = np.asarray(engine_pred) == labels, np.asarray(reference_pred) == labels
+    differ = np.flatnonzero(eng != ref)
+    return {"compared": "per-sample robust flags: engine predict (study.attacks.autoattack cascade) against "
+                        "pyautoattack run_standard_evaluation", "seed": {"engine": seed, "reference": seed},
+            "n": int(len(labels)), "robust_engine": int(eng.sum()), "robust_reference": int(ref.sum()),
+            "disagreements": int(differ.size), "identical": bool(differ.size == 0),
+            "disagreeing_samples": differ[:50].tolist()}
+
+
+def _epoch_breakdown(eng: dict) -> dict:
+    """The engine's timed (second) epoch in full: its training loop, the whole epoch, and what
+    the epoch adds to the loop (the per-epoch evaluation and the checkpoint write), measured
+    in the same run, with the re-timed overhead beside it."""
+    loop, whole = float(eng["seconds"]), float(eng["epoch_seconds"][1])
+    return {"loop_seconds": loop, "epoch_seconds": whole, "eval_and_checkpoint_seconds": whole - loop,
+            "eval_and_checkpoint_fraction": (whole - loop) / whole if whole > 0 else None,
+            "eval_and_checkpoint_retimed_seconds": float(eng["overhead"])}
+
+
+def _attempt(name: str, fn: Callable[[], dict], progress: bool) -> dict:
+    """fn()'s result, or a record of its failure ({failed, error}): one failing task (or extra)
+    costs its own row of the report, not the report."""
+    try:
+        return fn()
+    except Exception as err:  # noqa: BLE001 - any failure of one task is reported, the others kept
+        if progress:
+            traceback.print_exc()
+        print(f"{name}: failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        return {"failed": True, "error": f"{type(err).__name__}: {' '.join(str(err).split())}"}
+
+
 def _ratio(n_a: int, sec_a: float, n_b: int, sec_b: float) -> float | None:
     """(n_a / sec_a) / (n_b / sec_b); None where a time is not positive."""
     return (n_a / sec_a) / (n_b / sec_b) if sec_a > 0 and sec_b > 0 else None
@@ -107,10 +144,12 @@ class _Bench:
 
     def _sides(self, task: str, engine: tuple[int, float], ref: tuple[int, float], flops: float,
                accounting: str, **extra) -> dict:
-        sides = {side: side_record(n, sec, flops, peak_basis(self.dev, side, task))
+        # Both sides ran under the switches in effect now (a training task's run sets them: train.tf32).
+        tf32 = tf32_flags()
+        sides = {side: side_record(n, sec, flops, peak_basis(self.dev, tf32))
                  for side, (n, sec) in (("engine", engine), ("reference", ref))}
         speedup = sides["engine"]["images_per_s"] / sides["reference"]["images_per_s"]
-        return {**sides, "speedup": speedup, "flops_accounting": accounting, **extra}
+        return {**sides, "speedup": speedup, "flops_accounting": accounting, "tf32": tf32, **extra}
 
     def train(self, task: str) -> dict:
         epochs = self.accuracy_epochs if task == "pgd10_at_epoch" else 2
@@ -140,7 +179,7 @@ class _Bench:
             self.at_models = {"engine": ours.trained_model(run_dir, self.dev), "reference": model.eval()}
         flops, accounting = task_flops(task, self.forward, steps=int((adversary or {}).get("steps", 0)))
         n = eng["images"]
-        compiled = {mode: {**side_record(n, e["seconds"], flops, peak_basis(self.dev, "engine", task)),
+        compiled = {mode: {**side_record(n, e["seconds"], flops, peak_basis(self.dev)),
                            "speedup": (n / e["seconds"]) / (n / ref_seconds[1])} for mode, e in by_mode.items()}
         return self._sides(task, (n, eng["seconds"]), (n, ref_seconds[1]), flops, accounting,
                            compile=self.compile_modes[0], engine_by_compile=compiled,
@@ -148,10 +187,12 @@ class _Bench:
                            reference_epoch_seconds=ref_seconds, method=cfg["method"], adversary=adversary,
                            same_initial_weights=self.same_init, engine_epoch_overhead_seconds=eng["overhead"],
                            speedup_whole_epoch=_ratio(n, float(eng["epoch_seconds"][1]), n, ref_seconds[1]),
+                           engine_epoch=_epoch_breakdown(eng),
                            note="engine time: the second epoch's training batches (meta.json train_loop_seconds), "
                                 "as the reference's; its whole epoch adds the per-epoch clean evaluation of 1 "
-                                "image per class and the checkpoint write (speedup_whole_epoch; the two "
-                                "re-timed as engine_epoch_overhead_seconds)")
+                                "image per class and the checkpoint write (engine_epoch: the loop beside the "
+                                "whole epoch and their difference; speedup_whole_epoch; the two re-timed as "
+                                "engine_epoch_overhead_seconds)")
 
     def _eval_models(self) -> tuple[torch.nn.Module, torch.nn.Module, str]:
         if "engine" in self.at_models:
@@ -172,11 +213,13 @@ class _Bench:
                 return reference.eval_pgd(ref_model, hwc[:n], ynp[:n], eps=ev["eps"], alpha=ev["alpha"],
                                           steps=int(ev["steps"]), batch_size=batch, device=dev)
         else:
-            ev = ours.evaluation(self.params, "autoattack", **AUTOATTACK_CUSTOM)
+            # One seed for both sides (pyautoattack's), and pyautoattack's batches of the same size.
+            ev = ours.evaluation(self.params, "autoattack", **AUTOATTACK_CUSTOM, seed=self.seed)
+            aa_batch = eval_batch_size(ev.get("batch_size"), dev)
 
             def ref_run(n):
                 return reference.eval_autoattack(ref_model, hwc[:n], ynp[:n], attack=ev,
-                                                 batch_size=batch, device=dev, seed=self.seed)
+                                                 batch_size=aa_batch, device=dev, seed=int(ev["seed"]))
         ours.timed_predict(eng_model, x[:w], y[:w], ev, device=dev, seed=self.seed)
         ref_run(w)
         eng_s, eng_pred = ours.timed_predict(eng_model, x, y, ev, device=dev, seed=self.seed)
@@ -188,10 +231,12 @@ class _Bench:
             attacked = float(np.mean(eng_pred.broken_by != "clean"))
             flops, accounting = task_flops(task, self.forward, iterations=int(ev["iterations"]), attacked=attacked)
         n = len(y)
+        extra = {"per_sample": per_sample_identity(eng_pred.pred, ref_pred, ynp, int(ev["seed"]))} \
+            if task == "autoattack_eval" else {}
         return self._sides(task, (n, eng_s), (n, ref_s), flops, accounting, evaluated_model=which,
                            attack={k: ev[k] for k in ev if k not in ("shards", "test_per_class")},
                            robust_accuracy={"engine": ours.accuracy(eng_pred.pred, y),
-                                            "reference": ours.accuracy(ref_pred, y)})
+                                            "reference": ours.accuracy(ref_pred, y)}, **extra)
 
     def accuracy(self) -> dict:
         """Clean and PGD-20 accuracy of the two PGD-AT models, both through `predict`."""
@@ -208,9 +253,21 @@ class _Bench:
         return accuracy_check(accs["engine"], accs["reference"], len(self.test_y))
 
 
-def _extras(bench: _Bench, out: Path, device: str, threads: int | None, profile: bool,
-            concurrent: int | None) -> dict:
-    """The profile tables and the concurrent throughput, on a one-epoch PGD-10 AT run."""
+def _run_tasks(bench: _Bench, tasks: Sequence[str], progress: bool) -> dict:
+    """Each task's record; a task that fails is recorded as failed (its error) and the others run."""
+    results = {}
+    for task in tasks:
+        results[task] = _attempt(task, lambda t=task: bench.train(t) if t in ours.TRAIN_METHODS else bench.evaluate(t),
+                                 progress)
+        r = results[task]
+        if progress and not r.get("failed"):
+            print(f"{task}: engine {r['engine']['images_per_s']:.3g} img/s, reference "
+                  f"{r['reference']['images_per_s']:.3g} img/s, {r['speedup']:.1f}x", file=sys.stderr, flush=True)
+    return results
+
+
+def _extras(bench: _Bench, out: Path, threads: int | None, profile: bool, concurrent: int | None) -> dict:
+    """The profile tables and the concurrent throughput, on a PGD-10 AT run (each failure recorded)."""
     if not profile and not concurrent:
         return {}
     cfg = ours.train_config(bench.params, bench.splits, "pgd10_at_epoch", bench.model_name, per_class=bench.per_class,
@@ -218,12 +275,13 @@ def _extras(bench: _Bench, out: Path, device: str, threads: int | None, profile:
     found: dict = {}
     if profile:
         found["profile"] = [
-            extras.profile_steps(cfg, bench.splits, bench.tmp / f"profile-{mode}", str(bench.dev), mode,
-                                 out.with_name(f"{out.stem}.profile-{mode}.txt"))
+            {"compile": mode, **_attempt(f"profile {mode}", lambda m=mode: extras.profile_steps(
+                cfg, bench.splits, bench.tmp / f"profile-{m}", str(bench.dev), m,
+                out.with_name(f"{out.stem}.profile-{m}.txt")), bench.progress)}
             for mode in bench.compile_modes]
     if concurrent:
-        found["concurrent"] = extras.concurrent_throughput(cfg, bench.splits, bench.tmp, str(bench.dev),
-                                                           bench.compile_modes[0], concurrent, threads)
+        found["concurrent"] = _attempt("concurrent", lambda: extras.concurrent_throughput(
+            cfg, bench.splits, bench.tmp, str(bench.dev), bench.compile_modes[0], concurrent, threads), bench.progress)
     return found
 
 
@@ -252,42 +310,43 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
     if per_class < 1 or test_per_class < 1:
         raise ValueError(f"images and test_images must be >= the number of classes ({splits.num_classes}); "
                          f"got {images} and {test_images}")
-    results = {}
     with tempfile.TemporaryDirectory(prefix="study-bench-") as tmp:
         bench = _Bench(splits, model, per_class, test_per_class, dev=dev, seed=seed, batch_size=batch_size,
                        accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp), compile_modes=compile_modes)
-        for task in tasks:
-            results[task] = bench.train(task) if task in ours.TRAIN_METHODS else bench.evaluate(task)
-            if progress:
-                r = results[task]
-                print(f"{task}: engine {r['engine']['images_per_s']:.3g} img/s, reference "
-                      f"{r['reference']['images_per_s']:.3g} img/s, {r['speedup']:.1f}x", file=sys.stderr, flush=True)
-        acc = bench.accuracy() if bench.at_models else None
-        extras = _extras(bench, Path(out), device, threads, profile, concurrent)
+        results = _run_tasks(bench, tasks, progress)
+        acc = _attempt("accuracy", bench.accuracy, progress) if bench.at_models else None
+        extras = _extras(bench, Path(out), threads, profile, concurrent)
         peak = combine_peaks(bench.peak, measure_peak(dev))
         add_fractions(results, peak["flops"])
+        peak["basis_used"] = sorted({r[side]["peak_basis"] for r in results.values() if not r.get("failed")
+                                     for side in ("engine", "reference")})
+        peak["basis_rule"] = BASIS_RULE
         if acc and progress:
-            print(f"accuracy after PGD-10 AT: engine {acc['engine']}, reference {acc['reference']}, "
-                  f"ok {acc['ok']}", file=sys.stderr, flush=True)
+            print(f"accuracy after PGD-10 AT: engine {acc.get('engine')}, reference {acc.get('reference')}, "
+                  f"ok {acc.get('ok')}", file=sys.stderr, flush=True)
     hardware = _hardware(dev)
     hardware["load_average_1min_start"] = load_start
+    settings = {"data": str(data) if data is not None else "synthetic", "model": model,
+                "train_images": int(bench.train_idx.numel()), "test_images": int(bench.test_y.numel()),
+                "tasks": tasks, "device": device, "seed": seed, "batch_size": batch_size,
+                "threads": threads, "accuracy_epochs": accuracy_epochs, "params": bench.params_path,
+                "autoattack_custom": AUTOATTACK_CUSTOM, "eval_warmup_images": WARMUP_IMAGES,
+                "seeds": {"data": seed, "model_init": seed, "engine_runs": seed, "reference": seed,
+                          "evaluations": seed, "autoattack": seed}}
     report = {
         "format": "study.bench/1",
-        "settings": {"data": str(data) if data is not None else "synthetic", "model": model,
-                     "train_images": int(bench.train_idx.numel()), "test_images": int(bench.test_y.numel()),
-                     "tasks": tasks, "device": device, "seed": seed, "batch_size": batch_size,
-                     "threads": threads, "accuracy_epochs": accuracy_epochs, "params": bench.params_path,
-                     "autoattack_custom": AUTOATTACK_CUSTOM, "eval_warmup_images": WARMUP_IMAGES,
-                     "seeds": {"data": seed, "model_init": seed, "engine_runs": seed, "reference": seed,
-                               "evaluations": seed}},
+        "settings": settings,
         "hardware": hardware,
         "peak": peak,
         "flops_convention": FLOPS_CONVENTION,
         "model": {"name": model, "forward_flops": bench.forward,
                   "parameters": sum(p.numel() for p in bench._fresh_model().parameters())},
         "tasks": results,
+        "failed": [name for name, r in {**results, **extras}.items() if isinstance(r, dict) and r.get("failed")]
+                  + [f"profile {p.get('compile')}" for p in extras.get("profile", []) if p.get("failed")]
+                  + (["accuracy"] if acc and acc.get("failed") else []),
         "accuracy": acc,
-        "accuracy_ok": acc["ok"] if acc else None,
+        "accuracy_ok": acc.get("ok") if acc else None,
         **extras,
         "wall_seconds": time.time() - started,
     }
