@@ -325,7 +325,7 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
     p.add_argument("--init-from", default=None,
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
-    p.add_argument("--compile", default="off", choices=["off", "default", "max", "auto"],
+    p.add_argument("--compile", default="off", choices=["off", "default", "auto"],
                    help="torch.compile of the training step (params.yaml speed.compile; docs/performance.md)")
     p.set_defaults(func=cmd_train)
 
@@ -484,7 +484,7 @@ def _add_bench(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (the GPU if there is one), cpu, cuda or cuda:N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--compile", nargs="+", default=["auto"], choices=["off", "default", "max", "auto"],
+    p.add_argument("--compile", nargs="+", default=["auto"], choices=["off", "default", "auto"],
                    help="speed.compile settings to time the engine's training tasks with (the first is the headline)")
     p.add_argument("--profile", action="store_true",
                    help="write a torch.profiler table of the PGD-10 AT step (per compile setting) beside --out")

@@ -80,7 +80,9 @@ def train_run(
     compile_mode: str = "off",
 ) -> TrainResult:
     """Train (or resume) the run `cfg` into `run_dir`; `stop_after` ends this call after that epoch.
-    `compile_mode` is `speed.compile` (study.train.step: off, default, max, auto).
+    `compile_mode` is `speed.compile` (study.train.step: off, default, auto); meta.json's
+    `compile` records what ran (`auto` falls back to a smaller compiled region, or eager,
+    where the device's torch cannot compile the whole step).
 
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
     weights of that parent run, `init_from` being the parent's model file."""
@@ -109,7 +111,7 @@ def train_run(
         if stop_after is not None and epoch >= stop_after and epoch < state.epochs:
             _log(f"stopping after epoch {epoch} as asked; rerun the same command to continue")
             return TrainResult(run_dir, epoch, finished=False)
-    finish_run(state)
+    finish_run(state, step.record())
     return TrainResult(run_dir, state.epochs, finished=True)
 
 
@@ -200,8 +202,9 @@ def averaging_report(state: RunState) -> dict | None:
     return report
 
 
-def finish_run(state: RunState) -> None:
-    """model.pt (the averaged weights where the method averages) and meta.json."""
+def finish_run(state: RunState, compiled: dict | None = None) -> None:
+    """model.pt (the averaged weights where the method averages) and meta.json; `compiled`
+    is the step's compile record (TrainStep.record: requested, resolved, ran, reason)."""
     save_model(state.run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.cfg,
                state.epochs)
     has_val = state.has_validation
@@ -223,6 +226,9 @@ def finish_run(state: RunState) -> None:
         # cuDNN's per-shape algorithm timing (on for a CUDA run; study.device.set_cudnn_benchmark)
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
         "averaging": averaging,
+        # what `speed.compile` asked for and the region that ran (this process's; a resumed
+        # run compiles again): the records are that region's
+        "compile": compiled,
     })
 
 
