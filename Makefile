@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup demo test lint paper clean-results check-install test-slurm slurm-commands
+.PHONY: setup demo test lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,3 +65,17 @@ slurm-commands:
 	@for c in $(SLURM_COMMANDS); do command -v $$c >/dev/null || { \
 		echo "make test-slurm needs Slurm and MUNGE ($$c is missing): apt-get install slurm-wlm munge (as root)" >&2; \
 		exit 1; }; done
+
+# On a bare GPU machine (docs/performance.md, "On a GPU machine"). gpu-bundle, here with PyPI:
+# gpu-bundle/ (git-ignored; name it to travel with the checkout) holds the wheels the check
+# needs and such a machine lacks (CPython 3.12, manylinux x86_64) and the CIFAR-10 JPEG archive
+# from $STUDY_DATA_MIRROR; under 40 MiB or it fails. gpu-check, there with its own python3 and
+# no network: one line and exit 2 without CUDA; else its parts, each under its own time
+# budget, into results/gpu-check/report.{md,json}. GPU_CHECK_ARGS: e.g. --parts bench --budget bench=540.
+gpu-bundle:
+	$(PYTHON) workflow/gpu/bundle.py
+
+GPU_CHECK_ARGS ?=
+gpu-check:
+	$(eval GPU_REFUSAL := $(shell $(PYTHON) workflow/gpu/check.py --probe 2>&1))$(if $(GPU_REFUSAL),$(error $(GPU_REFUSAL)))
+	$(PYTHON) workflow/gpu/check.py $(GPU_CHECK_ARGS)
