@@ -57,6 +57,7 @@ def test_memory_fraction_is_one_over_the_jobs_sharing_the_gpu():
 def test_a_job_of_k_on_a_gpu_bounds_its_memory_and_records_it(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d=None: calls.append((f, d)))
+    monkeypatch.setattr(device, "_gpu_share", {})  # this process's own share comes back afterwards
     monkeypatch.setenv("STUDY_GPU_SLOTS", "4")
     monkeypatch.delenv("STUDY_GPU_MEMORY_FRACTION", raising=False)
     share = device.share_gpu(torch.device("cuda"))  # no GPU needed: the call is what is checked
