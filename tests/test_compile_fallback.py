@@ -103,6 +103,15 @@ def test_auto_that_compiles_records_the_whole_step(small_cfg, synthetic_splits, 
     assert not _warnings(capsys.readouterr().err)
 
 
+def test_an_explicit_default_that_does_not_compile_is_an_error(small_cfg, synthetic_splits, tmp_path, monkeypatch):
+    """`default` is the whole step or nothing (the check that the step stays one graph)."""
+    real = step_module._compile
+    monkeypatch.setattr(step_module, "_compile", lambda fn, region, backend: real(fn, region, FailingBackend()))
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="injected"):
+        train_run(small_cfg, synthetic_splits, tmp_path / "run", device="cpu", progress=False, compile_mode="default")
+
+
 def test_max_is_refused_with_the_valid_modes():
     with pytest.raises(ValueError, match=r"'max' \(CUDA-graph capture was removed.*valid: off, default, auto$"):
         step_module.resolve_compile("max", torch.device("cuda"))
