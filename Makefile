@@ -75,7 +75,9 @@ slurm-commands:
 gpu-bundle:
 	$(PYTHON) workflow/gpu/bundle.py
 
+# (make's own error, one line and exit 2, where the probe refuses; not under make -n)
 GPU_CHECK_ARGS ?=
+DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 gpu-check:
-	$(eval GPU_REFUSAL := $(shell $(PYTHON) workflow/gpu/check.py --probe 2>&1))$(if $(GPU_REFUSAL),$(error $(GPU_REFUSAL)))
+	$(if $(DRY_RUN),,$(eval GPU_REFUSAL := $(shell $(PYTHON) workflow/gpu/check.py --probe 2>&1))$(if $(GPU_REFUSAL),$(error $(GPU_REFUSAL))))
 	$(PYTHON) workflow/gpu/check.py $(GPU_CHECK_ARGS)
