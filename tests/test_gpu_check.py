@@ -115,6 +115,6 @@ def test_the_classwise_table_stands_beside_xu_et_al(tmp_path):
                                       for name in ("automobile", "cat")]
     (tmp_path / "classwise.csv").write_text("\n".join(rows) + "\n")
     section = check.classwise_section(tmp_path / "classwise.csv", epochs=5)
-    assert "| automobile | 90 | 50 | 45 | 93 | 67 |" in section
-    assert "| cat | 90 | 50 | 45 | 65 | 17 |" in section
-    assert "Recipe difference" in section and "5 epochs" in section
+    assert "| automobile | 90 | 50 | 45 | 93 / 67 | 94 / 66 |" in section
+    assert "| cat | 90 | 50 | 45 | 65 / 17 | 67 / 18 |" in section
+    assert "Recipe difference" in section and "5 epochs" in section and "1,000 test images" in section
