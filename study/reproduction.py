@@ -246,13 +246,15 @@ def _flagged(rows: pd.DataFrame) -> str:
 
 
 def _closest_groups(p: Published, rows: pd.DataFrame) -> list[tuple[pd.DataFrame, tuple[str, ...]]]:
-    """The run groups (preferred evaluation each) with the fewest recipe differences."""
+    """The run groups (preferred evaluation each) closest to the published recipe: on its dataset
+    where any are, and of those the ones with the fewest recipe differences."""
     if rows.empty:
         return []
     groups = [_preferred_evaluation(g, p.recipe.pgd_steps) for _, g in rows.groupby(GROUP, sort=True, dropna=False)]
-    scored = [(g, recipe_differences(p, g.iloc[0])) for g in groups]
-    fewest = min(len(d) for _, d in scored)
-    return [(g, d) for g, d in scored if len(d) == fewest]
+    scored = [((g.iloc[0]["dataset"] != p.recipe.dataset, len(d)), g, d)
+              for g in groups for d in [recipe_differences(p, g.iloc[0])]]
+    best = min(score for score, _, _ in scored)
+    return [(g, d) for score, g, d in scored if score == best]
 
 
 def _setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:

@@ -145,6 +145,10 @@ def test_recipe_differences_are_stated_and_not_compared_as_equal(params):
     # a preset without AutoAttack: its PGD evaluation stands in, as a difference
     (row,) = rows_of(values_of(runs("at", {"pgd20@best": AT_PGD}), params), "cfa_at_best_autoattack_worst")
     assert row.differences == ("pgd20@best (pgd) in place of autoattack",)
+    # runs on the published dataset win over others that differ as little (MNIST beside CIFAR-10)
+    mnist = runs("at", {"clean@best": AT_CLEAN}, epochs=200).assign(dataset="mnist")
+    (row,) = rows_of(values_of(pd.concat([short, mnist], ignore_index=True), params), "cfa_at_best_clean_mean")
+    assert row.setting.startswith("cifar10,") and len(row.differences) == 3
     # synthetic data (the ci preset): compared, with what differs
     synthetic = at_best(epochs=2).assign(dataset="synthetic")
     (row,) = rows_of(values_of(synthetic, params), "cfa_at_best_clean_mean")
