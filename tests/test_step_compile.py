@@ -184,7 +184,7 @@ def test_compile_modes_resolve_per_device():
         resolve_compile("fast", torch.device("cpu"))
 
 
-@pytest.mark.slow
+@pytest.mark.inductor  # `make test-compile` (CI runs it after `make test`)
 def test_inductor_compiles_the_pgd_at_step_whole_and_matches_eager(ci_params, synthetic_splits, tmp_path, monkeypatch,
                                                                    one_thread):
     """The real backend: inductor (C++ code generation on the CPU) takes the PGD-AT step whole
