@@ -173,19 +173,6 @@ def _equivalent_methods(params: Mapping, present: Iterable[str], references: Ite
     return {m for m in present if (p := _policies(params, m)) is not None and p in wanted}
 
 
-def _policies(params: Mapping, method: str) -> dict | None:
-    try:
-        return resolve_method(params, method)
-    except ConfigError:
-        return None
-
-
-def _equivalent_methods(params: Mapping, present: Iterable[str], references: Iterable[str]) -> set[str]:
-    """The methods of the table whose policies equal those of one of the reference methods."""
-    wanted = [p for p in (_policies(params, r) for r in references) if p is not None]
-    return {m for m in present if (p := _policies(params, m)) is not None and p in wanted}
-
-
 def _candidates(table: pd.DataFrame, params: Mapping, p: Published) -> pd.DataFrame:
     """Rows of runs of the row's method at its checkpoint, of its evaluation kind (or the stand-in)."""
     methods = _equivalent_methods(params, table["method"].unique(), (p.method,))
