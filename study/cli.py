@@ -276,9 +276,10 @@ def cmd_bench(args) -> int:
                        test_images=args.test_images, tasks=args.tasks or ALL_TASKS, device=args.device, seed=args.seed,
                        batch_size=args.batch_size, threads=args.threads, accuracy_epochs=args.accuracy_epochs,
                        progress=not args.no_progress, compile_modes=args.compile, profile=args.profile,
-                       concurrent=args.concurrent)
+                       concurrent=args.concurrent, precisions=args.precision)
     print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')} "
-          f"(accuracy_ok: {report.get('accuracy_ok')})", file=sys.stderr)
+          f"(accuracy_ok: {report.get('accuracy_ok')}, bf16_matches_fp32: {report.get('bf16_matches_fp32')})",
+          file=sys.stderr)
     return 0
 
 
@@ -486,6 +487,10 @@ def _add_bench(sub) -> None:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--compile", nargs="+", default=["auto"], choices=["off", "default", "auto"],
                    help="speed.compile settings to time the engine's training tasks with (the first is the headline)")
+    p.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                   help="train.precision settings to time the engine's training tasks with (the first is the "
+                        "headline; bf16: autocast, GPU only; evaluations are fp32); fp32 and bf16 together also "
+                        "compare their class-wise robust accuracy (bf16_matches_fp32)")
     p.add_argument("--profile", action="store_true",
                    help="write a torch.profiler table of the PGD-10 AT step (per compile setting) beside --out")
     p.add_argument("--concurrent", type=int, default=None, metavar="K",

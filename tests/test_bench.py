@@ -222,3 +222,79 @@ def test_bench_times_compile_settings_profiles_and_concurrent_runs(tmp_path, mon
     assert span < c["k_processes_wall_seconds"]  # the processes' start-up is not in it
     md = out.with_suffix(".md").read_text()
     assert "standard_epoch, compile default" in md and "2 training processes at once" in md
+
+
+def test_bf16_is_refused_on_a_cpu_in_one_line_naming_the_device_and_fp32(tmp_path, capsys):
+    """bf16 autocast is GPU-only here (study.device.train_autocast): a CPU bench refuses it before any work."""
+    from study.cli import main
+
+    with pytest.raises(ValueError, match=r"device is cpu.*valid here: fp32"):
+        run_bench(tmp_path / "x.json", tasks=["pgd20_eval"], device="cpu", precisions=["fp32", "bf16"],
+                  progress=False)
+    rc = main(["bench", "--out", str(tmp_path / "x.json"), "--tasks", "pgd20_eval", "--device", "cpu",
+               "--precision", "bf16", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "--precision bf16" in err and "device is cpu" in err and "valid here: fp32" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_the_precision_reaches_the_engines_run_config():
+    """bf16 goes through the pipeline's train.precision (run_config names it only where it is not fp32)."""
+    from study.bench import ours
+    from study.data.synthetic import make_synthetic
+    from study.train.run_config import check_run_config
+
+    params, _ = ours.load_bench_params()
+    splits = make_synthetic(num_classes=10, train_per_class=2, test_per_class=1, image_size=32, seed=0)
+    kw = {"per_class": 2, "epochs": 2, "batch_size": 8, "seed": 0}
+    bf16 = ours.train_config(params, splits, "pgd10_at_epoch", "small_cnn", precision="bf16", **kw)
+    fp32 = ours.train_config(params, splits, "pgd10_at_epoch", "small_cnn", precision="fp32", **kw)
+    assert bf16["precision"] == "bf16" and "precision" not in fp32
+    assert {k: v for k, v in bf16.items() if k != "precision"} == fp32
+    check_run_config(bf16)
+
+
+def test_every_timed_result_is_keyed_by_precision(tiny_bench):
+    """A CPU bench is fp32 throughout; evaluations are fp32 by design whatever --precision says."""
+    out, report = tiny_bench
+    assert report["settings"]["precisions"] == ["fp32"] and report["settings"]["evaluation_precision"] == "fp32"
+    assert all(r["precision"] == "fp32" for r in report["tasks"].values())
+    assert report["tasks"]["pgd10_at_epoch"]["engine_by_precision"] == {}
+    assert report["bf16_matches_fp32"] is None and report["accuracy"]["bf16_matches_fp32"] is None
+    md = out.with_suffix(".md").read_text()
+    assert "| pgd10_at_epoch | fp32 |" in md and "bf16_matches_fp32: n/a" in md
+
+
+def test_the_report_shows_bf16_rows_and_its_agreement_with_fp32(tiny_bench):
+    """The writer fed a result with a bf16 run beside fp32 (a GPU bench's shape)."""
+    import copy
+
+    from study.bench.report import add_fractions, markdown, precision_agreement, side_record
+
+    report = copy.deepcopy(tiny_bench[1])
+    task = report["tasks"]["pgd10_at_epoch"]
+    task["engine_by_precision"] = {"bf16": {"off": {**side_record(60, 0.5, 1e6, "bf16"), "speedup": 2.0}}}
+    add_fractions(report["tasks"], {"fp32": 1e9, "bf16": 4e9})
+    assert task["engine_by_precision"]["bf16"]["off"]["fraction_of_peak"] == pytest.approx(120e6 / 4e9)
+    agreement = precision_agreement([0.5, 0.3], [0.45, 0.35], [100, 100], ["cat", "dog"])
+    report["accuracy"].update(bf16_vs_fp32=agreement, bf16_matches_fp32=agreement["matches"])
+    report["bf16_matches_fp32"] = agreement["matches"]
+    md = markdown(report)
+    assert "| pgd10_at_epoch, compile off | bf16 | 120 |" in md
+    assert "| cat | 100 | 0.500 | 0.450 |" in md and "bf16_matches_fp32: true" in md
+
+
+def test_bf16_agrees_with_fp32_when_every_class_is_within_the_others_wilson_interval():
+    from study.bench.report import classwise_accuracy, precision_agreement, wilson_interval
+
+    lo, hi = wilson_interval(0.5, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+    acc, n = classwise_accuracy(np.array([0, 1, 1, 2, 0, 2]), np.array([0, 0, 1, 1, 2, 2]), 3)
+    assert acc == [0.5, 0.5, 0.5] and n == [2, 2, 2]
+    same = precision_agreement([0.50, 0.30, 0.80], [0.46, 0.36, 0.75], [100, 100, 100])
+    assert same["matches"] is True and all(c["agree"] for c in same["classes"])
+    apart = precision_agreement([0.50, 0.30, 0.80], [0.48, 0.15, 0.79], [100, 100, 100])
+    assert apart["matches"] is False
+    assert [c["agree"] for c in apart["classes"]] == [True, False, True] and apart["worst_class"] == "1"
+    assert "Wilson" in apart["rule"]

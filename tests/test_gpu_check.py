@@ -118,3 +118,18 @@ def test_the_classwise_table_stands_beside_xu_et_al(tmp_path):
     assert "| automobile | 90 | 50 | 45 | 93 / 67 | 94 / 66 |" in section
     assert "| cat | 90 | 50 | 45 | 65 / 17 | 67 / 18 |" in section
     assert "Recipe difference" in section and "5 epochs" in section and "1,000 test images" in section
+
+
+def test_the_bench_part_times_bf16_beside_fp32_once_the_bench_has_precision(tmp_path):
+    """Read from the real `study bench --help`: bf16 is timed in the same run as fp32 (so that the
+    bench compares the two), except on a CPU, where bf16 autocast does not exist here."""
+    assert check.precision_choices("[--precision {fp32,bf16} [{fp32,bf16} ...]]") == ("fp32", "bf16")
+    assert check.precision_choices("no such flag") == ("fp32",)
+    gpu = check.bench_part(check.Sizes(), 110, tmp_path)
+    argvs = [s.argv for s in gpu.steps if s.argv]
+    assert any(a[a.index("--precision"):a.index("--precision") + 3] == ["--precision", "fp32", "bf16"]
+               for a in argvs if "--precision" in a)
+    assert not [s for s in gpu.steps if s.argv is None]
+    cpu = check.bench_part(check.SMOKE, 110, tmp_path)
+    assert all("bf16" not in (s.argv or []) for s in cpu.steps)
+    assert [s.skip for s in cpu.steps if s.argv is None] == ["bf16 autocast is GPU-only: not timed on cpu"]

@@ -44,11 +44,13 @@ def load_bench_params() -> tuple[dict, str]:
 
 
 def train_config(params: Mapping, splits: Splits, task: str, model: str, *, per_class: int, epochs: int,
-                 batch_size: int, seed: int) -> dict:
+                 batch_size: int, seed: int, precision: str = "fp32") -> dict:
     """The run config of a bench training task: the pipeline's config for the method, on the
-    bench's subset, with a tiny clean per-epoch evaluation (its cost is part of the epoch)."""
+    bench's subset, with a tiny clean per-epoch evaluation (its cost is part of the epoch), in
+    `precision` (the pipeline's train.precision: bf16 autocast on a GPU; the config names it
+    only where it is not fp32, as a planned run's)."""
     train = {"train_per_class": per_class, "epochs": epochs, "batch_size": batch_size,
-             "epoch_eval": {"per_class": 1, "attack": None}}
+             "epoch_eval": {"per_class": 1, "attack": None}, "precision": precision}
     cfg = run_config(params, {"dataset": splits.meta["dataset"], "train": train}, model, TRAIN_METHODS[task], seed)
     # The prepared file names its own variant (and constructed set); train_run checks them.
     cfg["data_variant"] = splits.meta.get("variant", cfg["data_variant"])

@@ -4,7 +4,8 @@ Peak: the best rate of a timed large matmul in the same process (fp32 on the CPU
 fp32 with TF32 off and TF32 on CUDA), which is what well-shaped convolutions can approach on
 that device. A side's FLOP/s are divided by the peak of the precision it computes in
 (`peak_basis`): TF32 on CUDA where the TF32 switches are on for its convolutions or matmuls
-(PyTorch's default for cuDNN convolutions), fp32 otherwise; a CPU has no TF32, so fp32.
+(PyTorch's default for cuDNN convolutions), bf16 for an engine run under bf16 autocast
+(`--precision bf16`, CUDA only), fp32 otherwise; a CPU has no TF32, so fp32.
 
 FLOPs: one forward pass of the model costs F (`count_flops`: 2 x multiply-accumulates of
 the convolutions and linear layers). A backward pass costs ~2F when it computes both the
@@ -81,15 +82,18 @@ def combine_peaks(start: dict, end: dict) -> dict:
 
 BASIS_RULE = ("the precision a side computes in: tf32 on CUDA where torch.backends.cudnn.allow_tf32 or "
               "torch.backends.cuda.matmul.allow_tf32 is on while it runs (the run's train.tf32; PyTorch's default "
-              "turns it on for cuDNN convolutions), fp32 otherwise and always on a CPU (no TF32 there); the "
-              "bench never trains in bf16")
+              "turns it on for cuDNN convolutions), fp32 otherwise and always on a CPU (no TF32 there); bf16 for "
+              "the engine's runs under bf16 autocast (--precision bf16, CUDA only; the reference trains in fp32)")
 
 
-def peak_basis(device: torch.device, tf32: dict | None = None) -> str:
+def peak_basis(device: torch.device, tf32: dict | None = None, precision: str = "fp32") -> str:
     """The precision a side computes in (BASIS_RULE), from the TF32 switches in effect while it
-    ran (`tf32`: {cudnn, matmul}, as study.device.tf32_flags gives them)."""
+    ran (`tf32`: {cudnn, matmul}, as study.device.tf32_flags gives them) and the run's training
+    precision (`bf16`: autocast, CUDA only)."""
     if device.type != "cuda":
         return "fp32"
+    if precision == "bf16":
+        return "bf16"
     flags = tf32 if tf32 is not None else {"cudnn": torch.backends.cudnn.allow_tf32,
                                             "matmul": torch.backends.cuda.matmul.allow_tf32}
     return "tf32" if flags.get("cudnn") or flags.get("matmul") else "fp32"

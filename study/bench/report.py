@@ -1,10 +1,13 @@
-"""The bench's numbers: one side's throughput record, the accuracy check, the Markdown table."""
+"""The bench's numbers: one side's throughput record, the accuracy checks (engine against
+reference; bf16 against fp32), the Markdown table."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+
+import numpy as np
 
 
 def side_record(images: int, seconds: float, flops_per_image: float, basis: str) -> dict:
@@ -15,12 +18,22 @@ def side_record(images: int, seconds: float, flops_per_image: float, basis: str)
             "flops_per_image": float(flops_per_image), "flop_per_s": flops_per_image * rate, "peak_basis": basis}
 
 
+def timed_records(r: Mapping) -> Iterator[dict]:
+    """Every timed record of a task: both sides' headline, the engine's other compile settings
+    and the engine's other precisions (each of its compile settings)."""
+    yield r["engine"]
+    yield r["reference"]
+    yield from (r.get("engine_by_compile") or {}).values()
+    for by_mode in (r.get("engine_by_precision") or {}).values():
+        yield from by_mode.values()
+
+
 def add_fractions(tasks: Mapping[str, dict], peak: Mapping[str, float]) -> None:
     """Each side's FLOP/s over the measured peak of its basis (failed tasks have none)."""
     for r in tasks.values():
         if r.get("failed"):
             continue
-        for rec in (r["engine"], r["reference"], *(r.get("engine_by_compile") or {}).values()):
+        for rec in timed_records(r):
             rec["fraction_of_peak"] = rec["flop_per_s"] / peak[rec["peak_basis"]]
 
 
@@ -37,6 +50,49 @@ def accuracy_check(engine: Mapping[str, float], reference: Mapping[str, float], 
         ok &= abs(diff) <= tol
     out["ok"] = bool(ok)
     return out
+
+
+#: z of a two-sided 95% interval
+Z95 = 1.959964
+AGREEMENT_RULE = ("bf16 matches fp32 when, in every class, each side's robust (PGD-20) accuracy lies within the "
+                  "95% Wilson score interval of the other's on that class's test images: the two differ by no "
+                  "more than one run's binomial noise on those images (seed noise), class by class")
+
+
+def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of an accuracy `p` measured on `n` images."""
+    if n < 1:
+        return 0.0, 1.0
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def classwise_accuracy(pred: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[list[float], list[int]]:
+    """(accuracy of each class, its number of images); nan for a class without images."""
+    pred, labels = np.asarray(pred), np.asarray(labels)
+    counts = [int((labels == c).sum()) for c in range(num_classes)]
+    accs = [float((pred[labels == c] == c).mean()) if n else float("nan") for c, n in enumerate(counts)]
+    return accs, counts
+
+
+def precision_agreement(fp32: Sequence[float], bf16: Sequence[float], counts: Sequence[int],
+                        names: Sequence[str] | None = None) -> dict:
+    """bf16 against fp32, class by class, under AGREEMENT_RULE: each class's accuracies, their
+    Wilson intervals and whether they agree; `matches` when every class does."""
+    names = list(names) if names is not None else [str(c) for c in range(len(counts))]
+    classes = []
+    for name, a, b, n in zip(names, fp32, bf16, counts, strict=True):
+        ia, ib = wilson_interval(a, n), wilson_interval(b, n)
+        agree = bool(ia[0] <= b <= ia[1] and ib[0] <= a <= ib[1])
+        classes.append({"class": name, "n": int(n), "fp32": float(a), "bf16": float(b), "difference": b - a,
+                        "fp32_interval": list(ia), "bf16_interval": list(ib), "agree": agree})
+    worst = min(classes, key=lambda c: c["difference"])
+    return {"rule": AGREEMENT_RULE, "metric": "pgd20", "classes": classes,
+            "fp32_mean": float(np.mean(fp32)), "bf16_mean": float(np.mean(bf16)),
+            "worst_class": worst["class"], "worst_difference": worst["difference"],
+            "matches": all(c["agree"] for c in classes)}
 
 
 def _load(x: float | None) -> str:
@@ -68,24 +124,15 @@ def markdown(report: Mapping) -> str:
         "- training tasks: the second epoch (the first carries warm-up); images/s are training "
         "images per second, evaluations test images per second",
         "",
-        "| task | engine img/s | reference img/s | speedup | engine s | reference s | GFLOP/img "
+        "- precision: the engine's training in each row's precision (the reference trains in fp32); "
+        "evaluations are fp32 by design (`predict`), whatever --precision says",
+        "",
+        "| task | precision | engine img/s | reference img/s | speedup | engine s | reference s | GFLOP/img "
         "| engine GFLOP/s (of peak) | reference GFLOP/s (of peak) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for task, r in report["tasks"].items():
-        if r.get("failed"):
-            lines.append(f"| {task} | failed: {r['error'].replace('|', '/')} | | | | | | | |")
-            continue
-        e, ref = r["engine"], r["reference"]
-        lines.append(
-            f"| {task} | {_num(e['images_per_s'])} | {_num(ref['images_per_s'])} | {r['speedup']:.2f}x "
-            f"| {e['seconds']:.2f} | {ref['seconds']:.2f} | {e['flops_per_image'] / 1e9:.3g} "
-            f"| {e['flop_per_s'] / 1e9:.3g} ({100 * e['fraction_of_peak']:.1f}% {e['peak_basis']}) "
-            f"| {ref['flop_per_s'] / 1e9:.3g} ({100 * ref['fraction_of_peak']:.1f}% {ref['peak_basis']}) |")
-        for mode, c in (r.get("engine_by_compile") or {}).items():
-            lines.append(f"| {task}, compile {mode} | {_num(c['images_per_s'])} | {_num(ref['images_per_s'])} "
-                         f"| {c['speedup']:.2f}x | {c['seconds']:.2f} | {ref['seconds']:.2f} "
-                         f"| {c['flops_per_image'] / 1e9:.3g} | {c['flop_per_s'] / 1e9:.3g} | |")
+        lines += _task_rows(task, r)
     lines += _extras_lines(report) + _epoch_lines(report) + _identity_lines(report)
     acc = report.get("accuracy")
     if acc and acc.get("failed"):
@@ -97,8 +144,47 @@ def markdown(report: Mapping) -> str:
         for metric, m in acc["metrics"].items():
             lines.append(f"| {metric} | {acc['engine'][metric]:.3f} | {acc['reference'][metric]:.3f} "
                          f"| {m['difference']:+.3f} | {m['tolerance']:.3f} | {'yes' if m['ok'] else 'no'} |")
-        lines += ["", f"accuracy_ok: {str(report['accuracy_ok']).lower()}"]
+        lines += ["", f"accuracy_ok: {str(report['accuracy_ok']).lower()}"] + _precision_lines(acc)
     return "\n".join(lines) + "\n"
+
+
+def _task_rows(task: str, r: Mapping) -> list[str]:
+    """A task's headline row, then the engine's other compile settings and other precisions."""
+    if r.get("failed"):
+        return [f"| {task} | failed: {r['error'].replace('|', '/')} | | | | | | | | |"]
+    e, ref, precision = r["engine"], r["reference"], r.get("precision", "fp32")
+    rows = [f"| {task} | {precision} | {_num(e['images_per_s'])} | {_num(ref['images_per_s'])} | {r['speedup']:.2f}x "
+            f"| {e['seconds']:.2f} | {ref['seconds']:.2f} | {e['flops_per_image'] / 1e9:.3g} "
+            f"| {e['flop_per_s'] / 1e9:.3g} ({100 * e['fraction_of_peak']:.1f}% {e['peak_basis']}) "
+            f"| {ref['flop_per_s'] / 1e9:.3g} ({100 * ref['fraction_of_peak']:.1f}% {ref['peak_basis']}) |"]
+    others = [(precision, mode, c) for mode, c in (r.get("engine_by_compile") or {}).items()]
+    others += [(p, mode, c) for p, by_mode in (r.get("engine_by_precision") or {}).items()
+               for mode, c in by_mode.items()]
+    for p, mode, c in others:
+        peak = f" ({100 * c['fraction_of_peak']:.1f}% {c['peak_basis']})" if "fraction_of_peak" in c else ""
+        rows.append(f"| {task}, compile {mode} | {p} | {_num(c['images_per_s'])} | {_num(ref['images_per_s'])} "
+                    f"| {c['speedup']:.2f}x | {c['seconds']:.2f} | {ref['seconds']:.2f} "
+                    f"| {c['flops_per_image'] / 1e9:.3g} | {c['flop_per_s'] / 1e9:.3g}{peak} | |")
+    return rows
+
+
+def _precision_lines(acc: Mapping) -> list[str]:
+    """bf16 against fp32: each class's PGD-20 accuracy of the two engine models and the verdict."""
+    agreement = acc.get("bf16_vs_fp32")
+    if not agreement:
+        return ["", "bf16_matches_fp32: n/a (bf16 and fp32 were not both trained in this run)"]
+    lines = ["", f"bf16 against fp32, the engine's PGD-10 AT models of this run (class-wise PGD-20 accuracy, "
+             f"evaluated in fp32): {agreement['rule']}.", "",
+             "| class | images | fp32 | bf16 | difference | fp32 95% interval | bf16 95% interval | agree |",
+             "|---|---:|---:|---:|---:|---|---|---|"]
+    for c in agreement["classes"]:
+        lines.append(f"| {c['class']} | {c['n']} | {c['fp32']:.3f} | {c['bf16']:.3f} | {c['difference']:+.3f} "
+                     f"| {c['fp32_interval'][0]:.3f}-{c['fp32_interval'][1]:.3f} "
+                     f"| {c['bf16_interval'][0]:.3f}-{c['bf16_interval'][1]:.3f} | {'yes' if c['agree'] else 'no'} |")
+    lines += ["", f"Mean over classes: fp32 {agreement['fp32_mean']:.3f}, bf16 {agreement['bf16_mean']:.3f}; "
+              f"worst class for bf16: {agreement['worst_class']} ({agreement['worst_difference']:+.3f}).", "",
+              f"bf16_matches_fp32: {str(acc['bf16_matches_fp32']).lower()}"]
+    return lines
 
 
 def _epoch_lines(report: Mapping) -> list[str]:

@@ -19,11 +19,20 @@ import torch
 
 from study.bench import extras, ours, reference
 from study.bench.peak import BASIS_RULE, FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
-from study.bench.report import accuracy_check, add_fractions, markdown, side_record
+from study.bench.report import (
+    AGREEMENT_RULE,
+    accuracy_check,
+    add_fractions,
+    classwise_accuracy,
+    markdown,
+    precision_agreement,
+    side_record,
+    timed_records,
+)
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic
-from study.device import describe, eval_batch_size, select_device, set_threads, tf32_flags
+from study.device import PRECISIONS, describe, eval_batch_size, select_device, set_threads, tf32_flags
 from study.io import atomic_write_json, atomic_write_text
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
@@ -33,6 +42,21 @@ ALL_TASKS = ("standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "
 #: The cheap AutoAttack both sides run: APGD-CE alone, 10 iterations, 1 restart.
 AUTOATTACK_CUSTOM = {"version": "custom", "attacks": ["apgd-ce"], "iterations": 10}
 WARMUP_IMAGES = 2  # evaluations: one untimed call per side first, so neither pays first-call costs
+EVALUATION_PRECISION_NOTE = ("evaluations are fp32 by design (study.predict, docs/methods.md: Precision): timed in "
+                             "fp32 only, whatever --precision says")
+
+
+def _check_precisions(precisions: Sequence[str], dev: torch.device | None = None) -> list[str]:
+    """The precisions, each once, in the order given; bf16 only on a GPU (study.device.train_autocast
+    trains in bf16 on CUDA only: on a CPU it would time fp32 under bf16's name)."""
+    precisions = list(dict.fromkeys([precisions] if isinstance(precisions, str) else precisions))
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"unknown precision(s) {bad or precisions}; valid: {', '.join(PRECISIONS)}")
+    if dev is not None and dev.type != "cuda" and "bf16" in precisions:
+        raise ValueError(f"--precision bf16: bf16 autocast is GPU-only in this project and the device is "
+                         f"{describe(dev)}; valid here: fp32")
+    return precisions
 
 
 def _check_args(tasks: Sequence[str], model: str, accuracy_epochs: int, batch_size: int) -> list[str]:
@@ -118,8 +142,10 @@ class _Bench:
 
     def __init__(self, splits: Splits, model: str, per_class: int, test_per_class: int, *, dev: torch.device,
                  seed: int, batch_size: int, accuracy_epochs: int, progress: bool, tmp: Path,
-                 compile_modes: Sequence[str] = ("auto",)):
-        self.compile_modes = list(compile_modes)
+                 compile_modes: Sequence[str] = ("auto",), precisions: Sequence[str] = ("fp32",)):
+        self.compile_modes, self.precisions = list(compile_modes), list(precisions)
+        # the engine model compared with the reference (which trains in fp32), and evaluated
+        self.engine_precision = "fp32" if "fp32" in self.precisions else self.precisions[0]
         self.splits, self.model_name, self.per_class = splits, model, per_class
         self.dev, self.seed, self.batch_size = dev, seed, batch_size
         self.accuracy_epochs, self.progress, self.tmp = accuracy_epochs, progress, tmp
@@ -131,6 +157,7 @@ class _Bench:
         self.peak = measure_peak(dev)
         self.forward = count_flops(self._fresh_model(), splits.image_shape)
         self.at_models: dict[str, torch.nn.Module] = {}  # side -> model after PGD-10 AT
+        self.precision_models: dict[str, torch.nn.Module] = {}  # precision -> engine model after PGD-10 AT
         self.cache: dict[str, np.ndarray] = {}  # engine predictions reused by the accuracy check
         self.same_init: bool | None = None
 
@@ -143,23 +170,37 @@ class _Bench:
                            image_size=s.image_shape[1], mean=tuple(mean), std=tuple(std))
 
     def _sides(self, task: str, engine: tuple[int, float], ref: tuple[int, float], flops: float,
-               accounting: str, **extra) -> dict:
-        # Both sides ran under the switches in effect now (a training task's run sets them: train.tf32).
+               accounting: str, precision: str = "fp32", **extra) -> dict:
+        # Both sides ran under the switches in effect now (a training task's run sets them: train.tf32);
+        # the engine in `precision` (the reference always in fp32).
         tf32 = tf32_flags()
-        sides = {side: side_record(n, sec, flops, peak_basis(self.dev, tf32))
-                 for side, (n, sec) in (("engine", engine), ("reference", ref))}
+        sides = {side: side_record(n, sec, flops, peak_basis(self.dev, tf32, p))
+                 for side, (n, sec), p in (("engine", engine, precision), ("reference", ref, "fp32"))}
         speedup = sides["engine"]["images_per_s"] / sides["reference"]["images_per_s"]
-        return {**sides, "speedup": speedup, "flops_accounting": accounting, "tf32": tf32, **extra}
+        return {**sides, "speedup": speedup, "flops_accounting": accounting, "tf32": tf32, "precision": precision,
+                **extra}
+
+    def _run_dir(self, task: str, precision: str, mode: str) -> Path:
+        if (precision, mode) == (self.precisions[0], self.compile_modes[0]):
+            return self.tmp / task
+        return self.tmp / f"{task}-{precision}-{mode}"
+
+    def _engine_runs(self, task: str, epochs: int) -> tuple[dict[str, dict], dict[tuple[str, str], dict]]:
+        """(run config by precision, timed run by (precision, compile setting)): the same run once per
+        precision (train.precision) and compile setting, timed the same way, the headline first."""
+        cfgs = {p: ours.train_config(self.params, self.splits, task, self.model_name, per_class=self.per_class,
+                                     epochs=epochs, batch_size=self.batch_size, seed=self.seed, precision=p)
+                for p in self.precisions}
+        runs = {(p, mode): ours.train_task(cfgs[p], self.splits, self._run_dir(task, p, mode), self.dev,
+                                           self.progress, mode)
+                for p in self.precisions for mode in self.compile_modes}
+        return cfgs, runs
 
     def train(self, task: str) -> dict:
         epochs = self.accuracy_epochs if task == "pgd10_at_epoch" else 2
-        cfg = ours.train_config(self.params, self.splits, task, self.model_name, per_class=self.per_class,
-                                epochs=epochs, batch_size=self.batch_size, seed=self.seed)
-        run_dir = self.tmp / task
-        eng = ours.train_task(cfg, self.splits, run_dir, self.dev, self.progress, self.compile_modes[0])
-        # Every other compile setting: the same run again, timed the same way.
-        by_mode = {mode: ours.train_task(cfg, self.splits, self.tmp / f"{task}-{mode}", self.dev, self.progress,
-                                         mode) for mode in self.compile_modes[1:]}
+        head = (self.precisions[0], self.compile_modes[0])
+        cfgs, runs = self._engine_runs(task, epochs)
+        cfg, eng = cfgs[head[0]], runs[head]
 
         model = self._fresh_model()
         torch.manual_seed(self.seed)
@@ -176,13 +217,21 @@ class _Bench:
             adversary=adversary, beta=float((method.get("loss") or {}).get("beta", 6.0)), device=self.dev,
             padding=cfg["augment"].get("crop_padding", 0), flip=cfg["augment"].get("flip", False))
         if task == "pgd10_at_epoch":
-            self.at_models = {"engine": ours.trained_model(run_dir, self.dev), "reference": model.eval()}
+            self.precision_models = {p: ours.trained_model(self._run_dir(task, p, head[1]), self.dev)
+                                     for p in self.precisions}
+            self.at_models = {"engine": self.precision_models[self.engine_precision], "reference": model.eval()}
         flops, accounting = task_flops(task, self.forward, steps=int((adversary or {}).get("steps", 0)))
         n = eng["images"]
-        compiled = {mode: {**side_record(n, e["seconds"], flops, peak_basis(self.dev)),
-                           "speedup": (n / e["seconds"]) / (n / ref_seconds[1])} for mode, e in by_mode.items()}
-        return self._sides(task, (n, eng["seconds"]), (n, ref_seconds[1]), flops, accounting,
-                           compile=self.compile_modes[0], engine_by_compile=compiled,
+
+        def record(p: str, mode: str) -> dict:
+            e = runs[(p, mode)]
+            return {**side_record(n, e["seconds"], flops, peak_basis(self.dev, precision=p)),
+                    "speedup": (n / e["seconds"]) / (n / ref_seconds[1])}
+
+        return self._sides(task, (n, eng["seconds"]), (n, ref_seconds[1]), flops, accounting, precision=head[0],
+                           compile=head[1], engine_by_compile={m: record(head[0], m) for m in self.compile_modes[1:]},
+                           engine_by_precision={p: {m: record(p, m) for m in self.compile_modes}
+                                                for p in self.precisions[1:]},
                            epochs=epochs, timed_epoch=2, engine_epoch_seconds=eng["epoch_seconds"],
                            reference_epoch_seconds=ref_seconds, method=cfg["method"], adversary=adversary,
                            same_initial_weights=self.same_init, engine_epoch_overhead_seconds=eng["overhead"],
@@ -197,7 +246,8 @@ class _Bench:
     def _eval_models(self) -> tuple[torch.nn.Module, torch.nn.Module, str]:
         if "engine" in self.at_models:
             m = self.at_models["engine"]
-            return m, copy.deepcopy(m), f"the engine's PGD-10 AT model after {self.accuracy_epochs} epochs"
+            return m, copy.deepcopy(m), (f"the engine's PGD-10 AT model after {self.accuracy_epochs} epochs "
+                                         f"(trained in {self.engine_precision})")
         m = self._fresh_model().to(self.dev).eval()
         return m, copy.deepcopy(m), f"untrained (seed {self.seed}): run pgd10_at_epoch too for a trained one"
 
@@ -234,23 +284,34 @@ class _Bench:
         extra = {"per_sample": per_sample_identity(eng_pred.pred, ref_pred, ynp, int(ev["seed"]))} \
             if task == "autoattack_eval" else {}
         return self._sides(task, (n, eng_s), (n, ref_s), flops, accounting, evaluated_model=which,
+                           precision_note=EVALUATION_PRECISION_NOTE,
                            attack={k: ev[k] for k in ev if k not in ("shards", "test_per_class")},
                            robust_accuracy={"engine": ours.accuracy(eng_pred.pred, y),
                                             "reference": ours.accuracy(ref_pred, y)}, **extra)
 
+    def _pgd20(self, model: torch.nn.Module, ev: dict) -> np.ndarray:
+        return ours.timed_predict(model, self.test_x, self.test_y, ev, device=self.dev, seed=self.seed)[1].pred
+
     def accuracy(self) -> dict:
-        """Clean and PGD-20 accuracy of the two PGD-AT models, both through `predict`."""
+        """Clean and PGD-20 accuracy of the two PGD-AT models, both through `predict`; and, where
+        this run trained both, the bf16 engine model against the fp32 one, class by class."""
         ev = ours.evaluation(self.params, "pgd20")
-        accs = {}
+        accs, robust = {}, {}
         for side, model in self.at_models.items():
             clean = ours.timed_predict(model, self.test_x, self.test_y, None, device=self.dev, seed=self.seed)[1]
-            robust = self.cache.get("engine_pgd20") if side == "engine" else None
-            if robust is None:
-                robust = ours.timed_predict(model, self.test_x, self.test_y, ev, device=self.dev,
-                                            seed=self.seed)[1].pred
+            cached = self.cache.get("engine_pgd20") if side == "engine" else None
+            robust[side] = cached if cached is not None else self._pgd20(model, ev)
             accs[side] = {"clean": ours.accuracy(clean.pred, self.test_y),
-                          "pgd20": ours.accuracy(robust, self.test_y)}
-        return accuracy_check(accs["engine"], accs["reference"], len(self.test_y))
+                          "pgd20": ours.accuracy(robust[side], self.test_y)}
+        out = accuracy_check(accs["engine"], accs["reference"], len(self.test_y))
+        out["engine_precision"] = self.engine_precision
+        agreement = None
+        if {"fp32", "bf16"} <= set(self.precision_models):  # the engine side is then the fp32 model
+            k = self.splits.num_classes
+            fp32, counts = classwise_accuracy(robust["engine"], self.test_np, k)
+            bf16, _ = classwise_accuracy(self._pgd20(self.precision_models["bf16"], ev), self.test_np, k)
+            agreement = precision_agreement(fp32, bf16, counts, self.splits.class_names)
+        return {**out, "bf16_vs_fp32": agreement, "bf16_matches_fp32": agreement["matches"] if agreement else None}
 
 
 def _run_tasks(bench: _Bench, tasks: Sequence[str], progress: bool) -> dict:
@@ -271,7 +332,7 @@ def _extras(bench: _Bench, out: Path, threads: int | None, profile: bool, concur
     if not profile and not concurrent:
         return {}
     cfg = ours.train_config(bench.params, bench.splits, "pgd10_at_epoch", bench.model_name, per_class=bench.per_class,
-                            epochs=1, batch_size=bench.batch_size, seed=bench.seed)
+                            epochs=1, batch_size=bench.batch_size, seed=bench.seed, precision=bench.precisions[0])
     found: dict = {}
     if profile:
         found["profile"] = [
@@ -289,7 +350,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
               images: int = 1024, test_images: int = 256, tasks: Sequence[str] = ALL_TASKS,
               device: str = "auto", seed: int = 0, batch_size: int = 128, threads: int | None = None,
               accuracy_epochs: int = 2, progress: bool = True, compile_modes: Sequence[str] = ("auto",),
-              profile: bool = False, concurrent: int | None = None) -> dict:
+              profile: bool = False, concurrent: int | None = None, precisions: Sequence[str] = ("fp32",)) -> dict:
     """Time each task for the engine and the reference; write `out` (JSON) and `out`.md.
 
     Training tasks use the first `images` training images (class-stratified), evaluations
@@ -299,10 +360,17 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
     `compile_modes` (speed.compile values) times the engine's training tasks once per mode,
     the first being the headline; `profile` writes a torch.profiler table of the PGD-10 AT
     step per mode beside `out`; `concurrent` K times K training processes sharing the device
-    against one alone."""
+    against one alone.
+
+    `precisions` (train.precision values; bf16 on a GPU only) times the engine's training tasks
+    once per precision and compile setting, the first precision being the headline; evaluations
+    are fp32 by design. Where both fp32 and bf16 train the PGD-10 AT model, the accuracy check
+    compares their class-wise PGD-20 accuracy (`bf16_matches_fp32`, report.AGREEMENT_RULE)."""
     tasks = _check_args(tasks, model, accuracy_epochs, batch_size)
-    set_threads(threads)
+    precisions = _check_precisions(precisions)
     dev = select_device(device)
+    _check_precisions(precisions, dev)  # before anything is set or made
+    set_threads(threads)
     started = time.time()
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     splits = _load(data, images, test_images, seed)
@@ -312,23 +380,25 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
                          f"got {images} and {test_images}")
     with tempfile.TemporaryDirectory(prefix="study-bench-") as tmp:
         bench = _Bench(splits, model, per_class, test_per_class, dev=dev, seed=seed, batch_size=batch_size,
-                       accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp), compile_modes=compile_modes)
+                       accuracy_epochs=accuracy_epochs, progress=progress, tmp=Path(tmp), compile_modes=compile_modes,
+                       precisions=precisions)
         results = _run_tasks(bench, tasks, progress)
         acc = _attempt("accuracy", bench.accuracy, progress) if bench.at_models else None
         extras = _extras(bench, Path(out), threads, profile, concurrent)
         peak = combine_peaks(bench.peak, measure_peak(dev))
         add_fractions(results, peak["flops"])
-        peak["basis_used"] = sorted({r[side]["peak_basis"] for r in results.values() if not r.get("failed")
-                                     for side in ("engine", "reference")})
+        peak["basis_used"] = sorted({rec["peak_basis"] for r in results.values() if not r.get("failed")
+                                     for rec in timed_records(r)})
         peak["basis_rule"] = BASIS_RULE
         if acc and progress:
             print(f"accuracy after PGD-10 AT: engine {acc.get('engine')}, reference {acc.get('reference')}, "
-                  f"ok {acc.get('ok')}", file=sys.stderr, flush=True)
+                  f"ok {acc.get('ok')}; bf16_matches_fp32 {acc.get('bf16_matches_fp32')}", file=sys.stderr, flush=True)
     hardware = _hardware(dev)
     hardware["load_average_1min_start"] = load_start
     settings = {"data": str(data) if data is not None else "synthetic", "model": model,
                 "train_images": int(bench.train_idx.numel()), "test_images": int(bench.test_y.numel()),
                 "tasks": tasks, "device": device, "seed": seed, "batch_size": batch_size,
+                "precisions": precisions, "evaluation_precision": "fp32", "precision_agreement_rule": AGREEMENT_RULE,
                 "threads": threads, "accuracy_epochs": accuracy_epochs, "params": bench.params_path,
                 "autoattack_custom": AUTOATTACK_CUSTOM, "eval_warmup_images": WARMUP_IMAGES,
                 "seeds": {"data": seed, "model_init": seed, "engine_runs": seed, "reference": seed,
@@ -347,6 +417,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
                   + (["accuracy"] if acc and acc.get("failed") else []),
         "accuracy": acc,
         "accuracy_ok": acc.get("ok") if acc else None,
+        "bf16_matches_fp32": acc.get("bf16_matches_fp32") if acc else None,
         **extras,
         "wall_seconds": time.time() - started,
     }

@@ -11,8 +11,8 @@ when a later part runs out of time:
   setup   the bundle's wheels installed; CIFAR-10 (JPEG) prepared from gpu-bundle/mirror
   tests   pytest -m gpu tests/test_gpu.py (CUDA against CPU, compile modes, batch invariance, AutoAttack)
   bench   study bench on the full JPEG CIFAR-10 training set, PreAct-ResNet-18, batch 128: every
-          task, compile off/default/max, fp32 (and bf16 where the bench has --precision),
-          then --concurrent 4
+          task, compile off/default/max, fp32 and, where the bench's --precision lists bf16, bf16 in
+          the same run (so that its report compares the two: bf16_matches_fp32), then --concurrent 4
   repro   PGD-10 AT of PreAct-ResNet-18 with Wong et al. 2020's cyclic schedule (short), then
           clean, PGD-20 and AutoAttack on 1,000 test images, class by class beside Xu et al.
 
@@ -197,6 +197,12 @@ def compile_choices(help_: str) -> tuple[str, ...]:
     return tuple(c for c in (found.group(1) if found else "off,default").split(",") if c != "auto")
 
 
+def precision_choices(help_: str) -> tuple[str, ...]:
+    """The settings of --precision that a help text lists (fp32 alone where it has no such flag)."""
+    found = re.search(r"--precision \{([\w,]+)\}", help_)
+    return tuple(found.group(1).split(",")) if found else ("fp32",)
+
+
 @dataclass
 class Sizes:
     """The check's sizes: the real ones, or toy ones (--smoke)."""
@@ -239,15 +245,17 @@ def bench_part(sizes: Sizes, budget: float, out: Path, env: dict | None = None) 
               "--test-images", str(sizes.test_images), "--batch-size", "128", "--device", sizes.device,
               "--no-progress"]
     bench = out / "bench"
-    steps = [Step("fp32, every task, compile " + "/".join(modes),
-                  study("bench", "--out", str(bench / "fp32.json"), *common, "--compile", *modes),
-                  outputs=[str(bench / "fp32.md")], weight=3)]
-    if "--precision" in help_:
-        steps.append(Step("bf16, every task, compile " + "/".join(modes),
-                          study("bench", "--out", str(bench / "bf16.json"), *common, "--compile", *modes,
-                                "--precision", "bf16"), outputs=[str(bench / "bf16.md")], weight=2))
+    if "bf16" in precision_choices(help_) and sizes.device != "cpu":
+        # One run for both: the bench compares bf16 with fp32 of the same run, class by class.
+        steps = [Step("fp32 and bf16, every task, compile " + "/".join(modes),
+                      study("bench", "--out", str(bench / "fp32-bf16.json"), *common, "--compile", *modes,
+                            "--precision", "fp32", "bf16"), outputs=[str(bench / "fp32-bf16.md")], weight=5)]
     else:
-        steps.append(Step("bf16", None, "`study bench` has no --precision flag yet: bf16 not timed"))
+        steps = [Step("fp32, every task, compile " + "/".join(modes),
+                      study("bench", "--out", str(bench / "fp32.json"), *common, "--compile", *modes),
+                      outputs=[str(bench / "fp32.md")], weight=3),
+                 Step("bf16", None, "bf16 autocast is GPU-only: not timed on cpu" if sizes.device == "cpu"
+                      else "`study bench` has no --precision flag listing bf16: bf16 not timed")]
     steps.append(Step(f"--concurrent {sizes.concurrent} (PGD-10 AT epoch)",
                       study("bench", "--out", str(bench / "concurrent.json"), *common, "--tasks", "pgd10_at_epoch",
                             "--compile", "auto", "--concurrent", str(sizes.concurrent)),
