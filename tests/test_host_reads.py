@@ -153,14 +153,16 @@ def test_no_synchronisation_in_the_cuda_loops(tmp_path, synthetic_splits, tiny_r
 
     def loops():
         train_batches(state, step, 1, policy_state, progress=False)
-        predict_on_device(model, images, labels, attack=ev, batch_size=32, device=torch.device("cuda"),
-                          keep_logits=True)
+        return predict_on_device(model, images, labels, attack=ev, batch_size=32, device=torch.device("cuda"),
+                                 keep_logits=True)
 
     loops()  # warm-up: cuDNN's algorithm search and the allocator's first blocks
     torch.cuda.synchronize()
+    # sync debug mode "error" raises on any host synchronisation inside the loops
     torch.cuda.set_sync_debug_mode("error")
     try:
-        loops()
+        preds, logits, _ = loops()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()
+    assert preds.shape == (len(labels),) and preds.device.type == "cuda" and logits.shape[0] == len(labels)
