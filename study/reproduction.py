@@ -47,7 +47,7 @@ from study.config import ConfigError, comparison_baseline, resolve_evaluation, r
 from study.io import atomic_write_text
 from study.metrics import seed_aggregate, wilson_interval
 from study.metrics.seeds import accuracy_seed_interval, seed_interval
-from study.metrics.trust import NOT_COUNTED
+from study.metrics.trust import not_counted
 from study.provenance import git_commit
 from study.published import BY_ID, PAPERS, PUBLISHED, SECTIONS, Published
 from study.runs import SETTING_COLUMNS
@@ -153,8 +153,8 @@ def _annotate(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
     kinds = {key: _evaluation_kind(params, *key) for key in set(keys)}
     table["kind"] = [kinds[key][0] for key in keys]
     table["steps"] = [kinds[key][1] for key in keys]
-    if "check_status" not in table:  # tables built without checks.json: every evaluation unchecked
-        table["check_status"], table["checks_not_passed"] = "unchecked", ""
+    if "checks_not_passed" not in table:  # tables built without checks.json
+        table["checks_not_passed"] = ""
     if "train_data" not in table:
         table["train_data"] = "original"
     return table
@@ -228,7 +228,7 @@ def _notes(p: Published, seeds: int) -> tuple[str, ...]:
 
 def _flagged(rows: pd.DataFrame) -> str:
     """The checks that flagged or failed the rows' evaluation ('' when the rule counts it)."""
-    bad = rows[rows["check_status"].isin(NOT_COUNTED)]
+    bad = rows[not_counted(rows)]
     return "; ".join(sorted(set(bad["checks_not_passed"].astype(str)))) or ("flagged" if len(bad) else "")
 
 

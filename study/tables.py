@@ -20,7 +20,7 @@ import pandas as pd
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
-from study.metrics.trust import NOT_COUNTED, read_checks, trust_of
+from study.metrics.trust import not_counted, read_checks, trust_of
 from study.runs import SETTING_COLUMNS, identity
 
 #: the columns a seed aggregate is keyed by
@@ -90,8 +90,7 @@ def averaged_epochs(cfg: dict, epochs: pd.DataFrame) -> float:
 def counted_seed_aggregate(classwise: pd.DataFrame) -> pd.DataFrame:
     """The class-wise table over seeds, counting no sample of a flagged or failed evaluation
     (its seed is left out of the mean and the interval); `flagged_seeds` counts those left out."""
-    flagged = classwise["check_status"].isin(NOT_COUNTED) if "check_status" in classwise else \
-        pd.Series(False, index=classwise.index)
+    flagged = not_counted(classwise)
     kept = classwise.copy()
     kept.loc[flagged, ["acc", "correct"]] = np.nan
     kept.loc[flagged, "n"] = 0
@@ -109,8 +108,7 @@ def headline_metrics(summary: pd.DataFrame) -> dict:
     for key, group in summary.groupby(keys, sort=True):
         # runs on the original data keep the short name dataset/model/method/eval
         name = "/".join(str(k) for k in key if k != "original")
-        left_out = group["check_status"].isin(NOT_COUNTED) if "check_status" in group else \
-            pd.Series(False, index=group.index)
+        left_out = not_counted(group)
         kept = group[~left_out]
         out[name] = {
             "mean": round(float(np.mean(kept["mean"])), 4) if len(kept) else None,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 from matplotlib.colors import to_rgba
 
-from study.metrics.trust import CHECK_STATUSES, NOT_COUNTED
+from study.metrics.trust import not_counted
 
 FLAGGED = "flagged by checks"
 #: the hatch of a bar drawn from a flagged evaluation's measured value
@@ -26,23 +26,6 @@ HATCH_NOTE = f"hatched: {FLAGGED}, not counted (the measured value, an upper bou
 #: evaluations a note names one by one; the rest are counted
 MAX_NAMED = 6
 _NOTE_WIDTH = 110
-
-
-def statuses(table: pd.DataFrame) -> pd.Series:
-    """Each row's check status; 'unchecked' where the table has no `check_status` (written before
-    the checks) or the cell is empty."""
-    if "check_status" not in table.columns:
-        return pd.Series("unchecked", index=table.index, dtype=object)
-    status = table["check_status"].fillna("unchecked").astype(str)
-    unknown = sorted(set(status) - set(CHECK_STATUSES))
-    if unknown:
-        raise ValueError(f"unknown check status {unknown}; valid: {', '.join(CHECK_STATUSES)}")
-    return status
-
-
-def not_counted(table: pd.DataFrame) -> pd.Series:
-    """True on the rows of flagged or failed evaluations, whose samples the rule does not count."""
-    return statuses(table).isin(NOT_COUNTED)
 
 
 def split_counted(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

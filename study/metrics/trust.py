@@ -23,6 +23,8 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pandas as pd
+
 CHECK_STATUSES = ("pass", "flag", "fail", "unchecked")
 #: the statuses whose samples are not counted as robust
 NOT_COUNTED = ("flag", "fail")
@@ -70,3 +72,20 @@ def counted(status: str) -> bool:
     if status not in CHECK_STATUSES:
         raise ValueError(f"unknown check status {status!r}; valid: {', '.join(CHECK_STATUSES)}")
     return status not in NOT_COUNTED
+
+
+def statuses(table: pd.DataFrame) -> pd.Series:
+    """Each row's check status; 'unchecked' where the table has no `check_status` (written before
+    the checks) or the cell is empty."""
+    if "check_status" not in table.columns:
+        return pd.Series("unchecked", index=table.index, dtype=object)
+    status = table["check_status"].fillna("unchecked").astype(str)
+    unknown = sorted(set(status) - set(CHECK_STATUSES))
+    if unknown:
+        raise ValueError(f"unknown check status {unknown}; valid: {', '.join(CHECK_STATUSES)}")
+    return status
+
+
+def not_counted(table: pd.DataFrame) -> pd.Series:
+    """True on the rows of flagged or failed evaluations, whose samples the rule does not count."""
+    return statuses(table).isin(NOT_COUNTED)
