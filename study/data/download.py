@@ -251,17 +251,17 @@ def _download(spec: ArchiveSpec, url: str, target: Path, progress: bool) -> None
 _DOWNLOAD_ERRORS = (OSError, http.client.HTTPException, ValueError)  # URLError, timeouts; bad URLs
 
 
-def download_any(spec: ArchiveSpec, target: Path, progress: bool) -> dict[str, str]:
+def download_any(spec: ArchiveSpec, target: Path, progress: bool) -> None:
     """Download `spec` to `target` from the first of `download_urls(spec)` that gives a whole,
-    verified file. Returns {url: error} of the URLs that failed before (all of them when it
-    raises): ChecksumError if some URL served other content, else the last download error."""
+    verified file. When none does: ChecksumError if some URL served other content, else
+    DataUnavailableError naming every URL tried with its error."""
     failed: dict[str, str] = {}
     bad_content: list[str] = []
     urls = download_urls(spec)
     for url in urls:
         try:
             _download(spec, url, target, progress)
-            return failed
+            return
         except ChecksumError as err:
             bad_content.append(str(err))
             failed[url] = str(err)
