@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import torch
 
 from study.io import load_torch
 from study.runs import load_trained_model
-from study.train.engine import EPOCH_COLUMNS, TrainingDivergedError, channel_stats, train_run
+from study.train.engine import EPOCH_COLUMNS, TEST_PAUSE_ENV, TrainingDivergedError, channel_stats, train_run
 from study.train.optim import lr_factor
 
 
@@ -67,30 +68,46 @@ def test_resume_after_stop_gives_identical_records(tmp_path, synthetic_splits, t
 
 
 def test_killed_process_resumes_from_checkpoint(tmp_path, synthetic_file, tiny_run_config):
-    """SIGKILL a real `study train` after its first checkpoint; the rerun finishes the same run."""
+    """SIGKILL a real `study train` paused right after its first checkpoint (the engine's
+    test-only pause, so no race with a fast machine); the rerun resumes from epoch 1 and
+    finishes with the records of an uninterrupted run."""
     cfg = {**tiny_run_config, "epochs": 3}
     cfg_path = tmp_path / "cfg.json"
     cfg_path.write_text(json.dumps(cfg))
     exe = os.path.join(os.path.dirname(sys.executable), "study")
     args = [exe, "train", "--data", str(synthetic_file), "--run-dir", str(tmp_path / "run"),
             "--run-config", f"@{cfg_path}", "--device", "cpu", "--no-progress", "--threads", "1"]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
-    ckpt = tmp_path / "run" / "checkpoint.pt"
-    deadline = time.time() + 300
-    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert ckpt.exists(), "the first epoch should have been checkpointed before the kill"
-    done_before = load_torch(ckpt)["epoch"]
-    assert not (tmp_path / "run" / "model.pt").exists() or done_before == 3
+    release = tmp_path / "release"  # never created: the paused process waits for it until killed
+    reached = tmp_path / "release.reached"
+    env = {**os.environ, TEST_PAUSE_ENV: str(release)}
+    log = tmp_path / "killed.log"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(args, stderr=stderr, env=env)
+    try:
+        # the one timeout here is a hang guard: reaching the pause ends the wait
+        deadline = time.monotonic() + 300
+        while not reached.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reached.exists(), f"study train never paused after its first checkpoint (exit {proc.poll()})"
+        assert proc.poll() is None, "the paused process must still be running when it is killed"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    run = tmp_path / "run"
+    assert load_torch(run / "checkpoint.pt")["epoch"] == 1
+    assert not (run / "model.pt").exists() and not (run / "meta.json").exists()
+    assert sorted(pd.read_csv(run / "epochs.csv")["epoch"].unique()) == [1]
+    assert not re.findall(r"^epoch [23]/3 ", log.read_text(), re.M)
 
-    rerun = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=600)  # without the pause
     assert rerun.returncode == 0, rerun.stderr
-    if done_before < 3:
-        assert f"resuming run after epoch {done_before}/3" in rerun.stderr
-    epochs = pd.read_csv(tmp_path / "run" / "epochs.csv")
+    assert "resuming run after epoch 1/3" in rerun.stderr
+    # the resumed process trains epochs 2 and 3 only (one log line per epoch trained)
+    assert re.findall(r"^epoch (\d+)/3 ", rerun.stderr, re.M) == ["2", "3"]
+    epochs = pd.read_csv(run / "epochs.csv")
     assert sorted(epochs["epoch"].unique()) == [1, 2, 3]
+    assert len(json.loads((run / "meta.json").read_text())["epoch_seconds"]) == 3
 
     straight = tmp_path / "straight"
     from study.data.prepared import load_prepared
@@ -103,6 +120,9 @@ def test_killed_process_resumes_from_checkpoint(tmp_path, synthetic_file, tiny_r
     finally:
         torch.set_num_threads(threads)
     pd.testing.assert_frame_equal(epochs, pd.read_csv(straight / "epochs.csv"))
+    wa, wb = load_torch(straight / "model.pt"), load_torch(run / "model.pt")
+    for key in wa["state_dict"]:
+        assert torch.equal(wa["state_dict"][key], wb["state_dict"][key]), key
 
 
 def test_nan_loss_stops_with_a_clear_error_and_keeps_the_last_checkpoint(tmp_path, synthetic_splits, tiny_run_config):

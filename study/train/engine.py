@@ -19,7 +19,7 @@ a fixed seed, finishes with the same records as an uninterrupted run.
 from __future__ import annotations
 
 import json
-import sys
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,6 +49,7 @@ from study.train.records import (
 from study.train.run_config import check_run_config
 from study.train.setup import (
     RunState,
+    _log,
     channel_stats,
     check_data,
     check_run_dir,
@@ -107,12 +108,29 @@ def train_run(
         end_epoch(state, epoch, totals, policy_state)
         state.timings.append(time.perf_counter() - t0)
         save_state(state, epoch)
+        if epoch == state.start_epoch + 1:
+            _pause_for_test()
         _log(epoch_line(epoch, state.epochs, state.records[-state.num_classes:], state.timings[-1]))
         if stop_after is not None and epoch >= stop_after and epoch < state.epochs:
             _log(f"stopping after epoch {epoch} as asked; rerun the same command to continue")
             return TrainResult(run_dir, epoch, finished=False)
     finish_run(state, step.record())
     return TrainResult(run_dir, state.epochs, finished=True)
+
+
+#: Test-only (tests/test_engine.py's killed-process test), never set in a real run: after this
+#: process's first checkpoint, create `<path>.reached` and wait until `<path>` exists, so that
+#: the test kills the run at a known point instead of racing a fast machine to it.
+TEST_PAUSE_ENV = "STUDY_TEST_PAUSE_AFTER_CHECKPOINT"
+
+
+def _pause_for_test() -> None:
+    path = os.environ.get(TEST_PAUSE_ENV)
+    if not path:
+        return
+    Path(f"{path}.reached").touch()
+    while not Path(path).exists():
+        time.sleep(0.05)
 
 
 def prime_policies(state: RunState) -> None:
@@ -230,7 +248,3 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         # run compiles again): the records are that region's
         "compile": compiled,
     })
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
