@@ -19,7 +19,6 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/figures.smk"
-include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/zoo.smk"
 include: "workflow/rules/bench.smk"
 
@@ -28,5 +27,4 @@ rule all:
     input:
         "results/figures/all",
         "results/reproduction.md",
-        PRETRAINED_TARGETS,
         ZOO_TARGETS,

@@ -118,19 +118,6 @@ def cmd_merge_shards(args) -> int:
     return 0
 
 
-def cmd_evaluate_pretrained(args) -> int:
-    from study.data.prepared import load_prepared
-    from study.device import select_device, set_threads
-    from study.evaluate.pretrained import evaluate_pretrained
-
-    device = select_device(args.device)
-    set_threads(args.threads)
-    splits = load_prepared(args.data)
-    evaluate_pretrained(args.model, splits, args.evaluation, args.out, weights_dir=args.weights_dir,
-                        device=device, progress=not args.no_progress)
-    return 0
-
-
 def cmd_zoo_run(args) -> int:
     from study.runs import write_zoo_run
 
@@ -352,15 +339,6 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default="last", choices=["last", "best"],
                    help="last (model.pt) or best on validation (model_best.pt; recorded as <evaluation>@best)")
     p.set_defaults(func=cmd_evaluate)
-
-    p = sub.add_parser("evaluate-pretrained", parents=[_device_args()],
-                       help="per-sample evaluation of a pretrained ImageNet model")
-    p.add_argument("--model", required=True, help="pretrained model name (study.models.pretrained)")
-    p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
-    p.add_argument("--data", required=True, help="prepared ImageNet validation subset (study prepare)")
-    p.add_argument("--evaluation", type=_json_arg, required=True, help="resolved evaluation (JSON or @file)")
-    p.add_argument("--out", required=True, help="parquet file of per-sample records")
-    p.set_defaults(func=cmd_evaluate_pretrained)
 
     p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")
     p.add_argument("--out", required=True)

@@ -444,7 +444,7 @@ def test_every_model_command_takes_device_auto_and_resolves_it_first(monkeypatch
     import study.device
 
     commands = _subcommands_with_device()
-    assert {"train", "evaluate", "evaluate-pretrained", "construct", "check", "corruptions", "bench"} <= set(commands)
+    assert {"train", "evaluate", "construct", "check", "corruptions", "bench"} <= set(commands)
     asked = []
 
     def spy(name="auto"):

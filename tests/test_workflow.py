@@ -26,10 +26,10 @@ BIN = Path(sys.executable).parent
 # environment.yml: every rule names it (`conda:`), and Snakemake reads it for each job's metadata
 WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml"]
 # Rules the ci DAG has no job of: targets that only gather other rules' outputs, the bench
-# (it measures the machine; test_bench_target_... checks its DAG) and the pretrained ImageNet
-# models (they need the hand-placed ImageNet; tests/test_pretrained_workflow.py checks their DAG).
-NOT_IN_CI_DAG = {"all", "data_all", "train_all", "evaluate_all", "robustness_all", "pretrained_all", "bench_all",
-                 "bench", "prepare_imagenet", "evaluate_pretrained", "pretrained_tables"}
+# (it measures the machine; test_bench_target_... checks its DAG) and the zoo's ImageNet data
+# (it needs the hand-placed ImageNet; tests/test_zoo_workflow.py checks the paper DAG's zoo jobs).
+NOT_IN_CI_DAG = {"all", "data_all", "train_all", "evaluate_all", "robustness_all", "bench_all",
+                 "bench", "prepare_imagenet"}
 # The RobustBench zoo's rules and figures: in the ci DAG only once its weights are placed
 # (tests/test_zoo_workflow.py places them and runs them).
 ZOO_FIGURES = {"fig15_zoo_classwise": "zoo_classwise", "fig16_zoo_ranks": "zoo_ranks", "fig17_zoo_gap": "zoo_gap"}
@@ -142,7 +142,7 @@ def _evaluate_jobs(params, runs) -> tuple[int, int]:
 def _evaluate_count(counts: dict[str, int]) -> int:
     """Jobs of the evaluate rules (one rule per set of evaluations, evaluate_shard) in job stats."""
     return sum(n for rule, n in counts.items()
-               if rule.startswith("evaluate_") and rule not in ("evaluate_all", "evaluate_pretrained"))
+               if rule.startswith("evaluate_") and rule != "evaluate_all")
 
 
 def _train_count(counts: dict[str, int]) -> int:
@@ -235,7 +235,7 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
     out, _ = paper_dry_run
     jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
-    gpu_rules = r"\s*(local)?rule (train|train_validated|evaluate_(?!all:|pretrained:)\w+|construct):"
+    gpu_rules = r"\s*(local)?rule (train|train_validated|evaluate_(?!all:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
     assert len(gpu_jobs) == _train_count(counts) + _evaluate_count(counts) + counts.get("construct", 0)

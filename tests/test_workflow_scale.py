@@ -14,7 +14,7 @@ from study.resources import FORWARD_GFLOPS_32, evaluate_minutes, mem_mb, train_m
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(
-    r"^Shell command: study (train|evaluate[\w-]*|[\w-]*pretrained[\w-]*|check|corruptions|construct)\b", re.M)
+    r"^Shell command: study (train|evaluate[\w-]*|check|corruptions|construct)\b", re.M)
 
 
 def _jobs(out: str) -> list[str]:
@@ -28,8 +28,7 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
     model_rules = ("train", "train_validated", "check", "corruptions", "construct")
-    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts) + sum(
-        v for k, v in counts.items() if "pretrained" in k)
+    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts)
     for job in model_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)
         for key in ("gpu=1", "mem_mb=", "runtime="):

@@ -1,10 +1,13 @@
-"""The RobustBench zoo of the configured study (params `zoo`): one run-like entry per model.
+"""The model zoo of the configured study (params `zoo`): one run-like entry per model.
 
-A zoo model is evaluated, never trained. It becomes a `RunSpec` whose config has the shape
-of a trained run's (the tables read the same fields; the training fields say `pretrained`,
-zero epochs) plus `zoo` (RobustBench's dataset, threat model and model ID). Its run id is
-`zoo-<dataset>-<threat model>-<name>`, so its records, checks and CIFAR-10-C records sit
-beside the trained runs' and every rule that evaluates a run evaluates it alike.
+A zoo model is trained elsewhere and evaluated here: one of RobustBench's zoo (the default
+`source`), or a torchvision ImageNet model (`source: torchvision`, its state dict `file` in
+the weights folder). It becomes a `RunSpec` whose config has the shape of a trained run's
+(the tables read the same fields; the training fields say `pretrained`, zero epochs) plus
+`zoo` (the leaderboard's dataset and threat model, the model's name, and for torchvision its
+source and file). Its run id is `zoo-<dataset>-<threat model>-<name>`, so its records, checks
+and CIFAR-10-C records sit beside the trained runs' and every rule that evaluates a run
+evaluates it alike.
 """
 
 from __future__ import annotations
@@ -18,13 +21,42 @@ from study.config.plan import RunSpec
 
 ZOO_PREFIX = "zoo-"
 ZOO_GROUP = "zoo"
+ZOO_SOURCES = ("robustbench", "torchvision")
+#: how the ImageNet validation subset is prepared when zoo.imagenet says nothing
+IMAGENET_DEFAULTS = {"per_class": None, "image_size": 224}
 
 
 def zoo_weights_dir(params: Mapping) -> str | None:
-    """The weights folder the zoo reads (the pretrained models' one): the config key, else the env."""
+    """The weights folder the zoo reads: the config key zoo.weights_dir, else the env."""
     from study.models.weights import WEIGHTS_ENV
 
-    return (params.get("pretrained") or {}).get("weights_dir") or os.environ.get(WEIGHTS_ENV) or None
+    return (params.get("zoo") or {}).get("weights_dir") or os.environ.get(WEIGHTS_ENV) or None
+
+
+def zoo_imagenet_options(params: Mapping) -> dict:
+    """`study prepare --options` of the ImageNet validation subset (zoo.imagenet)."""
+    return {**IMAGENET_DEFAULTS, **((params.get("zoo") or {}).get("imagenet") or {})}
+
+
+def zoo_source(entry: Mapping) -> str:
+    """Who builds the entry's network: robustbench (the default) or torchvision (with its `file`)."""
+    source = entry.get("source", "robustbench")
+    if source not in ZOO_SOURCES:
+        raise ConfigError(f"zoo entry {entry['name']}: source {source!r}; valid: {', '.join(ZOO_SOURCES)}")
+    if (source == "torchvision") != bool(entry.get("file")):
+        raise ConfigError(f"zoo entry {entry['name']}: `file` (its weights file in the folder) is given with "
+                          f"source torchvision and only then; here source is {source!r}, file {entry.get('file')!r}")
+    if source == "torchvision" and entry["dataset"] != "imagenet":
+        raise ConfigError(f"zoo entry {entry['name']}: torchvision's models classify ImageNet; dataset "
+                          f"{entry['dataset']!r} (valid: imagenet)")
+    return source
+
+
+def zoo_weights_file(entry: Mapping) -> str:
+    """The entry's file in the weights folder (robustbench's layout, or the torchvision entry's `file`)."""
+    if zoo_source(entry) == "torchvision":
+        return entry["file"]
+    return f"{entry['dataset']}/{entry['threat_model']}/{entry['name']}.pt"
 
 
 def zoo_run_config(entry: Mapping) -> dict:
@@ -32,17 +64,20 @@ def zoo_run_config(entry: Mapping) -> dict:
     from study.data.registry import get_dataset_info
 
     data = entry.get("data", entry["dataset"])
+    source = zoo_source(entry)
     return {
         "dataset": data,
         "data_variant": entry.get("variant") or get_dataset_info(data).variants[0],
         "train_per_class": None,
         "model": entry["name"],
-        "method": "robustbench",
+        "method": source,
         "seed": 0,
         "optimizer": {"name": "pretrained", "lr": 0.0, "weight_decay": 0.0},
         "schedule": {"name": "pretrained"},
         "epochs": 0,
-        "zoo": {"dataset": entry["dataset"], "threat_model": entry["threat_model"], "name": entry["name"]},
+        # robustbench's entries keep their three fields only, so their run configs are those of before
+        "zoo": {"dataset": entry["dataset"], "threat_model": entry["threat_model"], "name": entry["name"],
+                **({"source": source, "file": entry["file"]} if source != "robustbench" else {})},
     }
 
 
@@ -53,8 +88,7 @@ def zoo_run_id(entry: Mapping) -> str:
 
 
 def _weights_present(entry: Mapping, weights_dir: str | None) -> bool:
-    return weights_dir is not None and (
-        Path(weights_dir).expanduser() / entry["dataset"] / entry["threat_model"] / f"{entry['name']}.pt").is_file()
+    return weights_dir is not None and (Path(weights_dir).expanduser() / zoo_weights_file(entry)).is_file()
 
 
 def _check_image_size(params: Mapping, entry: Mapping) -> None:

@@ -84,7 +84,7 @@ def evaluate_model(
 ) -> Path:
     """Per-sample records of `model` (already on `device`) on the test set (or its first
     `test_per_class` per class), clean or under attack; shared by trained runs and
-    pretrained models, so both write the same records."""
+    zoo models (study.config.zoo), so both write the same records."""
     out = Path(out)
     idx = stratified_subset(splits.test_y, evaluation.get("test_per_class"))
     seed = int(evaluation.get("seed", 0))

@@ -1,5 +1,5 @@
-"""The local weights folder of models trained elsewhere (pretrained ImageNet models, the
-RobustBench zoo): the config key `pretrained.weights_dir`, or $STUDY_WEIGHTS_DIR."""
+"""The local weights folder of models trained elsewhere (the zoo: RobustBench's models,
+torchvision's ImageNet models): the config key `zoo.weights_dir`, or $STUDY_WEIGHTS_DIR."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 WEIGHTS_ENV = "STUDY_WEIGHTS_DIR"
-WEIGHTS_CONFIG_KEY = "pretrained.weights_dir"
+WEIGHTS_CONFIG_KEY = "zoo.weights_dir"
 
 
 class WeightsUnavailableError(FileNotFoundError):

@@ -1,11 +1,16 @@
-"""The RobustBench model zoo, loaded through robustbench itself (`robustbench.utils.load_model`).
+"""The model zoo: models trained elsewhere, read from the local weights folder (config key
+`zoo.weights_dir`, or $STUDY_WEIGHTS_DIR), never downloaded silently. Two sources:
 
-Weights are files in the local weights folder (config key `pretrained.weights_dir`, or
-$STUDY_WEIGHTS_DIR), laid out as robustbench lays out its own `model_dir`:
-`<weights_dir>/<dataset>/<threat_model>/<name>.pt` (an ensemble: `<name>.pt_m0.pt`,
-`<name>.pt_m1.pt`, ...). robustbench parses its checkpoints (nesting, prefixes, the
-normalization layer) and returns models that take images in [0, 1] and normalize inside,
-which is this project's model contract.
+* robustbench (the default): RobustBench's zoo, loaded through robustbench itself
+  (`robustbench.utils.load_model`) from the folder laid out as robustbench lays out its own
+  `model_dir`: `<weights_dir>/<dataset>/<threat_model>/<name>.pt` (an ensemble:
+  `<name>.pt_m0.pt`, `<name>.pt_m1.pt`, ...). robustbench parses its checkpoints (nesting,
+  prefixes, the normalization layer) and returns models that take images in [0, 1] and
+  normalize inside, which is this project's model contract.
+* torchvision: one of torchvision's ImageNet classifiers (`name` is its builder, e.g.
+  `resnet50`), built by torchvision without weights and given the plain state dict in the
+  entry's `file` (`torch.load(..., weights_only=True)`, every key checked), behind the
+  ImageNet normalization.
 
 robustbench downloads a missing file from Google Drive (gdown, no timeout). Here it is
 called only when every file it reads is in place; a missing file is one
@@ -13,7 +18,7 @@ called only when every file it reads is in place; a missing file is one
 from. `download=True` lets robustbench try its download first (machines with a network);
 a failed download ends in the same one-line error.
 
-robustbench is imported inside the loader only (it takes seconds: timm, torchvision).
+robustbench and torchvision are imported inside the loaders only (seconds: timm, torchvision).
 """
 
 from __future__ import annotations
@@ -31,11 +36,17 @@ from typing import Any
 import torch
 from torch import nn
 
+from study.io import load_torch
+from study.models.normalize import Normalize
 from study.models.weights import WEIGHTS_CONFIG_KEY, WEIGHTS_ENV, WeightsUnavailableError, resolve_weights_dir
 
 ZOO_DATASETS = ("cifar10", "cifar100", "imagenet")
 ZOO_THREAT_MODELS = ("Linf", "L2", "corruptions")
+ZOO_SOURCES = ("robustbench", "torchvision")
 DOWNLOAD_TIMEOUT_S = 60
+# The statistics torchvision's ImageNet weights were trained with (its transforms' defaults).
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 # Declared schemas of the two torchvision ops that torchvision registers without checking
 # that its compiled extension loaded (see _import_robustbench); kept alive while the process runs.
@@ -44,30 +55,41 @@ _TORCHVISION_SCHEMAS: list[Any] = []
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """One RobustBench model: its leaderboard (dataset, threat model) and its model ID."""
+    """One zoo model: its leaderboard (dataset, threat model), its RobustBench model ID or
+    torchvision builder, who builds it, and (torchvision) its state dict's file in the folder."""
 
     dataset: str
     threat_model: str
     name: str
+    source: str = "robustbench"
+    file: str | None = None
 
     def __post_init__(self) -> None:
         if self.dataset not in ZOO_DATASETS:
             raise ValueError(f"RobustBench dataset {self.dataset!r}; valid: {', '.join(ZOO_DATASETS)}")
         if self.threat_model not in ZOO_THREAT_MODELS:
             raise ValueError(f"RobustBench threat model {self.threat_model!r}; valid: {', '.join(ZOO_THREAT_MODELS)}")
+        if self.source not in ZOO_SOURCES:
+            raise ValueError(f"zoo source {self.source!r}; valid: {', '.join(ZOO_SOURCES)}")
+        if (self.source == "torchvision") != bool(self.file):
+            raise ValueError(f"zoo model {self.name}: a file is given with source torchvision and only then "
+                             f"(source {self.source!r}, file {self.file!r})")
+        if self.source == "torchvision" and self.dataset != "imagenet":
+            raise ValueError(f"torchvision model {self.name}: dataset {self.dataset!r}; valid: imagenet")
 
     @property
     def relative_file(self) -> str:
-        """The file's place in the weights folder (robustbench's model_dir layout)."""
-        return f"{self.dataset}/{self.threat_model}/{self.name}.pt"
+        """The file's place in the weights folder (robustbench's model_dir layout, or torchvision's `file`)."""
+        return self.file if self.file else f"{self.dataset}/{self.threat_model}/{self.name}.pt"
 
     def describe(self) -> str:
-        return f"RobustBench model {self.name} ({self.dataset}, {self.threat_model})"
+        who = "torchvision" if self.source == "torchvision" else "RobustBench"
+        return f"{who} model {self.name} ({self.dataset}, {self.threat_model})"
 
 
 class ZooModel(nn.Module):
-    """A RobustBench model under the project's model contract: float images in [0, 1] in,
-    logits out (the normalization is inside the network, where RobustBench puts it)."""
+    """A zoo model under the project's model contract: float images in [0, 1] in, logits
+    out (the normalization is inside the network, where RobustBench puts it)."""
 
     def __init__(self, network: nn.Module, entry: ZooEntry):
         super().__init__()
@@ -181,10 +203,54 @@ def _download(utils, entry: ZooEntry, model_dir: Path, record: dict, path: Path)
         socket.setdefaulttimeout(previous)
 
 
+def _torchvision_file(entry: ZooEntry, weights_dir: str | os.PathLike | None) -> Path:
+    path = zoo_file(entry, weights_dir)
+    if not path.is_file():
+        raise WeightsUnavailableError(
+            f"weights of {entry.describe()} not found: expected the file {path} ({entry.file} in the weights "
+            f"folder, torchvision's state dict of {entry.name}). The official copy: the url of "
+            f"torchvision.models.get_model_weights({entry.name!r}) (https://download.pytorch.org/models/"
+            f"{Path(entry.file).name}); copy it there. The folder is the config key {WEIGHTS_CONFIG_KEY} or "
+            f"${WEIGHTS_ENV}.")
+    return path
+
+
+def _load_torchvision(entry: ZooEntry, weights_dir: str | os.PathLike | None) -> nn.Module:
+    """torchvision's `entry.name` with the state dict of its file, checked key by key,
+    behind the ImageNet normalization."""
+    path = _torchvision_file(entry, weights_dir)
+    _import_torchvision()
+    import torchvision.models
+
+    try:
+        builder = torchvision.models.get_model_builder(entry.name)
+    except ValueError:
+        raise ValueError(f"torchvision has no model {entry.name!r}; valid: "
+                         f"{', '.join(torchvision.models.list_models(torchvision.models))}") from None
+    state = dict(load_torch(path))
+    # Built without memory or random init (meta device): every weight comes from the file.
+    with torch.device("meta"):
+        network = builder(weights=None)
+    expected = set(network.state_dict())
+    for key in expected - state.keys():
+        # Older torchvision files predate BatchNorm's batch counter, which eval never uses.
+        if key.endswith(".num_batches_tracked"):
+            state[key] = torch.tensor(0, dtype=torch.long)
+    missing, unexpected = sorted(expected - state.keys()), sorted(state.keys() - expected)
+    if missing or unexpected:
+        raise ValueError(f"{path} does not hold torchvision's {entry.name} weights: {len(missing)} missing keys "
+                         f"(e.g. {missing[:3]}), {len(unexpected)} unexpected (e.g. {unexpected[:3]})")
+    network.load_state_dict(state, assign=True)
+    return nn.Sequential(Normalize(IMAGENET_MEAN, IMAGENET_STD), network)
+
+
 def check_zoo_weights(
     entry: ZooEntry, weights_dir: str | os.PathLike | None = None, *, download: bool = False
 ) -> list[Path]:
-    """The files robustbench reads for `entry`, all in place (or `WeightsUnavailableError`)."""
+    """The files the loader reads for `entry`, all in place (or `WeightsUnavailableError`);
+    `download` lets robustbench fetch its own (a torchvision file is always placed by hand)."""
+    if entry.source == "torchvision":
+        return [_torchvision_file(entry, weights_dir)]
     model_dir = resolve_weights_dir(weights_dir)
     utils = _import_robustbench()
     record = _zoo_record(utils, entry)
@@ -205,7 +271,10 @@ def load_zoo_model(
     *,
     download: bool = False,
 ) -> ZooModel:
-    """`entry` through robustbench.utils.load_model from the weights folder, in eval mode."""
+    """`entry` from the weights folder, in eval mode: through robustbench.utils.load_model, or
+    (source torchvision) torchvision's architecture with the file's state dict."""
+    if entry.source == "torchvision":
+        return ZooModel(_load_torchvision(entry, weights_dir), entry).to(device).eval()
     files = check_zoo_weights(entry, weights_dir, download=download)
     utils = _import_robustbench()
     try:

@@ -12,7 +12,7 @@ from study import resources as resources_estimate
 from study.config import (ConfigError, configured_mirror, constructions, load_params, plan_runs, prepared_name,
                           resolve_evaluation)
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
-from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_weights_dir
+from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
 
 _BASE = Path(workflow.basedir) / "workflow"
@@ -27,10 +27,10 @@ config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
 PLAN = plan_runs(config)
-ZOO = plan_zoo(config)  # RobustBench zoo models as runs that are evaluated, never trained (zoo.smk)
+ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
-ROBUSTNESS, PRETRAINED = config["robustness"], config["pretrained"]
+ROBUSTNESS = config["robustness"]
 
 
 wildcard_constraints:
@@ -110,13 +110,20 @@ def _cores():
 
 
 GPU_SLOTS = _gpu_slots()
-# Every model rule's `threads:` (train, evaluate, check, corruptions, construct, pretrained):
+# Every model rule's `threads:` (train, evaluate, check, corruptions, construct):
 # --cores / gpu_slots, so K slots run K jobs at once (a profile's max-threads still caps it).
 MODEL_THREADS = resources_estimate.slot_threads(_cores(), GPU_SLOTS)
 # What each job's `study` process reads (study.device.share_gpu): how many jobs share the GPU, so
 # that it takes 1/K of the GPU's memory (set_per_process_memory_fraction; STUDY_GPU_MEMORY_FRACTION
 # overrides). Its torch.compile workers follow its --threads {threads} (study.device.set_threads).
 os.environ.update({"STUDY_GPU_SLOTS": str(GPU_SLOTS)})
+
+
+def gpu_resources(mem_mb, runtime):
+    """`resources:` of every rule whose job runs a model (`resources: **gpu_resources(...)`): one GPU, shared
+    by gpu_slots jobs (one slot each; the profiles' limits), and the job's memory and minutes (numbers or
+    functions of the wildcards)."""
+    return {"gpu": 1, "gpu_slots": 1, "mem_mb": mem_mb, "runtime": runtime}
 
 
 def run_resource(estimate, **kwargs):
@@ -141,7 +148,7 @@ def eval_file(run_id, evaluation, checkpoint="last"):
     return f"{RESULTS}/evaluations/{run_id}/{evaluation}{'@best' if checkpoint == 'best' else ''}.parquet"
 
 def resolved_evaluation(wildcards, name=None):
-    """As resolved for the run's dataset (per_dataset: MNIST's budget); pretrained models have no run."""
+    """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
     dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None
     return resolve_evaluation(config, name or wildcards.evaluation, dataset=dataset)
 

@@ -25,10 +25,8 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
             "gpu_eval"  # packed several to a GPU on a cluster (profiles/slurm); ignored locally
         threads: MODEL_THREADS
         resources:
-            gpu=1,
-            gpu_slots=1,
-            mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
-            runtime=evaluate_runtime(_evs),
+            **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
+                            runtime=evaluate_runtime(_evs)),
         conda:
             "../../environment.yml"
         shell:
@@ -55,10 +53,8 @@ rule evaluate_shard:
         "gpu_eval"
     threads: MODEL_THREADS
     resources:
-        gpu=1,
-        gpu_slots=1,
-        mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
-        runtime=lambda w: evaluate_runtime([w.evaluation], int(w.shards))(w),
+        **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
+                        runtime=lambda w: evaluate_runtime([w.evaluation], int(w.shards))(w)),
     conda:
         "../../environment.yml"
     shell:

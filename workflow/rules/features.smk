@@ -20,10 +20,8 @@ rule construct:
         work_dir=f"{DATA}/constructed/{{construction}}.chunks",
     threads: MODEL_THREADS
     resources:
-        gpu=1,
-        gpu_slots=1,
-        mem_mb=16000,
-        runtime=lambda w: max(30, int(construction_of(w).settings["representation"]["steps"] / 4)),
+        **gpu_resources(mem_mb=16000,
+                        runtime=lambda w: max(30, int(construction_of(w).settings["representation"]["steps"] / 4))),
     conda:
         "../../environment.yml"
     shell:

@@ -25,10 +25,7 @@ rule check:
         strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
     threads: MODEL_THREADS
     resources:
-        gpu=1,
-        gpu_slots=1,
-        mem_mb=run_resource(resources_estimate.mem_mb, floor=6000),
-        runtime=60,
+        **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000), runtime=60),
     conda:
         "../../environment.yml"
     shell:
@@ -51,10 +48,7 @@ rule corruptions:
         args=corruption_args,
     threads: MODEL_THREADS
     resources:
-        gpu=1,
-        gpu_slots=1,
-        mem_mb=16000,
-        runtime=240,
+        **gpu_resources(mem_mb=16000, runtime=240),
     conda:
         "../../environment.yml"
     shell:

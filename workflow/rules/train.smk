@@ -21,10 +21,8 @@ rule train:
         compile=config.get("speed", {}).get("compile", "auto"),
     threads: MODEL_THREADS
     resources:
-        gpu=1,
-        gpu_slots=1,
-        mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
-        runtime=run_resource(resources_estimate.train_minutes),
+        **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
+                        runtime=run_resource(resources_estimate.train_minutes)),
     conda:
         "../../environment.yml"
     shell:

@@ -1,9 +1,34 @@
-# The RobustBench model zoo (params `zoo`): models evaluated class-wise, never trained. A zoo
-# run's directory names its model and weights file (`study zoo-run`, which fails with the file's
-# expected place when it is missing); the evaluate, merge_shards, check and corruptions rules
-# then treat it as a trained run. Its tables: results/zoo/tables; its figures: 15-17.
+# The model zoo (params `zoo`): models trained elsewhere (RobustBench's zoo, torchvision's ImageNet
+# models), evaluated class-wise, never trained. A zoo run's directory names its model and weights
+# file (`study zoo-run`, which fails with the file's expected place when it is missing); the
+# evaluate, merge_shards, check and corruptions rules then treat it as a trained run. Its tables:
+# results/zoo/tables; its figures: 15-17.
 
 ZOO_TARGETS = list(ZOO_TABLES.values()) if ZOO else []
+
+
+# The ImageNet entries' data, data/prepared/imagenet-val.pt, also matches the generic `prepare`
+# rule; this one knows ImageNet's options (zoo.imagenet: subset size, image size).
+ruleorder: prepare_imagenet > prepare
+
+
+rule prepare_imagenet:
+    output:
+        prepared=prepared_file("imagenet", "val"),
+    log:
+        f"{RESULTS}/logs/prepare/imagenet-val.log",
+    params:
+        sources=source_args,
+        options=quoted_json(zoo_imagenet_options(config)),
+        raw=f"{DATA}/raw",
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    conda:
+        "../../environment.yml"
+    shell:
+        "study prepare --dataset imagenet --variant val --raw-dir {params.raw} {params.sources}"
+        " --options {params.options} --out {output.prepared} 2> {log}"
 
 
 rule zoo_run:
