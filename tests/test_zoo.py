@@ -202,9 +202,9 @@ def test_torchvision_entry_evaluates_class_wise_like_a_run(torchvision_weights, 
     pgd, pgd_meta = read_records(out / "pgd20_linf4.parquet")
     assert list(clean.columns[:3]) == ["index", "label", "pred"] and clean.shape == (6, 3 + 1000)
     assert clean["label"].tolist() == splits.test_y.tolist()
-    assert pgd_meta["run_id"] == "zoo-imagenet-Linf-resnet50" and pgd_meta["evaluation"]["eps"] == pytest.approx(4 / 255)
-    assert clean_meta["run_config"]["zoo"] == {k: TORCHVISION[k] for k in ("dataset", "threat_model", "name",
-                                                                             "source", "file")}
+    assert pgd_meta["run_id"] == "zoo-imagenet-Linf-resnet50"
+    assert pgd_meta["evaluation"]["eps"] == pytest.approx(4 / 255)
+    assert clean_meta["run_config"]["zoo"] == TORCHVISION
 
     # The attack lowers every true-class margin, and strictly somewhere.
     def margin(frame):
