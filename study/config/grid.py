@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from study.config.core import ConfigError, set_dotted
+from study.config.types import ExperimentGroup, parse
 
 
-def grid_combinations(group: Mapping) -> list[dict]:
+def grid_combinations(group: Mapping | ExperimentGroup) -> list[dict]:
     """The train overrides of every cell of a group's `grid` (one empty override without a grid).
 
     `grid` maps dotted paths of the train section to lists of values, e.g.
@@ -16,13 +17,13 @@ def grid_combinations(group: Mapping) -> list[dict]:
     every combination is one setting (Cartesian product, in the order the keys are written),
     applied over the group's `train`; a mapping value merges into the section at its path.
     """
-    grid = group.get("grid") or {}
+    if not isinstance(group, ExperimentGroup):
+        group = parse(ExperimentGroup, group, f"experiment group {group.get('group')!r}")  # a mapping: typed here
     cells: list[dict] = [{}]
-    for path, values in grid.items():
+    for path, values in (group.grid or {}).items():
         if not isinstance(values, list) or not values:
             raise ConfigError(
-                f"experiment group {group.get('group')!r}: grid {path!r} needs a non-empty list of values, "
-                f"got {values!r}"
+                f"experiment group {group.group!r}: grid {path!r} needs a non-empty list of values, got {values!r}"
             )
         cells = [set_dotted(cell, path, v) for cell in cells for v in values]
     return cells

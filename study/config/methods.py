@@ -7,6 +7,7 @@ import copy
 from collections.abc import Iterable, Mapping
 
 from study.config.core import ConfigError, dataset_params, deep_merge, parse_fraction
+from study.config.types import EvaluateSettings, Method, MethodEntry, parse
 
 # The policies that only make sense with an adversary, and their value that needs none.
 _ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
@@ -26,17 +27,26 @@ def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -
     return deep_merge(method_definition(params, base, (*_seen, name)), method)
 
 
+def method_entry(params: Mapping, name: str) -> MethodEntry:
+    """A method's params entry with its `base` chain merged in, typed."""
+    return parse(MethodEntry, method_definition(params, name), f"methods.{name}")
+
+
 def resolve_method(params: Mapping, name: str) -> dict:
     """The policies of a method (study.train.policies), fractions resolved; without the
     run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run)
-    and `compare_with` (which method it is compared with: `comparison_baseline`)."""
+    and `compare_with` (which method it is compared with: `comparison_baseline`).
+
+    The mapping holds the keys as written (a run config's `method_config`: the types' defaults
+    would change its run id); `Method` reads it."""
     method = method_definition(params, name)
     for run_level in ("train", "init_from", "validation_attack", "compare_with"):
         method.pop(run_level, None)
-    adv = method.get("adversary")
+    adv = method.get("adversary")  # the entry as written, fractions still strings
     if adv:
         for key in ("eps", "alpha"):
             adv[key] = parse_fraction(adv[key])
+    parse(Method, method, f"methods.{name} (its `base` chain merged)")
     return method
 
 
@@ -44,29 +54,38 @@ def resolve_method(params: Mapping, name: str) -> dict:
 _ADDED_POLICIES = ("targets", "epsilon", "weights", "averaging", "regularizer")
 
 
-def _plain(method: Mapping) -> bool:
+def _plain(method: Method) -> bool:
     """Whether a resolved method is a training objective alone (PGD-AT, TRADES, FAT)."""
-    return (not any(method.get(k) for k in _ADDED_POLICIES)
-            and (method.get("loss") or {}).get("lambda2") is None)
+    return (not any(getattr(method, k) for k in _ADDED_POLICIES)
+            and (method.loss is None or method.loss.lambda2 is None))
+
+
+def _resolved(params: Mapping, name: str) -> Method:
+    return Method.model_validate(resolve_method(params, name))
 
 
 def comparison_baseline(params: Mapping, name: str) -> str | None:
     """The method `name` is compared with (figure 13, the reproduction report): its
     `compare_with`; else, for a fine-tuning method, the run it starts from; else the nearest
     method of its `base` chain that is a training objective alone. None for such a method."""
-    definition = method_definition(params, name)
-    if definition.get("compare_with"):
-        return definition["compare_with"]
-    if definition.get("init_from"):
-        return definition["init_from"]
-    if _plain(resolve_method(params, name)):
+    definition = method_entry(params, name)
+    if definition.compare_with:
+        return definition.compare_with
+    if definition.init_from:
+        return definition.init_from
+    if _plain(_resolved(params, name)):
         return None
-    base = (params["methods"][name] or {}).get("base")
+    base = _entry(params, name).base
     while base is not None:
-        if _plain(resolve_method(params, base)):
+        if _plain(_resolved(params, base)):
             return base
-        base = (params["methods"][base] or {}).get("base")
+        base = _entry(params, base).base
     return None
+
+
+def _entry(params: Mapping, name: str) -> MethodEntry:
+    """A method's own entry, its `base` not merged in."""
+    return parse(MethodEntry, params["methods"][name] or {}, f"methods.{name}")
 
 
 def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str | None:
@@ -78,10 +97,10 @@ def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str 
     present = list(present)
     if baseline in present:
         return baseline
-    wanted = resolve_method(params, baseline)
+    wanted = _resolved(params, baseline)
     for other in present:
         try:
-            if other != name and resolve_method(params, other) == wanted:
+            if other != name and _resolved(params, other) == wanted:
                 return other
         except ConfigError:
             continue
@@ -90,24 +109,26 @@ def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str 
 
 def check_method(params: Mapping, name: str) -> None:
     """A method's `base` and `init_from` name methods that exist, and its policies are
-    consistent (the policy names themselves are checked by the params schema)."""
-    definition = method_definition(params, name)
-    parent = definition.get("init_from")
-    if parent is not None and parent not in params["methods"]:
-        raise ConfigError(f"method {name!r}: init_from names unknown method {parent!r}; "
-                          f"defined: {', '.join(sorted(params['methods']))}")
-    versus = definition.get("compare_with")
-    if versus is not None and versus not in params["methods"]:
-        raise ConfigError(f"method {name!r}: compare_with names unknown method {versus!r}; "
-                          f"defined: {', '.join(sorted(params['methods']))}")
-    method = resolve_method(params, name)
-    adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items() if (method.get(k) or {}).get("type", plain) != plain]
-    if method.get("adversary") is None and adaptive:
+    consistent (the policy names themselves are checked by the types)."""
+    definition = method_entry(params, name)
+    methods = params["methods"]
+    for key in ("init_from", "compare_with"):
+        other = getattr(definition, key)
+        if other is not None and other not in methods:
+            raise ConfigError(f"method {name!r}: {key} names unknown method {other!r}; "
+                              f"defined: {', '.join(sorted(methods))}")
+    method = _resolved(params, name)
+    adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items()
+                if getattr(method, k) is not None and getattr(method, k).type != plain]
+    if method.adversary is None and adaptive:
         raise ConfigError(f"method {name!r}: policies {adaptive} need an adversary; the method has adversary: null")
 
 
 def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -> dict:
-    """One evaluation's settings, with `per_dataset[dataset]` applied when a dataset is given."""
+    """One evaluation's settings, with `per_dataset[dataset]` applied when a dataset is given:
+    the entry as written (its JSON is the evaluate job's argument, its hash part of a record),
+    fractions as numbers, and params `evaluate`'s test_per_class, batch_size and seed where the
+    entry has none."""
     if dataset is not None:
         params = dataset_params(params, dataset)
     if name not in params["evaluations"]:
@@ -117,7 +138,8 @@ def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -
         if key in ev:
             ev[key] = parse_fraction(ev[key])
     ev["name"] = name
-    ev.setdefault("test_per_class", params["evaluate"].get("test_per_class"))
-    ev.setdefault("batch_size", params["evaluate"].get("batch_size", "auto"))
-    ev.setdefault("seed", params["evaluate"].get("seed", 0))
+    evaluate = parse(EvaluateSettings, params["evaluate"], "evaluate")
+    ev.setdefault("test_per_class", evaluate.test_per_class)
+    ev.setdefault("batch_size", evaluate.batch_size)
+    ev.setdefault("seed", evaluate.seed)
     return ev

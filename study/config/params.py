@@ -20,12 +20,12 @@ from study.config.core import (
     dataset_params,
     dataset_variant,
     deep_merge,
-    group_datasets,
     resolve_auto_variants,
     set_dotted,
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
+from study.config.types import ExperimentGroup, Params, parse
 
 DEFAULT_PARAMS = Path("params.yaml")
 DEFAULT_PRESETS = Path("workflow/presets")
@@ -155,12 +155,22 @@ def load_params(
     return params
 
 
+def typed_params(params: Mapping) -> Params:
+    """The params (as load_params returns them, or per_dataset-resolved) as the typed `Params`:
+    a ConfigError naming every bad key path otherwise."""
+    return parse(Params, params, "invalid configuration")
+
+
 def _check_params(params: Mapping, schema_path: Path) -> None:
     check_no_method_selection(params)
+    # The types first (their message names the valid keys and values), then the schema that the
+    # workflow documents and that is generated from them (study.config.schema), so the two agree.
+    typed_params(params)
     validate_params(params, schema_path)
     for dataset in params.get("per_dataset") or {}:
         # The merged settings of each dataset must be as valid as the global ones.
         try:
+            typed_params(dataset_params(params, dataset))
             validate_params(dataset_params(params, dataset), schema_path)
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
@@ -182,49 +192,44 @@ def _check_references(params: Mapping) -> None:
     """Names used by experiment groups must be defined, so a typo fails before any job runs."""
     from study.data.registry import DATASETS, check_variant
 
+    typed = typed_params(params)
     valid = ", ".join(sorted(DATASETS))
-    for dataset, variant in (params["data"].get("variants") or {}).items():
+    for dataset, variant in typed.data.variants.items():
         if dataset not in DATASETS:
             raise ConfigError(f"data.variants: unknown dataset {dataset!r}; valid: {valid}")
         check_variant(dataset, variant)
-    for dataset in params.get("per_dataset") or {}:
+    for dataset in typed.per_dataset:
         if dataset not in DATASETS:
             raise ConfigError(f"per_dataset: unknown dataset {dataset!r}; valid: {valid}")
-    for group in params["experiments"]:
-        for dataset in group_datasets(group):
+    for group in typed.experiments:
+        for dataset in group.dataset_names:
             if dataset not in DATASETS:
-                raise ConfigError(f"experiment group {group['group']!r}: unknown dataset {dataset!r}; valid: {valid}")
+                raise ConfigError(f"experiment group {group.group!r}: unknown dataset {dataset!r}; valid: {valid}")
             check_variant(dataset, dataset_variant(params, dataset))
             _check_group_names(dataset_params(params, dataset), group, dataset)
         grid_combinations(group)  # a malformed grid fails here, before any job
 
 
-def _check_group_names(params: Mapping, group: Mapping, dataset: str) -> None:
+def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:
     """Models, methods and evaluations of one group on one dataset (settings resolved for it)."""
     from study.models.registry import MODEL_NAMES
 
-    gname = group["group"]
-    methods = params["methods"]
-    evaluations = params["evaluations"]
-    for name, ev in evaluations.items():
-        if "type" not in ev:
-            raise ConfigError(
-                f"evaluation {name!r} on {dataset!r} has no 'type'; a per_dataset evaluation that is not "
-                "defined in 'evaluations' must give its full settings"
-            )
-    for model in group["models"]:
+    typed = typed_params(params)
+    gname = group.group
+    methods, evaluations = typed.methods, typed.evaluations
+    for model in group.models:
         if model not in MODEL_NAMES:
             raise ConfigError(
                 f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
             )
-    for method in group["methods"]:
+    for method in group.methods:
         if method not in methods:
             raise ConfigError(
                 f"experiment group {gname!r}: unknown method {method!r}; "
                 f"defined in params 'methods': {', '.join(sorted(methods))}"
             )
         check_method(params, method)
-    for ev in group.get("evaluations", params["evaluate"]["default"]):
+    for ev in group.evaluations or typed.evaluate.default:
         if ev not in evaluations:
             raise ConfigError(
                 f"experiment group {gname!r}: unknown evaluation {ev!r} on {dataset!r}; "
@@ -233,17 +238,19 @@ def _check_group_names(params: Mapping, group: Mapping, dataset: str) -> None:
 
 
 def _check_features(params: Mapping) -> None:
-    feats = params.get("features")
-    if not feats:
+    typed = typed_params(params)
+    feats = typed.features
+    if feats is None:
         return
-    methods, evaluations = params["methods"], params["evaluations"]
+    methods, evaluations = typed.methods, typed.evaluations
     for role in ("standard", "robust"):
-        if feats["sources"][role]["method"] not in methods:
-            raise ConfigError(f"features.sources.{role}: unknown method {feats['sources'][role]['method']!r}; "
+        method = getattr(feats.sources, role).method
+        if method not in methods:
+            raise ConfigError(f"features.sources.{role}: unknown method {method!r}; "
                               f"defined in params 'methods': {', '.join(sorted(methods))}")
-    if feats["train"]["method"] not in methods:
-        raise ConfigError(f"features.train.method: unknown method {feats['train']['method']!r}")
-    for ev in feats["train"]["evaluations"]:
+    if feats.train.method not in methods:
+        raise ConfigError(f"features.train.method: unknown method {feats.train.method!r}")
+    for ev in feats.train.evaluations:
         if ev not in evaluations:
             raise ConfigError(f"features.train.evaluations: unknown evaluation {ev!r}; "
                               f"defined in params 'evaluations': {', '.join(sorted(evaluations))}")

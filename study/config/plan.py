@@ -10,17 +10,25 @@ from dataclasses import dataclass, field
 
 from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
 from study.config.grid import grid_combinations
-from study.config.methods import method_definition, resolve_evaluation, resolve_method
+from study.config.methods import method_entry, resolve_evaluation, resolve_method
+from study.config.params import typed_params
+from study.config.types import (
+    ExperimentGroup,
+    Features,
+    MethodEntry,
+    OptimizerSettings,
+    Tf32Settings,
+    TrainSettings,
+    parse,
+)
 from study.runs import construction_key, run_id
 
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
 # claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).
 _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
-#: how model_best.pt is chosen on the validation split (train.selection.score)
-SELECTION_SCORES = ("mean", "mean_plus_worst")
 #: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
 #: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
-DEFAULT_TF32 = {"cudnn": True, "matmul": False}
+DEFAULT_TF32 = Tf32Settings().model_dump()
 
 
 @dataclass
@@ -32,6 +40,8 @@ class RunSpec:
     #: checkpoints to evaluate: `last` (model.pt) and, for runs with a validation split,
     #: `best` (model_best.pt, chosen on validation robust accuracy)
     checkpoints: list[str] = field(default_factory=lambda: ["last"])
+    #: the kinds of its experiment groups (`mitigation`: figure 13's runs, checked by default)
+    kinds: list[str] = field(default_factory=list)
 
     @property
     def init_from(self) -> str | None:
@@ -46,26 +56,11 @@ class RunSpec:
         return self.config["data_variant"]
 
 
-def _validation_setting(setting: Mapping) -> dict:
-    """A group's `train.validation` as the run config records it: {fraction} or {per_class}."""
-    if setting.get("per_class") is not None:
-        return {"per_class": int(setting["per_class"])}
-    return {"fraction": float(setting["fraction"])}
-
-
-def selection_setting(setting: Mapping | None) -> dict:
-    """A comparison's checkpoint rule with its defaults: score `mean` (Rice et al. 2020) or
-    `mean_plus_worst` (CFA's index), eligible from the first epoch after `from_epoch` x epochs."""
-    out = {"score": "mean", "from_epoch": 0.0, **dict(setting or {})}
-    if out["score"] not in SELECTION_SCORES:
-        raise ConfigError(f"train.selection.score {out['score']!r} is not one of {', '.join(SELECTION_SCORES)}")
-    out["from_epoch"] = float(out["from_epoch"])
-    return out
-
-
-def _resolved_optimizer(opt: Mapping) -> dict:
-    out = {**opt, "lr": float(opt["lr"]), "weight_decay": float(opt["weight_decay"])}
-    for key in _OPTIMIZER_ONLY.get(out["name"], ()):
+def _resolved_optimizer(raw: Mapping, opt: OptimizerSettings) -> dict:
+    """The optimizer as written (a run config records the keys given, so defaults never change
+    a run id), lr and weight decay as floats, the other optimizer's keys dropped."""
+    out = {**raw, "lr": float(opt.lr), "weight_decay": float(opt.weight_decay)}
+    for key in _OPTIMIZER_ONLY[opt.name]:
         out.pop(key, None)
     return out
 
@@ -78,21 +73,45 @@ def _training_attack(params: Mapping, name: str) -> dict:
     return attack
 
 
-def _epoch_eval(params: Mapping, train: Mapping, definition: Mapping) -> dict:
+def _epoch_eval(params: Mapping, train: TrainSettings, definition: MethodEntry) -> dict:
     """The per-epoch evaluation of a run, its attacks resolved: `attack` on the test subset
     and the validation split, `validation_attack` on the validation split where the method
     names its own (FRL's reference drives its multipliers with PGD-20)."""
-    epoch_eval = copy.deepcopy(train["epoch_eval"])
-    if epoch_eval.get("attack"):
-        epoch_eval["attack"] = _training_attack(params, epoch_eval["attack"])
-    if definition.get("validation_attack"):
-        epoch_eval["validation_attack"] = _training_attack(params, definition["validation_attack"])
+    epoch_eval = train.epoch_eval.model_dump(exclude_unset=True)
+    if train.epoch_eval.attack:
+        epoch_eval["attack"] = _training_attack(params, train.epoch_eval.attack)
+    if definition.validation_attack:
+        epoch_eval["validation_attack"] = _training_attack(params, definition.validation_attack)
     return epoch_eval
+
+
+def _group_of(group: Mapping | ExperimentGroup) -> tuple[str, list[str], dict]:
+    """(name, datasets, train overrides) of an experiment group, or of the group-like mapping
+    that the feature runs and the bench plan with ({dataset, train})."""
+    if isinstance(group, ExperimentGroup):
+        return group.group, group.dataset_names, group.train
+    # a mapping of the plan's own making (feature runs, bench): no group of params
+    name = group.get("group", "features")  # mapping of the plan's own making, not config
+    return name, group_datasets(group), dict(group.get("train") or {})  # mapping of the plan's own making
+
+
+def train_settings(params: Mapping, group: Mapping | ExperimentGroup, method: str, dataset: str,
+                   cell: Mapping | None = None) -> tuple[dict, TrainSettings]:
+    """The train section of a run as written (params', the dataset's, the group's, its grid
+    cell's, the method's, merged in that order) and as typed: an unknown or bad key of any of
+    them fails here, naming the group and method."""
+    name, _, overrides = _group_of(group)
+    params = dataset_params(params, dataset)
+    definition = method_entry(params, method)
+    raw = deep_merge(deep_merge(params["train"], overrides), cell or {})
+    # A fine-tuning method (FRL) brings its own schedule, over the group's settings.
+    raw = deep_merge(raw, definition.train or {})
+    return raw, parse(TrainSettings, raw, f"experiment group {name!r} on {dataset}, method {method!r}: train")
 
 
 def run_config(
     params: Mapping,
-    group: Mapping,
+    group: Mapping | ExperimentGroup,
     model: str,
     method: str,
     seed: int,
@@ -104,81 +123,79 @@ def run_config(
     `dataset` picks one of a group's `datasets` (default: its only one); `cell` is one of
     `grid_combinations(group)`, applied over the group's `train`.
     """
-    dataset = dataset if dataset is not None else group_datasets(group)[0]
+    dataset = dataset if dataset is not None else _group_of(group)[1][0]
+    raw, train = train_settings(params, group, method, dataset, cell)
     params = dataset_params(params, dataset)
-    definition = method_definition(params, method)
-    train = deep_merge(deep_merge(params["train"], group.get("train", {})), cell or {})
-    # A fine-tuning method (FRL) brings its own schedule, over the group's settings.
-    train = deep_merge(train, definition.get("train", {}))
+    definition = method_entry(params, method)
     cfg = {
         "dataset": dataset,
         "data_variant": dataset_variant(params, dataset),
-        "train_per_class": train.get("train_per_class"),
+        "train_per_class": train.train_per_class,
         "model": model,
         "method": method,
         "method_config": resolve_method(params, method),
-        "optimizer": _resolved_optimizer(train["optimizer"]),
-        "schedule": train["schedule"],
-        "epochs": int(train["epochs"]),
-        "batch_size": int(train["batch_size"]),
-        "augment": train["augment"],
+        "optimizer": _resolved_optimizer(raw["optimizer"], train.optimizer),
+        "schedule": raw["schedule"],
+        "epochs": train.epochs,
+        "batch_size": train.batch_size,
+        "augment": raw["augment"],
         "epoch_eval": _epoch_eval(params, train, definition),
         "seed": int(seed),
     }
     if dataset == "synthetic":
         cfg["synthetic"] = params["data"]["synthetic"]
     # Keys below appear only when used, so runs without them keep their run ids.
-    if train.get("validation"):
-        cfg["validation"] = _validation_setting(train["validation"])
+    if train.validation is not None:
+        cfg["validation"] = train.validation.model_dump()
         # the checkpoint rule is the comparison's (the group's train.selection), the same for
         # every method of the group, baselines included
-        cfg["selection"] = selection_setting(train.get("selection"))
-    if train.get("precision", "fp32") != "fp32":
-        cfg["precision"] = train["precision"]
-    tf32 = {**DEFAULT_TF32, **(train.get("tf32") or {})}
+        cfg["selection"] = train.selection.model_dump()
+    if train.precision != "fp32":
+        cfg["precision"] = train.precision
+    tf32 = train.tf32.model_dump()
     if tf32 != DEFAULT_TF32:
         cfg["tf32"] = tf32
-    if definition.get("init_from"):
+    if definition.init_from:
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.
-        parent = run_config(params, group, model, definition["init_from"], seed, dataset=dataset, cell=cell)
+        parent = run_config(params, group, model, definition.init_from, seed, dataset=dataset, cell=cell)
         cfg["init_from"] = run_id(parent)
         # FRL's reference fine-tunes its best pre-trained model: the parent's best checkpoint
         # where the parent has a validation split to choose it on, else its last.
-        cfg["init_checkpoint"] = "best" if parent.get("validation") else "last"
+        cfg["init_checkpoint"] = "best" if "validation" in parent else "last"
     return cfg
 
 
-def _run_chain(params: Mapping, group: Mapping, model: str, method: str, seed: int, dataset: str,
+def _run_chain(params: Mapping, group: ExperimentGroup, model: str, method: str, seed: int, dataset: str,
                cell: Mapping) -> list[dict]:
     """The configs of a run and of the runs it fine-tunes (its init_from chain), parents first."""
     chain = [method]
-    while (parent := method_definition(params, chain[-1]).get("init_from")) is not None:
+    while (parent := method_entry(params, chain[-1]).init_from) is not None:
         if parent in chain:
             raise ConfigError(f"method {method!r}: circular init_from chain {chain + [parent]}")
         chain.append(parent)
     return [run_config(params, group, model, name, seed, dataset=dataset, cell=cell) for name in reversed(chain)]
 
 
-def _group_configs(params: Mapping, group: Mapping):
+def _group_configs(params: Mapping, group: ExperimentGroup):
     """(dataset, run config) of every run a group needs, fine-tuning parents first."""
     cells = grid_combinations(group)
-    for dataset in group_datasets(group):
+    for dataset in group.dataset_names:
         for cell in cells:
-            for model in group["models"]:
-                for method in group["methods"]:
-                    for seed in group["seeds"]:
+            for model in group.models:
+                for method in group.methods:
+                    for seed in group.seeds:
                         for cfg in _run_chain(params, group, model, method, seed, dataset, cell):
                             yield dataset, cfg
 
 
-def _wanted_checkpoints(group: Mapping, cfg: Mapping) -> list[str]:
-    has_val = bool(cfg.get("validation"))
-    wanted = group.get("checkpoints", ["last", "best"] if has_val else ["last"])
+def _wanted_checkpoints(group: ExperimentGroup, cfg: Mapping) -> list[str]:
+    has_val = "validation" in cfg
+    wanted = group.checkpoints or (["last", "best"] if has_val else ["last"])
     if "best" in wanted and not has_val:
-        raise ConfigError(f"experiment group {group['group']!r}: checkpoint 'best' "
+        raise ConfigError(f"experiment group {group.group!r}: checkpoint 'best' "
                           "needs a validation split (train.validation)")
-    return wanted
+    return list(wanted)
 
 
 def plan_runs(params: Mapping) -> list[RunSpec]:
@@ -186,20 +203,25 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
 
     Order: groups as written, then dataset, grid cell, model, method, seed.
     """
+    typed = typed_params(params)
     runs: dict[str, RunSpec] = {}
     checkpoints: dict[str, set[str]] = {}
-    for group in params["experiments"]:
+    defaults = {dataset: typed.per_dataset[dataset].evaluate.default
+                for dataset in typed.per_dataset if typed.per_dataset[dataset].evaluate is not None}
+    for group in typed.experiments:
         for dataset, cfg in _group_configs(params, group):
-            evaluations = group.get("evaluations", dataset_params(params, dataset)["evaluate"]["default"])
+            evaluations = group.evaluations or defaults.get(dataset) or typed.evaluate.default
             rid = run_id(cfg)
             spec = runs.setdefault(rid, RunSpec(rid, cfg))
-            if group["group"] not in spec.groups:
-                spec.groups.append(group["group"])
+            if group.group not in spec.groups:
+                spec.groups.append(group.group)
+            if group.kind not in spec.kinds:
+                spec.kinds.append(group.kind)
             for ev in evaluations:
                 if ev not in spec.evaluations:
                     spec.evaluations.append(ev)
             checkpoints.setdefault(rid, set()).update(_wanted_checkpoints(group, cfg))
-    if params.get("features"):
+    if typed.features is not None:
         _add_feature_runs(params, runs)
     for rid, spec in runs.items():
         spec.checkpoints = [c for c in ("last", "best") if c in checkpoints.get(rid, {"last"})]
@@ -210,11 +232,18 @@ def _add_feature_runs(params: Mapping, runs: dict[str, RunSpec]) -> None:
     base = list(runs.values())
     # The source models are compared with the models trained on their datasets, so they
     # get the same evaluations.
-    extra = params["features"]["train"]["evaluations"]
+    extra = _features(params).train.evaluations
     for con in constructions(params, base):
         con.source_run.evaluations += [e for e in extra if e not in con.source_run.evaluations]
     for spec in feature_runs(params, base):
         runs.setdefault(spec.run_id, spec)
+
+
+def _features(params: Mapping) -> Features:
+    features = typed_params(params).features
+    if features is None:
+        raise ConfigError("params have no `features` section: no constructed datasets are planned")
+    return features
 
 
 # ------------------------------------------------------------- constructed datasets
@@ -235,42 +264,43 @@ class Construction:
 
 
 def _feature_source(params: Mapping, runs: list[RunSpec], role: str) -> RunSpec:
-    src = params["features"]["sources"][role]
+    src = getattr(_features(params).sources, role)
     for run in runs:
         c = run.config
-        if (src["group"] in run.groups and c["model"] == src["model"] and c["method"] == src["method"]
-                and c["seed"] == src["seed"] and not c.get("constructed")):
+        if (src.group in run.groups and c["model"] == src.model and c["method"] == src.method
+                and c["seed"] == src.seed and "constructed" not in c):
             return run
     raise ConfigError(
-        f"features.sources.{role}: no run of group {src['group']!r} with model {src['model']!r}, "
-        f"method {src['method']!r} and seed {src['seed']}; add it to that experiment group"
+        f"features.sources.{role}: no run of group {src.group!r} with model {src.model!r}, "
+        f"method {src.method!r} and seed {src.seed}; add it to that experiment group"
     )
 
 
 def constructions(params: Mapping, runs: list[RunSpec]) -> list[Construction]:
     """The constructed datasets of the study: D_R from the robust source model, the others
-    from the standard one (Ilyas et al. 2019). The kinds are checked by the params schema."""
-    feats = params["features"]
+    from the standard one (Ilyas et al. 2019)."""
+    feats = _features(params)
     out = []
-    for kind in feats["datasets"]:
+    for kind in feats.datasets:
         role = "robust" if kind == "d_r" else "standard"
         source = _feature_source(params, runs, role)
-        settings = copy.deepcopy(dict(feats["construct"]))
+        # as written, not as typed (its hash names the constructed file; a dump writes 1 as 1.0)
+        settings = copy.deepcopy(dict(params["features"]["construct"]))
         out.append(Construction(kind, construction_key(kind, {role: source.run_id}, settings), source, settings))
     return out
 
 
 def feature_runs(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
     """Standard training on each constructed dataset, evaluated on the real test set."""
-    train = params["features"]["train"]
+    train = _features(params).train
     specs = []
     for con in constructions(params, runs):
-        group = {"dataset": con.source_run.dataset, "train": train.get("train", {})}
-        for seed in train["seeds"]:
-            cfg = run_config(params, group, train["model"], train["method"], seed)
+        group = {"dataset": con.source_run.dataset, "train": train.train}
+        for seed in train.seeds:
+            cfg = run_config(params, group, train.model, train.method, seed)
             cfg["train_per_class"] = None  # the constructed set is already the chosen subset
             cfg["constructed"] = {"kind": con.kind, "key": con.key, "source_run": con.source_run.run_id}
-            specs.append(RunSpec(run_id(cfg), cfg, ["features"], list(train["evaluations"])))
+            specs.append(RunSpec(run_id(cfg), cfg, ["features"], list(train.evaluations)))
     return specs
 
 

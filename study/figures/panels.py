@@ -21,14 +21,15 @@ class Run(Protocol):  # study.config.RunSpec
     config: dict
     groups: list[str]
     evaluations: list[str]
+    kinds: list[str]
 
     @property
     def dataset(self) -> str: ...
 
 
 def is_mitigation_run(run: Run) -> bool:
-    """Runs of the `mitigation*` groups are figure 13's and stay out of the other figures."""
-    return any(g.startswith("mitigation") for g in run.groups)
+    """Runs of the groups of `kind: mitigation` are figure 13's and stay out of the other figures."""
+    return "mitigation" in run.kinds
 
 
 def plain_runs(runs: Sequence[Run]) -> list[Run]:

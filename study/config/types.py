@@ -1,0 +1,877 @@
+"""The types of the study's configuration: params.yaml (merged with a preset) and its parts,
+the evaluations, and the run config that `study train --run-config` receives.
+
+Every default of a setting is written here, once; the library reads attributes of these
+models instead of string keys. The JSON schema that params.yaml is validated against
+(workflow/schemas/params.schema.yaml) is generated from `Params` (study.config.schema).
+
+Sections that presets and per-dataset entries override in part (a method's entry completed by
+its `base`, a group's `train` over the train section) are typed where they are complete: a
+method once its `base` chain is merged (`Method`), the train settings of a run once the group's
+and the method's overrides are merged in (`TrainSettings`). Names of models and datasets are
+checked against their registries (study.config.params), not listed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic.fields import FieldInfo
+
+from study.config.core import ConfigError, parse_fraction
+
+# ---------------------------------------------------------------- closed sets of names
+
+Norm = Literal["linf", "l2"]
+BnMode = Literal["train", "eval"]
+EvaluationType = Literal["clean", "pgd", "autoattack", "square"]
+AutoAttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
+OptimizerName = Literal["sgd", "adam"]
+ScheduleName = Literal["step", "cyclic", "constant"]
+SelectionScore = Literal["mean", "mean_plus_worst"]
+Precision = Literal["fp32", "bf16"]
+Checkpoint = Literal["last", "best"]
+#: `plain`: a comparison of the class-wise figures; `mitigation`: figure 13's methods, checked
+#: against false robustness by default and kept out of the other figures
+GroupKind = Literal["plain", "mitigation"]
+FeatureDataset = Literal["d_r", "d_nr", "d_rand", "d_det"]
+ThreatModel = Literal["Linf", "L2", "corruptions"]
+Corruption = Literal[
+    "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "gaussian_blur", "defocus_blur",
+    "zoom_blur", "contrast", "brightness", "saturate", "jpeg_compression", "pixelate", "glass_blur",
+    "motion_blur", "snow", "frost", "fog", "spatter", "elastic_transform"]
+FigureName = Literal[
+    "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
+    "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
+    "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
+    "fig03_frl_errors", "fig11_cfp", "fig14_corruptions", "fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap",
+    "fig13_mitigation", "fig13_policy_epochs"]
+BenchTask = Literal["standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval"]
+
+_FRACTION_PATTERN = r"^\s*\d+(\.\d*)?\s*/\s*\d+(\.\d*)?\s*$"
+#: a radius or step size: a number, or a fraction written as '8/255' (how papers give budgets)
+Fraction = Annotated[
+    float, Field(ge=0), BeforeValidator(parse_fraction),
+    WithJsonSchema({"description": "a number, or a fraction written as a string such as '8/255'",
+                    "oneOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": _FRACTION_PATTERN}]}),
+]
+NameList = Annotated[list[str], Field(min_length=1)]
+PositiveInt = Annotated[int, Field(ge=1)]
+Share = Annotated[float, Field(ge=0, lt=1)]
+#: a class index, or `weakest` (lowest robust accuracy in the previous epoch)
+ClassChoice = Annotated[int, Field(ge=0)] | Literal["weakest"]
+#: images per evaluation batch, or auto (large on a GPU; study.device.eval_batch_size)
+EvalBatch = PositiveInt | Literal["auto"]
+
+
+class Config(BaseModel):
+    """A section of the configuration: immutable, and an unknown key is an error (a typo is
+    never a silent default)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+# ---------------------------------------------------------------- evaluations
+
+class _Evaluation(Config):
+    #: test images per class (None: the whole test set)
+    test_per_class: PositiveInt | None = None
+    batch_size: EvalBatch = "auto"
+    #: seed of the attack's random starts
+    seed: int = 0
+    #: the test set split into this many shards, run as separate jobs and merged
+    shards: PositiveInt = 1
+
+
+class CleanEvaluation(_Evaluation):
+    type: Literal["clean"]
+
+
+class PgdEvaluation(_Evaluation):
+    type: Literal["pgd"]
+    norm: Norm
+    eps: Fraction
+    alpha: Fraction
+    steps: PositiveInt
+    restarts: PositiveInt = 1
+    random_start: bool = True
+
+
+class AutoAttackEvaluation(_Evaluation):
+    """pyautoattack: the standard version (APGD-CE, APGD-T, FAB-T, Square) or a custom list."""
+
+    type: Literal["autoattack"]
+    norm: Norm
+    eps: Fraction
+    version: Literal["standard", "custom"] = "standard"
+    attacks: Annotated[list[AutoAttackName], Field(min_length=1)] | None = None
+    #: APGD and FAB iterations (100 in the standard version)
+    iterations: PositiveInt = 100
+    #: target classes of APGD-T and FAB-T (9 in the standard version)
+    targets: PositiveInt = 9
+    #: Square's queries (5000 in the standard version)
+    queries: PositiveInt = 5000
+
+
+class SquareEvaluation(_Evaluation):
+    type: Literal["square"]
+    norm: Norm
+    eps: Fraction
+    queries: PositiveInt = 5000
+
+
+Evaluation = Annotated[CleanEvaluation | PgdEvaluation | AutoAttackEvaluation | SquareEvaluation,
+                       Field(discriminator="type")]
+
+
+class _Named(Config):
+    #: the evaluation's name in params 'evaluations' (`<name>@best` for the best checkpoint)
+    name: str
+    checkpoint: Checkpoint = "last"
+
+
+class CleanJob(CleanEvaluation, _Named):
+    pass
+
+
+class PgdJob(PgdEvaluation, _Named):
+    pass
+
+
+class AutoAttackJob(AutoAttackEvaluation, _Named):
+    pass
+
+
+class SquareJob(SquareEvaluation, _Named):
+    pass
+
+
+#: an evaluation as `study evaluate --evaluation` receives it (resolved: named, fractions as numbers)
+EvaluationJob = Annotated[CleanJob | PgdJob | AutoAttackJob | SquareJob, Field(discriminator="type")]
+
+
+class EvaluationOverride(Config):
+    """An evaluation's settings, all optional (per_dataset: merged over the evaluation of the same name)."""
+
+    type: EvaluationType | None = None
+    norm: Norm | None = None
+    eps: Fraction | None = None
+    alpha: Fraction | None = None
+    steps: PositiveInt | None = None
+    restarts: PositiveInt | None = None
+    random_start: bool | None = None
+    test_per_class: PositiveInt | None = None
+    batch_size: EvalBatch | None = None
+    seed: int | None = None
+    version: Literal["standard", "custom"] | None = None
+    attacks: Annotated[list[AutoAttackName], Field(min_length=1)] | None = None
+    iterations: PositiveInt | None = None
+    targets: PositiveInt | None = None
+    queries: PositiveInt | None = None
+    shards: PositiveInt | None = None
+
+
+class EvaluateSettings(Config):
+    """Defaults of every evaluation (params `evaluate`)."""
+
+    #: the evaluations of every run whose group lists none of its own
+    default: NameList
+    test_per_class: PositiveInt | None = None
+    batch_size: EvalBatch = "auto"
+    seed: int = 0
+
+
+# ---------------------------------------------------------------- methods and their policies
+
+class AdversaryOverride(Config):
+    """A method's training attack, in part (a derived method's entry completes its `base`'s)."""
+
+    type: Literal["pgd", "fat"] | None = None
+    norm: Norm | None = None
+    eps: Fraction | None = None
+    alpha: Fraction | None = None
+    steps: Annotated[int, Field(ge=0)] | None = None
+    restarts: PositiveInt | None = None
+    random_start: bool | None = None
+    bn_mode: BnMode | None = None
+    #: FAT's extra steps after the first misclassification
+    tau: Annotated[int, Field(ge=0)] | None = None
+    #: start from x + start_std * N(0, 1) (TRADES' 0.001) instead of uniform in the eps-ball
+    start_std: Annotated[float, Field(ge=0)] | None = None
+    #: FAT's omega: N(0, 1) noise of this scale added every step
+    step_noise: Annotated[float, Field(ge=0)] | None = None
+    #: the train-mode forwards of a step after the attack, in the order of the method's reference
+    #: loop (study/train/step.py:bn_forwards); default: the loss's forwards, [adv] or [adv, clean]
+    bn_stats: Annotated[list[Literal["adv", "clean", "step"]], Field(min_length=1)] | None = None
+    #: step size under class-wise eps: fixed alpha (CFA, FAIR-TAT), alpha * eps_i / eps per
+    #: sample, or alpha * max(eps_i) / eps for the batch (FRL reweight+remargin)
+    alpha_scaling: Literal["fixed", "sample", "batch_max"] | None = None
+
+
+class Adversary(Config):
+    """A method's training attack, complete (its `base` chain merged)."""
+
+    type: Literal["pgd", "fat"] = "pgd"
+    norm: Norm = "linf"
+    eps: Fraction
+    alpha: Fraction
+    steps: Annotated[int, Field(ge=0)]
+    restarts: PositiveInt = 1
+    random_start: bool = True
+    bn_mode: BnMode = "train"
+    tau: Annotated[int, Field(ge=0)] | None = None
+    start_std: Annotated[float, Field(ge=0)] | None = None
+    step_noise: Annotated[float, Field(ge=0)] = 0.0
+    bn_stats: Annotated[list[Literal["adv", "clean", "step"]], Field(min_length=1)] | None = None
+    alpha_scaling: Literal["fixed", "sample", "batch_max"] = "fixed"
+
+
+class TargetsPolicy(Config):
+    type: Literal["untargeted", "uniform", "cfp", "fixed"] = "untargeted"
+    temperature: Annotated[float, Field(ge=0)] | None = None
+    class_: ClassChoice | None = Field(None, alias="class")
+
+
+class EpsilonPolicy(Config):
+    type: Literal["fixed", "cfa", "remargin"] = "fixed"
+    lambda_: float | None = Field(None, alias="lambda")
+    #: cfa: share of the epochs run at the base eps before calibrating (at least one epoch)
+    warmup: Share | None = None
+    rate: Annotated[float, Field(ge=0)] | None = None
+    tau: float | None = None
+    scale: float | None = None
+    low: Annotated[float, Field(gt=0)] | None = None
+    high: Annotated[float, Field(gt=0)] | None = None
+
+
+class LossPolicy(Config):
+    type: Literal["ce", "trades", "mixed"] = "ce"
+    beta: Annotated[float, Field(ge=0)] | None = None
+    lambda2: float | None = None
+    #: trades: CE / (1 + beta) + beta / (1 + beta) KL, as CFA's code (default: true with lambda2, else false)
+    normalize: bool | None = None
+    #: trades with lambda2: share of the epochs run with the base beta before calibrating
+    warmup: Share | None = None
+    adv_weight: Annotated[float, Field(ge=0, le=1)] | None = None
+
+
+class WeightsPolicy(Config):
+    type: Literal["none", "balanced", "static", "boost", "frl"] = "none"
+    values: list[Annotated[float, Field(gt=0)]] | None = None
+    class_: ClassChoice | None = Field(None, alias="class")
+    factor: Annotated[float, Field(gt=0)] | None = None
+    rate: Annotated[float, Field(ge=0)] | None = None
+    halve_every: PositiveInt | None = None
+    #: frl: rate of the boundary multipliers (2 x rate)
+    boundary_rate: Annotated[float, Field(ge=0)] | None = None
+    #: frl: each weighted loss term over its batch weight sum, or both over the sum of both
+    normalize: Literal["separate", "joint"] | None = None
+    tau: float | None = None
+    bound: Annotated[float, Field(ge=0)] | None = None
+
+
+class AveragingPolicy(Config):
+    type: Literal["none", "ema", "fawa"] = "none"
+    decay: Share | None = None
+    #: first averaged epoch as a fraction of the epochs
+    start: Annotated[float, Field(ge=0, le=1)] | None = None
+    threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+
+
+class RegularizerPolicy(Config):
+    type: Literal["none", "cosine"] = "none"
+    coef: Annotated[float, Field(ge=0)] | None = None
+
+
+class _Policies(Config):
+    targets: TargetsPolicy | None = None
+    epsilon: EpsilonPolicy | None = None
+    loss: LossPolicy | None = None
+    weights: WeightsPolicy | None = None
+    averaging: AveragingPolicy | None = None
+    regularizer: RegularizerPolicy | None = None
+
+
+class MethodEntry(_Policies):
+    """A method as params 'methods' writes it: its policies (study/train/policies), in part
+    when it extends a `base` method."""
+
+    adversary: AdversaryOverride | None = None
+    #: the method whose entry this one extends (deep merge, this entry wins)
+    base: str | None = None
+    #: the method whose run (same group, model, seed) this one fine-tunes
+    init_from: str | None = None
+    #: the evaluation run on the validation split each epoch (default: train.epoch_eval.attack)
+    validation_attack: str | None = None
+    #: overrides of the train section for this method
+    train: dict[str, Any] | None = None
+    #: the method it is compared with in figure 13 and the reproduction report (default: the
+    #: nearest plain method of its base chain)
+    compare_with: str | None = None
+
+
+class Method(_Policies):
+    """A method's policies as a run config holds them (`method_config`): its `base` chain
+    merged, fractions resolved, the run-level keys moved into the run."""
+
+    adversary: Adversary | None = None
+
+
+# ---------------------------------------------------------------- training
+
+class OptimizerSettings(Config):
+    name: OptimizerName
+    lr: Annotated[float, Field(gt=0)]
+    weight_decay: Annotated[float, Field(ge=0)]
+    momentum: Annotated[float, Field(ge=0, le=1)] = 0.9
+    nesterov: bool = False
+    betas: Annotated[tuple[float, float], Field()] = (0.9, 0.999)
+
+
+class ScheduleSettings(Config):
+    """step: lr x gamma at each milestone (a fraction of the epochs); cyclic: one linear
+    up-and-down cycle peaking at `peak` of the run; constant."""
+
+    name: ScheduleName
+    milestones: list[Annotated[float, Field(gt=0, lt=1)]] = [0.5, 0.75]
+    gamma: Annotated[float, Field(gt=0)] = 0.1
+    peak: Annotated[float, Field(gt=0, lt=1)] = 0.4
+
+
+class AugmentSettings(Config):
+    #: random crop with this zero padding (0: no crop)
+    crop_padding: Annotated[int, Field(ge=0)] = 0
+    flip: bool = False
+
+
+class EpochEvalSettings(Config):
+    """The class-wise records after every epoch, on a fixed test subset (params form)."""
+
+    per_class: PositiveInt
+    #: the evaluation (of params 'evaluations') run on the subset and the validation split
+    attack: str | None = None
+
+
+class Tf32Settings(Config):
+    cudnn: bool = True
+    matmul: bool = False
+
+
+class SelectionSettings(Config):
+    """How model_best.pt is chosen on the validation split: one rule per comparison."""
+
+    #: mean robust accuracy, or mean plus worst-class (CFA's index)
+    score: SelectionScore = "mean"
+    #: eligible epochs: epoch > from_epoch * epochs (CFA: 101 of 200 is the first at 0.5)
+    from_epoch: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
+class ValidationFraction(Config):
+    fraction: Annotated[float, Field(gt=0, lt=1)]
+
+
+class ValidationPerClass(Config):
+    #: images held out per class (CFA: 25 on CIFAR-100)
+    per_class: PositiveInt
+
+
+Validation = ValidationFraction | ValidationPerClass
+
+
+class TrainSettings(Config):
+    """The train section (params.yaml's, merged with the dataset's, the group's and the method's)."""
+
+    #: None: the whole training set
+    train_per_class: PositiveInt | None = None
+    epochs: PositiveInt
+    batch_size: PositiveInt
+    #: training arithmetic on a GPU: fp32 as the reference codes, or bf16 autocast
+    precision: Precision = "fp32"
+    #: TF32 on a GPU (Ampere+), set for every run
+    tf32: Tf32Settings = Tf32Settings()
+    selection: SelectionSettings = SelectionSettings()
+    optimizer: OptimizerSettings
+    schedule: ScheduleSettings
+    augment: AugmentSettings
+    epoch_eval: EpochEvalSettings
+    #: held-out validation split (per class): best checkpoint and FRL/FAWA statistics
+    validation: Validation | None = None
+
+
+# ---------------------------------------------------------------- data, groups, per dataset
+
+class SyntheticData(Config):
+    """Deterministic class-structured images, for tests."""
+
+    train_per_class: PositiveInt = 200
+    test_per_class: PositiveInt = 100
+    image_size: Literal[16, 28, 32, 64] = 32
+    seed: int = 0
+
+
+class DataSettings(Config):
+    root: str
+    #: local folder searched before any download ($STUDY_DATA_MIRROR wins over it)
+    mirror: str | None = None
+    #: dataset -> variant (auto: the one the raw folder or the mirror holds)
+    variants: dict[str, str] = {}
+    synthetic: SyntheticData = SyntheticData()
+
+
+_GROUP_NAME = r"^[A-Za-z0-9_]+$"
+_DOTTED = r"^[A-Za-z_]+(\.[A-Za-z_]+)*$"
+
+
+class ExperimentGroup(Config):
+    """An experiment group: every dataset x grid cell x model x method x seed is a run."""
+
+    # one dataset, or a list of them (the group is run on each)
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["dataset"]}, {"required": ["datasets"]}]})
+
+    group: Annotated[str, Field(pattern=_GROUP_NAME)]
+    kind: GroupKind = "plain"
+    dataset: str | None = None
+    datasets: NameList | None = None
+    models: NameList
+    methods: NameList
+    seeds: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    #: default: evaluate.default
+    evaluations: NameList | None = None
+    #: overrides of the train section for this group
+    train: dict[str, Any] = {}
+    #: dotted path of the train section -> list of values; every combination is one setting
+    #: (mapping values merge at their path)
+    grid: Annotated[dict[Annotated[str, Field(pattern=_DOTTED)], Annotated[list, Field(min_length=1)]],
+                    Field(min_length=1)] | None = None
+    #: the checkpoints to evaluate (default both where the runs have a validation split)
+    checkpoints: Annotated[list[Checkpoint], Field(min_length=1)] | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if (self.dataset is None) == (self.datasets is None):
+            raise ValueError("give one `dataset` or a list of `datasets`")
+
+    @property
+    def dataset_names(self) -> list[str]:
+        return list(self.datasets) if self.datasets is not None else [str(self.dataset)]
+
+
+class DatasetMethodOverride(Config):
+    adversary: AdversaryOverride | None = None
+
+
+class DatasetEvaluateOverride(Config):
+    default: NameList | None = None
+    test_per_class: PositiveInt | None = None
+    batch_size: PositiveInt | None = None
+
+
+class DatasetSettings(Config):
+    """Per-dataset settings (e.g. MNIST's PGD budget), merged over the named sections for every
+    run on that dataset; an experiment group's own train/grid still win."""
+
+    methods: dict[str, DatasetMethodOverride] = {}
+    evaluations: dict[str, EvaluationOverride] = {}
+    evaluate: DatasetEvaluateOverride | None = None
+    #: overrides of the train section for runs on this dataset
+    train: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------- features
+
+class SourceRun(Config):
+    group: str
+    model: str
+    method: str
+    seed: int
+
+
+class FeatureSources(Config):
+    """The runs the datasets are built with (standard -> D_NR, D_rand, D_det; robust -> D_R)."""
+
+    standard: SourceRun
+    robust: SourceRun
+
+
+class Representation(Config):
+    steps: Annotated[int, Field(ge=0)]
+    step_size: Annotated[float, Field(gt=0)]
+
+
+class Relabel(Config):
+    eps: Annotated[float, Field(gt=0)]
+    step_size: Annotated[float, Field(gt=0)]
+    steps: Annotated[int, Field(ge=0)]
+
+
+class Construct(Config):
+    per_class: PositiveInt | None
+    chunk_size: PositiveInt
+    seed: int
+    representation: Representation
+    relabel: Relabel
+
+
+class FeatureTrain(Config):
+    model: str
+    method: str
+    seeds: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    evaluations: NameList
+    #: overrides of the train section for these runs
+    train: dict[str, Any] = {}
+
+
+class Features(Config):
+    """Robust / non-robust feature datasets (Ilyas et al. 2019) and the models trained on them."""
+
+    sources: FeatureSources
+    datasets: Annotated[list[FeatureDataset], Field(min_length=1)]
+    construction: Construct = Field(alias="construct")
+    train: FeatureTrain
+
+
+# ---------------------------------------------------------------- robustness, zoo, speed, bench
+
+class StrongPgd(Config):
+    """The much stronger PGD of the more-steps check."""
+
+    steps: PositiveInt = 100
+    restarts: PositiveInt = 2
+
+
+class Checks(Config):
+    #: a PGD evaluation of 'evaluations' whose eps is swept
+    reference: str
+    per_class: PositiveInt
+    eps_factors: Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)]
+    #: a failed check fails the job
+    strict: bool = True
+    strong: StrongPgd = StrongPgd()
+    #: groups whose runs are checked (default: the robustness groups and every mitigation group)
+    groups: NameList | None = None
+
+
+class Corruptions(Config):
+    """CIFAR-10-C: the official archive if found, else regenerated (study/data/corruptions.py)."""
+
+    #: groups evaluated (default: robustness.groups)
+    groups: NameList | None = None
+    datasets: NameList
+    names: Annotated[list[Corruption], Field(min_length=1)]
+    severities: Annotated[list[Literal[1, 2, 3, 4, 5]], Field(min_length=1)]
+    #: None: the whole test set
+    per_class: PositiveInt | None = None
+    seed: int
+    source: Literal["auto", "official", "regenerated"] = "auto"
+
+
+class Robustness(Config):
+    """Checks against false robustness, and CIFAR-10-C."""
+
+    groups: NameList
+    checks: Checks
+    corruptions: Corruptions | None
+
+
+class ZooEvaluations(Config):
+    Linf: NameList | None = None
+    L2: NameList | None = None
+    corruptions: NameList | None = None
+
+
+class ZooFigureEvaluations(Config):
+    Linf: str | None = None
+    L2: str | None = None
+    corruptions: str | None = None
+
+
+class ZooImageNet(Config):
+    """The prepared ImageNet validation subset the ImageNet entries are evaluated on."""
+
+    per_class: Annotated[int, Field(ge=1, le=50)] | None = None
+    image_size: Annotated[int, Field(ge=32)] = 224
+
+
+class ZooEntry(Config):
+    #: the leaderboard's dataset
+    dataset: Literal["cifar10", "cifar100", "imagenet"]
+    threat_model: ThreatModel
+    #: RobustBench's model ID, or torchvision's model builder (source torchvision)
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]+$")]
+    #: who builds the network
+    source: Literal["robustbench", "torchvision"] = "robustbench"
+    #: source torchvision only (required there): its state dict's file in the weights folder
+    file: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-/]+$")] | None = None
+    #: the dataset it is evaluated on (default: its own; tests: synthetic)
+    data: str | None = None
+    variant: str | None = None
+    evaluations: NameList | None = None
+
+
+class Zoo(Config):
+    """Models trained elsewhere (RobustBench's zoo, torchvision's ImageNet models), evaluated class-wise."""
+
+    #: the weights folder (else $STUDY_WEIGHTS_DIR)
+    weights_dir: str | None = None
+    #: only the entries whose weights file is in the folder (a preset that must not grow)
+    require_weights: bool = False
+    imagenet: ZooImageNet = ZooImageNet()
+    #: per threat model, for every entry that lists none of its own
+    evaluations: ZooEvaluations = ZooEvaluations()
+    #: the robust evaluation figures 15-17 draw, per threat model
+    figure_evaluations: ZooFigureEvaluations = ZooFigureEvaluations()
+    #: CIFAR-10-C for every entry evaluated on a dataset robustness.corruptions corrupts
+    corruptions: bool = False
+    #: the checks against false robustness for these threat models
+    checks: list[ThreatModel] = []
+    models: list[ZooEntry]
+
+
+class Speed(Config):
+    """How fast, never what: no setting here changes a run's id."""
+
+    #: torch.compile of the training step
+    compile: Literal["off", "default", "auto"] = "auto"
+
+
+class BenchSetting(Config):
+    device: Literal["auto", "cpu", "cuda"]
+    model: str
+    #: prepared dataset file (default: synthetic data)
+    data: str | None = None
+    images: PositiveInt
+    test_images: PositiveInt
+    tasks: Annotated[list[BenchTask], Field(min_length=1)] | None = None
+    batch_size: PositiveInt | None = None
+    accuracy_epochs: Annotated[int, Field(ge=2)] | None = None
+    seed: int | None = None
+
+
+class Bench(Config):
+    """`study bench` settings of the bench rules (results/bench/<name>.json)."""
+
+    #: settings written by bench_all
+    default: NameList
+    settings: dict[str, BenchSetting]
+
+
+# ---------------------------------------------------------------- the whole
+
+class Params(Config):
+    """Configuration of the class-wise robustness study (params.yaml merged with a preset)."""
+
+    preset: str | None
+    data: DataSettings
+    train: TrainSettings
+    methods: Annotated[dict[str, MethodEntry | None], Field(min_length=1)]
+    evaluations: Annotated[dict[str, Evaluation], Field(min_length=1)]
+    evaluate: EvaluateSettings
+    experiments: Annotated[list[ExperimentGroup], Field(min_length=1)]
+    per_dataset: dict[str, DatasetSettings] = {}
+    figures: list[FigureName]
+    features: Features | None = None
+    robustness: Robustness
+    zoo: Zoo | None = None
+    speed: Speed = Speed()
+    bench: Bench | None = None
+
+    def group(self, name: str) -> ExperimentGroup:
+        for group in self.experiments:
+            if group.group == name:
+                return group
+        raise KeyError(f"unknown experiment group {name!r}; defined: {', '.join(g.group for g in self.experiments)}")
+
+    def groups_of_kind(self, kind: GroupKind) -> list[str]:
+        return [g.group for g in self.experiments if g.kind == kind]
+
+
+# ---------------------------------------------------------------- the run config
+
+class EpochEval(Config):
+    """The per-epoch evaluation of a run, its attacks resolved."""
+
+    per_class: PositiveInt
+    attack: Evaluation | None = None
+    #: the method's own attack on the validation split (FRL's PGD-20)
+    validation_attack: Evaluation | None = None
+
+
+class Constructed(Config):
+    kind: FeatureDataset
+    key: str
+    source_run: str
+
+
+class RunConfig(Config):
+    """The resolved, self-contained configuration of one training run (`study plan --json`'s
+    `config`, `study train --run-config`, a run's config.json)."""
+
+    dataset: str
+    data_variant: str
+    train_per_class: PositiveInt | None = None
+    model: str
+    method: str
+    method_config: Method
+    optimizer: OptimizerSettings
+    schedule: ScheduleSettings
+    epochs: PositiveInt
+    batch_size: PositiveInt
+    augment: AugmentSettings = AugmentSettings()
+    epoch_eval: EpochEval
+    seed: int
+    synthetic: SyntheticData | None = None
+    validation: Validation | None = None
+    selection: SelectionSettings = SelectionSettings()
+    precision: Precision = "fp32"
+    tf32: Tf32Settings = Tf32Settings()
+    #: the run id of the run this one fine-tunes, and which of its checkpoints
+    init_from: str | None = None
+    init_checkpoint: Checkpoint = "last"
+    constructed: Constructed | None = None
+
+
+# ---------------------------------------------------------------- one line per bad input
+
+_MISSING = object()
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The types an annotation may hold (Optional, unions and Annotated taken apart)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _unwrap(get_args(tp)[0])
+    if origin in (Union, UnionType):
+        return [t for arg in get_args(tp) for t in _unwrap(arg)]
+    return [tp]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _models_at(tp: Any, loc: tuple, parent: Any) -> list[type[BaseModel]]:
+    """The model(s) that hold the key at `loc` (its parent), the union member `type` names."""
+    candidates = _unwrap(tp)
+    for part in loc[:-1]:
+        nxt: list[Any] = []
+        for t in candidates:
+            if _is_model(t):
+                field = next((f for n, f in t.model_fields.items() if (f.alias or n) == part), None)
+                nxt += _unwrap(field.annotation) if field is not None else []
+            elif get_origin(t) in (dict, list):
+                nxt += _unwrap(get_args(t)[-1])
+        candidates = nxt or candidates  # a union member's tag in `loc` is no field: stay
+    models = [t for t in candidates if _is_model(t)]
+    if isinstance(parent, Mapping) and "type" in parent:
+        models = [m for m in models if "type" in m.model_fields
+                  and parent["type"] in get_args(m.model_fields["type"].annotation)] or models
+    return models
+
+
+def _valid_keys(tp: Any, loc: tuple, parent: Any) -> list[str]:
+    return sorted({f.alias or n for m in _models_at(tp, loc, parent) for n, f in m.model_fields.items()})
+
+
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _expected(tp: Any, loc: tuple, parent: Any) -> str:
+    """What the key at `loc` takes, e.g. `an integer >= 1`, from its field's annotation."""
+    for model in _models_at(tp, loc, parent):
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == loc[-1]), None)
+        if field is None:
+            continue
+        words = []
+        for t in _unwrap(field.annotation):
+            if get_origin(t) is Literal:
+                words.append("one of " + ", ".join(map(str, get_args(t))))
+            elif t is type(None):
+                words.append("null")
+            elif isinstance(t, type):
+                words.append({int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+                             .get(t, t.__name__))
+        metadata = [*field.metadata, *(m for a in _annotated(field.annotation) for m in a)]
+        metadata += [x for m in metadata if isinstance(m, FieldInfo) for x in m.metadata]
+        bounds = [f"{sign} {getattr(m, attr)}" for m in metadata for attr, sign in _BOUNDS
+                  if getattr(m, attr, None) is not None]
+        return " or ".join(dict.fromkeys(words)) + (" " + " and ".join(bounds) if bounds else "")
+    return ""
+
+
+def _annotated(tp: Any) -> list[tuple]:
+    """The metadata of every Annotated inside an annotation (a field's bounds)."""
+    if get_origin(tp) is Annotated:
+        return [get_args(tp)[1:], *_annotated(get_args(tp)[0])]
+    if get_origin(tp) in (Union, UnionType):
+        return [m for arg in get_args(tp) for m in _annotated(arg)]
+    return []
+
+
+def _where(data: Any, loc: tuple) -> tuple[tuple, Any, Any]:
+    """The key path of an error, the value there and the mapping that holds it. Pydantic's
+    `loc` also names the union member it tried (`pgd`, `int`): those are no keys of the data."""
+    path: tuple = ()
+    value, parent = data, None
+    for i, part in enumerate(loc):
+        if isinstance(value, Mapping) and part in value:
+            parent, value = value, value[part]
+            path += (part,)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            parent, value = value, value[part]
+            path += (part,)
+        elif isinstance(value, Mapping) and i == len(loc) - 1:
+            parent, value = value, _MISSING
+            path += (part,)
+    return path, value, parent
+
+
+def _dotted(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "(top level)"
+
+
+def describe_errors(err: ValidationError, data: Any, tp: Any) -> str:
+    """Pydantic's errors as one line: each key path, the bad value and what is valid there."""
+    problems: dict[str, list[str]] = {}
+    for e in err.errors(include_url=False):
+        path, value, parent = _where(data, tuple(e["loc"]))
+        if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            types = [t for m in _models_at(tp, (*path, "type"), None) if "type" in m.model_fields
+                     for t in get_args(m.model_fields["type"].annotation)]
+            value = value.get("type", _MISSING) if isinstance(value, Mapping) else value
+            path = (*path, "type")
+            text = ("missing (required)" if value is _MISSING else f"{value!r} is not valid") + \
+                f"; valid: {', '.join(dict.fromkeys(types))}"
+        elif e["type"] == "extra_forbidden":
+            valid = _valid_keys(tp, path, parent)
+            text = "unknown key" + (f" (valid keys: {', '.join(valid)})" if valid else "")
+        else:
+            expected = _expected(tp, path, parent) if path and isinstance(path[-1], str) else ""
+            text = "missing (required)" if value is _MISSING else f"{value!r} is not valid"
+            text += f"; expected {expected}" if expected else f": {e['msg'][0].lower()}{e['msg'][1:]}"
+        where = _dotted(path)
+        if text not in problems.setdefault(where, []):
+            problems[where].append(text)
+    return "; ".join(f"{where}: {' or '.join(texts)}" for where, texts in problems.items())
+
+
+def parse(tp: Any, data: Any, what: str) -> Any:
+    """`data` as the type `tp` (a model or a union of models), or a ConfigError of one line
+    naming `what` and every bad key path, its value and what is valid there."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{what}: expected a mapping (a JSON object), got {type(data).__name__} {data!r:.80}")
+    try:
+        return _adapter(tp).validate_python(data)
+    except ValidationError as err:
+        raise ConfigError(f"{what}: {describe_errors(err, data, tp)}") from None
+
+
+_ADAPTERS: dict[Any, TypeAdapter] = {}
+
+
+def _adapter(tp: Any) -> TypeAdapter:
+    # building a union's validator costs milliseconds; the plan parses hundreds of runs
+    if tp not in _ADAPTERS:
+        _ADAPTERS[tp] = TypeAdapter(tp)
+    return _ADAPTERS[tp]
