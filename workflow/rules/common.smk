@@ -188,7 +188,7 @@ CHECKED_RUNS = (runs_of_groups(ROBUSTNESS["checks"]["groups"]) if "groups" in RO
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
-CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/{record_name('checks', c)}.json"
+CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/checks{'@best' if c == 'best' else ''}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
 
