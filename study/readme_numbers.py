@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from study.figures.names import eval_name, method_name
+from study.names import eval_name, method_name
 
 START, END = "<!-- readme-numbers:start -->", "<!-- readme-numbers:end -->"
 

@@ -5,8 +5,9 @@ per attack with intervals, and the checks of every run.
 Checks decide what is trusted, by the one rule of study.metrics.trust: a sample counts as
 robust only if no check flagged or failed its evaluation. Every row of frl.csv, cfp.csv,
 confusion.csv and attacks.csv carries its evaluation's `check_status` (pass, flag, fail,
-unchecked) and `checks_not_passed`. The measured numbers (acc, worst_acc, the FRL errors,
-...) are kept for every evaluation, marked by its status; the trusted columns of attacks.csv
+unchecked), `checks_not_passed` and the `checkpoint` it was evaluated at (last, or best on
+validation). The measured numbers (acc, worst_acc, the FRL errors, ...) are kept for every
+evaluation, marked by its status; the trusted columns of attacks.csv
 (`trusted_acc`, `trusted_worst_acc`) equal them where the rule counts the evaluation and are
 empty (NaN) for flagged or failed ones: such an evaluation has no trusted robust samples,
 and an empty cell, unlike 0, cannot be read as a measured accuracy. checks.csv lists every
@@ -28,9 +29,8 @@ from study.metrics.classwise import class_accuracy, discrepancy
 from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
 from study.metrics.trust import counted, read_checks, trust_of
+from study.names import checkpoint_of
 from study.runs import identity
-
-ATTACK_TYPES = ("clean", "pgd", "autoattack", "square")
 
 
 def _attack_row(ident: dict, frame: pd.DataFrame, names: list[str]) -> dict:
@@ -61,11 +61,10 @@ def _class_tables(ident: dict, frame: pd.DataFrame, names: list[str]) -> tuple[p
     return cfp, conf
 
 
-def _clean_of(evs: dict, name: str) -> str | None:
-    """The clean evaluation of the same checkpoint as `name` (FRL errors compare the two)."""
-    checkpoint = name.partition("@")[2]
+def _clean_of(evs: dict, checkpoint: str) -> str | None:
+    """The clean evaluation of `checkpoint` (FRL errors compare an attack's records with it)."""
     clean = [e for e, (_, m) in evs.items()
-             if m["evaluation"].get("type", "clean") == "clean" and e.partition("@")[2] == checkpoint]
+             if m["evaluation"].get("type", "clean") == "clean" and checkpoint_of(m["evaluation"]) == checkpoint]
     return clean[0] if clean else None
 
 
@@ -81,13 +80,14 @@ def robustness_tables(records: Iterable[str | Path], checks: Iterable[str | Path
     for run_id, evs in runs.items():
         for name, (frame, meta) in evs.items():
             names, ev = meta["class_names"], meta["evaluation"]
-            ident = {**identity(run_id, meta["run_config"]), "eval": name, "attack": ev.get("type", "clean"),
-                     **trust_of(verdicts, run_id, name)}
+            checkpoint = checkpoint_of(ev)
+            ident = {**identity(run_id, meta["run_config"]), "eval": name, "checkpoint": checkpoint,
+                     "attack": ev.get("type", "clean"), **trust_of(verdicts, run_id, name)}
             cfp, conf = _class_tables(ident, frame, names)
             tables["cfp"].append(cfp)
             tables["confusion"].append(conf)
             row = _attack_row(ident, frame, names)
-            clean = _clean_of(evs, name)
+            clean = _clean_of(evs, checkpoint)
             if ev.get("type", "clean") != "clean" and clean:
                 errors = frl_errors(evs[clean][0], frame, names)
                 tables["frl"].append(errors.assign(**ident)[[*ident, *errors.columns]])

@@ -1,10 +1,11 @@
 """Aggregate the records of many runs into the study's tables (results/tables/).
 
 Every number comes from the per-sample evaluation records and the per-epoch records;
-nothing is recomputed from models here. Given the runs' checks.json files, every row carries
-its evaluation's `check_status` and `checks_not_passed`, and the rule of
-study.metrics.trust applies: a flagged or failed evaluation stays in classwise.csv and
-summary.csv, marked, but its samples are not counted in the seed aggregates
+nothing is recomputed from models here. Every row carries the `checkpoint` its evaluation is of
+(`last`, or `best` on validation; `eval` is the record's name, study.names.record_name). Given
+the runs' checks.json files, every row carries its evaluation's `check_status` and
+`checks_not_passed`, and the rule of study.metrics.trust applies: a flagged or failed
+evaluation stays in classwise.csv and summary.csv, marked, but its samples are not counted in the seed aggregates
 (classwise_seeds.csv, `flagged_seeds` says how many were left out) or the headline metrics.
 """
 
@@ -21,10 +22,11 @@ from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
+from study.names import checkpoint_of, zoo_model_name
 from study.runs import SETTING_COLUMNS, identity
 
 #: the columns a seed aggregate is keyed by
-SEED_KEYS = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval"]
+SEED_KEYS = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval", "checkpoint"]
 
 
 def build_tables(
@@ -44,7 +46,7 @@ def build_tables(
         frame, meta = read_records(path)
         name = meta["evaluation"]["name"]
         ident = {**identity(meta["run_id"], meta["run_config"]), "eval": name,
-                 **trust_of(verdicts, meta["run_id"], name)}
+                 "checkpoint": checkpoint_of(meta["evaluation"]), **trust_of(verdicts, meta["run_id"], name)}
         blocks.append(classwise_table([(ident, frame)], meta["class_names"]))
     if not blocks:
         raise FileNotFoundError("no evaluation records given (results/evaluations/<run>/<evaluation>.parquet)")
@@ -135,7 +137,6 @@ def zoo_table(classwise: str | Path, out: str | Path, tolerance_pp: float = ZOO_
     """Our accuracy of every zoo model and evaluation beside RobustBench's reported one
     (clean beside clean, AutoAttack beside its robust accuracy), flagged where they differ by
     more than `tolerance_pp` points on RobustBench's full test set."""
-    from study.figures.names import zoo_model_name
     from study.models.zoo import reported_accuracy
 
     rows = pd.read_csv(classwise)

@@ -22,8 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
+from study import names
 from study.evaluate.records import records_frame
-from study.figures import names
 from study.figures.classwise import plot_classwise
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.epochs import plot_epochs, spread_labels

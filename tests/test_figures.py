@@ -4,16 +4,9 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
-from study.figures import (
-    eval_label,
-    plot_classwise,
-    plot_epochs,
-    pretty_eval,
-    pretty_method,
-    pretty_model,
-    save_figure,
-)
+from study.figures import plot_classwise, plot_epochs, save_figure
 from study.metrics import classwise_table, seed_aggregate
+from study.names import eval_label, eval_name, method_name, model_name
 
 CIFAR10 = ["airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck"]
@@ -52,17 +45,18 @@ def epoch_table(robust: bool = True, seeds: int = 1, epochs: int = 5) -> pd.Data
 
 # ---------------------------------------------------------------- style
 
-def test_pretty_names():
+def test_display_names():
     # the key alone names what it spells out (the study's attacks are L-inf unless the key says L2)
-    assert pretty_eval("pgd20") == "PGD-20, L∞"
-    assert pretty_eval("clean") == "Clean"
-    assert pretty_eval("mystery") == "Mystery"  # never the raw key
+    assert eval_name("pgd20") == "PGD-20, L∞"
+    assert eval_name("clean") == "Clean"
+    assert eval_name("mystery") == "Mystery"  # never the raw key
     assert eval_label("clean") == "clean accuracy"
     assert eval_label("pgd100") == "robustness (PGD-100, L∞)"
-    assert pretty_model("preact_resnet18") == "PreAct-ResNet-18"
-    assert pretty_model("unknown_net") == "Unknown Net"
-    assert pretty_method("pgd_at") == "PGD-AT"
-    assert pretty_method("standard") == "Standard"
+    assert eval_label("pgd100@best") == "robustness (PGD-100, L∞), best checkpoint"
+    assert model_name("preact_resnet18") == "PreAct-ResNet-18"
+    assert model_name("unknown_net") == "Unknown Net"
+    assert method_name("pgd_at") == "PGD-AT"
+    assert method_name("standard") == "Standard"
 
 
 # ---------------------------------------------------------------- plot_classwise

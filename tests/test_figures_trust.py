@@ -32,7 +32,8 @@ def _table(datasets=("cifar10",), methods=("standard", "pgd_at"), seeds=(0, 1)) 
                     p = np.clip(base - 0.1 * m + np.linspace(-0.2, 0.2, len(NAMES))[::1 - 2 * (m % 2)], 0, 1)
                     pred = np.where(rng.random(labels.size) < p[labels], labels, (labels + 1) % len(NAMES))
                     ids = {"run_id": f"{ds}-{method}-{seed}", "dataset": ds, "data_variant": "official",
-                           "model": "resnet18", "method": method, "seed": seed, **SETTING, "eval": ev}
+                           "model": "resnet18", "method": method, "seed": seed, **SETTING, "eval": ev,
+                           "checkpoint": "last"}
                     records.append((ids, pd.DataFrame({"label": labels, "pred": pred})))
     return classwise_table(records, NAMES).assign(check_status="pass", checks_not_passed="")
 

@@ -7,23 +7,20 @@ import pandas as pd
 import pytest
 
 from study.figures.make import make_figure
-from study.figures.mitigation import (
-    mitigation_table,
-    plot_mitigation,
-    plot_policy_epochs,
-    pretty_mitigation,
-    split_eval,
-)
+from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
 from study.metrics import wilson_interval
+from study.names import method_name, split_record_name
 
 
 def classwise(accs_by_run):
-    """Class-wise rows: {(method, seed, eval): [acc per class]} with 100 samples per class."""
+    """Class-wise rows: {(method, seed, eval): [acc per class]} with 100 samples per class; `eval`
+    is the record's name (`pgd3@best`) and `checkpoint` its field, as study tables writes them."""
     rows = []
     for (method, seed, ev), accs in accs_by_run.items():
         for c, acc in enumerate(accs):
             rows.append({"run_id": f"{method}-s{seed}", "dataset": "synthetic", "model": "small_cnn",
-                         "method": method, "seed": seed, "eval": ev, "class": c, "class_name": f"c{c}",
+                         "method": method, "seed": seed, "eval": ev, "checkpoint": split_record_name(ev)[1],
+                         "class": c, "class_name": f"c{c}",
                          "n": 100, "correct": int(round(acc * 100)), "acc": acc})
     return pd.DataFrame(rows)
 
@@ -64,12 +61,20 @@ def test_worst_class_of_a_hundred_classes_is_the_worst_ten_percent():
     assert table.iloc[0]["worst"] == 0.0 and table.iloc[0]["mean"] == pytest.approx(0.9)
 
 
-def test_names_and_evaluation_split():
-    assert pretty_mitigation("trades_cfa_fawa") == "TRADES + CFA + FAWA"
-    assert pretty_mitigation("pgd_at_fairtat") == "PGD-AT + FAIR-TAT"
-    assert pretty_mitigation("fat_fairtat_ema") == "FAT + FAIR-TAT + EMA"
-    assert pretty_mitigation("frl_reweight_remargin") == "FRL (reweight + remargin)"
-    assert split_eval("aa@best") == ("aa", "best") and split_eval("pgd20") == ("pgd20", "last")
+def test_method_names():
+    assert method_name("trades_cfa_fawa") == "TRADES + CFA + FAWA"
+    assert method_name("pgd_at_fairtat") == "PGD-AT + FAIR-TAT"
+    assert method_name("fat_fairtat_ema") == "FAT + FAIR-TAT + EMA"
+    assert method_name("frl_reweight_remargin") == "FRL (reweight + remargin)"
+
+
+def test_the_checkpoint_is_read_from_its_column_not_from_the_name():
+    # a table whose `checkpoint` column says best for a record named without the mark: the column decides
+    cw = classwise({("at", 0, "pgd3"): [0.5, 0.2]}).assign(checkpoint="best")
+    assert mitigation_table(cw)["checkpoint"].tolist() == ["best"]
+    # a table written before the column: the records' names say it
+    old = mitigation_table(classwise({("at", 0, "pgd3@best"): [0.5, 0.2]}).drop(columns="checkpoint"))
+    assert old[["eval", "checkpoint"]].values.tolist() == [["pgd3", "best"]]
 
 
 def test_figures_draw_and_make_writes_the_table(tmp_path):

@@ -1,4 +1,4 @@
-"""The reproduction report (study/reproduction.py): every published value of study.published
+"""The reproduction report (study/reproduction/): every published value of study.published
 beside our runs, rows computed from class-wise tables built here and checked against the same
 numbers computed by hand (Wilson and t intervals, Spearman's rho written out)."""
 
@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import study.reproduction as reproduction
+import study.reproduction.report as report
+from study.names import split_record_name
 from study.published import BY_ID, PUBLISHED
 from study.reproduction import compare, reproduction_markdown, reproduction_report
+from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 CIFAR10 = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -59,7 +61,8 @@ def runs(method, evaluations, seeds=(0, 1, 2), model="preact_resnet18", epochs=2
                 rows.append({"run_id": run_id, "dataset": "cifar10", "data_variant": "official", "model": model,
                              "method": method, "seed": seed, "optimizer": "sgd", "lr": lr, "schedule": "step",
                              "weight_decay": 5e-4, "epochs": epochs, "train_per_class": train_per_class,
-                             "train_data": "original", "eval": name, "class": c, "class_name": CIFAR10[c],
+                             "train_data": "original", "eval": name, "checkpoint": split_record_name(name)[1],
+                             "class": c, "class_name": CIFAR10[c],
                              "n": n, "correct": correct, "acc": correct / n})
     frame = pd.DataFrame(rows)
     frame["train_per_class"] = frame["train_per_class"].astype(float)
@@ -264,7 +267,7 @@ def test_every_published_value_is_in_docs_study_md():
 
 def test_report_states_preset_commit_date_and_sources(params, tmp_path, monkeypatch):
     at_best().to_csv(tmp_path / "classwise.csv", index=False)
-    monkeypatch.setattr(reproduction, "git_commit", lambda cwd=None: None)
+    monkeypatch.setattr(report, "git_commit", lambda cwd=None: None)
     out = reproduction_report(tmp_path, params, tmp_path / "results" / "reproduction.md")
     text = out.read_text()
     assert out == tmp_path / "results" / "reproduction.md"
@@ -274,7 +277,7 @@ def test_report_states_preset_commit_date_and_sources(params, tmp_path, monkeypa
     assert line.startswith("| Wei et al. 2023 (CFA), Table 1: AT, best checkpoint, clean, mean class accuracy")
     assert "| 82.3% ± 0.8 |" in line
     assert "not in this preset" in next(x for x in text.splitlines() if "`benz_standard_rank_clean`" in x)
-    monkeypatch.setattr(reproduction, "git_commit", lambda cwd=None: "abc123")
+    monkeypatch.setattr(report, "git_commit", lambda cwd=None: "abc123")
     assert "- commit: `abc123`" in reproduction_markdown(at_best(), params)
     with pytest.raises(FileNotFoundError, match="study tables"):
         reproduction_report(tmp_path / "missing", params, tmp_path / "x.md")
@@ -286,3 +289,48 @@ def test_models_trained_on_constructed_features_are_not_compared(params):
     constructed = table.assign(train_data="d_r", run_id=table["run_id"] + "-dr")
     rows = rows_of(values_of(pd.concat([table, constructed], ignore_index=True), params), "benz_standard_rank_clean")
     assert len(rows) == 1 and "d_r" not in rows[0].setting
+
+
+def test_runs_at_a_reduced_scale_are_marked_and_still_compared(params):
+    """Fewer epochs or training images than the published setting (the demo's CPU recipe) mark a row
+    with the CPU-scale legend; its ranking is still compared by rho with its bootstrap interval."""
+    short = at_best(epochs=3, train_per_class=350)
+    (row,) = rows_of(values_of(short, params), "cfa_at_best_clean_mean")
+    assert row.reduced_scale == ("3 epochs, not 200", "350 training images per class, not all")
+    (full,) = rows_of(values_of(at_best(), params), "cfa_at_best_clean_mean")
+    assert full.reduced_scale == ()
+    # more epochs than published is a recipe difference, not a reduced scale
+    (longer,) = rows_of(values_of(at_best(epochs=300), params), "cfa_at_best_clean_mean")
+    assert longer.reduced_scale == () and "300 epochs, not 200" in longer.differences
+    # a claim that states no epochs (Xu et al.'s ranking) is still at a reduced scale on a training subset
+    ranking = runs("pgd_at", {"clean": AT_CLEAN}, epochs=3, train_per_class=350)
+    (rank_row,) = rows_of(values_of(ranking, params), "xu_pgd_at_rank_clean")
+    assert rank_row.reduced_scale == ("350 training images per class, not all",)
+    assert rank_row.estimate.value > 0.9 and rank_row.estimate.lo <= rank_row.estimate.value <= rank_row.estimate.hi
+    text = reproduction_markdown(pd.concat([short, ranking], ignore_index=True), params, commit="c", day="d")
+    line = next(x for x in text.splitlines() if "`xu_pgd_at_rank_clean`" in x)
+    assert f"350 train images/class {REDUCED_MARK} |" in line and "| rho " in line
+    assert text.count(REDUCED_LEGEND) == 3  # under each table holding a marked row: rankings, Table 1, differences
+    assert "trained on a CPU in minutes" in REDUCED_LEGEND and "not the published size" in REDUCED_LEGEND
+    assert REDUCED_MARK not in reproduction_markdown(at_best(), params, commit="c", day="d")
+
+
+def test_the_demo_presets_runs_are_marked_as_a_cpu_scale_recipe(params):
+    from study.config import load_params
+
+    demo = load_params(ROOT / "params.yaml", {"preset": "demo"}, presets_dir=ROOT / "workflow/presets",
+                       schema_path=ROOT / "workflow/schemas/params.schema.yaml")
+    train = demo["train"]
+    table = runs("pgd_at", {"clean": AT_CLEAN}, epochs=train["epochs"], train_per_class=train["train_per_class"])
+    (row,) = rows_of(values_of(table, demo), "xu_pgd_at_rank_clean")
+    assert row.reduced_scale and f"{train['train_per_class']} training images per class, not all" in row.reduced_scale
+
+
+def test_the_checkpoint_is_read_from_its_column(params):
+    # the column decides, not the record's name: a last-checkpoint column on `@best` names matches no best row
+    table = at_best().assign(checkpoint="last")
+    (row,) = rows_of(values_of(table, params), "cfa_at_best_clean_mean")
+    assert row.estimate is None
+    # a table written before the column: the records' names say it
+    (row,) = rows_of(values_of(at_best().drop(columns="checkpoint"), params), "cfa_at_best_clean_mean")
+    assert row.estimate is not None

@@ -18,7 +18,6 @@ from study.evaluate.checks import (
     DEFAULT_THRESHOLDS,
     Thresholds,
     model_checks,
-    record_checkpoint,
     record_checks,
     records_reproduce,
     resolve_scopes,
@@ -26,6 +25,7 @@ from study.evaluate.checks import (
 )
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
+from study.names import checkpoint_of
 from study.runs import CHECKPOINT_FILES, load_trained_model
 
 
@@ -41,7 +41,7 @@ def load_checkpoint_records(
         if meta.get("run_id") != run_id:
             raise ValueError(f"{path} belongs to run {meta.get('run_id')}, not {run_id}")
         evaluation = meta["evaluation"]
-        if record_checkpoint(evaluation) == checkpoint:
+        if checkpoint_of(evaluation) == checkpoint:
             loaded[evaluation["name"]] = (frame, evaluation)
         else:
             other.append(evaluation["name"])

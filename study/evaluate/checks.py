@@ -42,6 +42,7 @@ from torch import nn
 
 from study.attacks.pgd import pgd_attack
 from study.data.augment import to_float
+from study.names import split_record_name
 from study.predict import predict
 
 WHITE_BOX = ("pgd", "autoattack")
@@ -333,7 +334,7 @@ def _in_scope(scope: str, name: str, ev: Mapping, reference: Mapping) -> bool:
         return kind in WHITE_BOX
     if scope == "reference":
         # A PGD no stronger than the reference (same budget, no more iterations) is as suspect as it.
-        return kind == "pgd" and (name.split("@")[0] == reference.get("name") or (
+        return kind == "pgd" and (split_record_name(name)[0] == reference.get("name") or (
             _same_budget(ev, reference) and _iterations(ev) <= _iterations(reference)))
     raise ValueError(f"unknown check scope {scope!r}; valid: {', '.join(SCOPES)}")
 
@@ -344,16 +345,6 @@ def resolve_scopes(checks: Sequence[Check], evaluations: Mapping[str, Mapping], 
     for check in checks:
         if check.scope != "evaluations":
             check.evaluations = [n for n, ev in evaluations.items() if _in_scope(check.scope, n, ev, reference)]
-
-
-def record_checkpoint(evaluation: Mapping) -> str:
-    """The checkpoint an evaluation's records come from: `best` for `<name>@best`, else `last`."""
-    name = str(evaluation["name"])
-    by_name = name.split("@", 1)[1] if "@" in name else "last"
-    stated = evaluation.get("checkpoint", by_name)
-    if stated != by_name:
-        raise ValueError(f"evaluation {name!r} records checkpoint {stated!r} but its name says {by_name!r}")
-    return by_name
 
 
 def summarize(checks: Sequence[Check]) -> dict:

@@ -14,6 +14,7 @@ from torch import nn
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
+from study.names import record_name
 from study.predict import predict
 from study.runs import load_trained_model
 
@@ -62,8 +63,7 @@ def evaluate_checkpoint(
     written = []
     for evaluation, out in jobs:
         evaluation = dict(evaluation)
-        if checkpoint != "last":
-            evaluation["name"] = f"{evaluation['name']}@{checkpoint}"
+        evaluation["name"] = record_name(evaluation["name"], checkpoint)
         evaluation["checkpoint"] = checkpoint
         written.append(evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
                                       device=dev, progress=progress, shard=shard))

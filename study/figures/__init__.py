@@ -10,8 +10,7 @@ from importlib import import_module
 _WHERE = {
     "plot_classwise": "study.figures.classwise",
     "plot_epochs": "study.figures.epochs",
-    **{name: "study.figures.style" for name in (
-        "eval_label", "pretty_dataset", "pretty_eval", "pretty_method", "pretty_model", "run_title", "save_figure")},
+    **{name: "study.figures.style" for name in ("run_title", "save_figure")},
 }
 
 __all__ = sorted(_WHERE)

@@ -10,7 +10,6 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study.figures.names import norm_title
 from study.figures.style import (
     AUTO,
     MAX_INCHES,
@@ -18,18 +17,17 @@ from study.figures.style import (
     display_title,
     draw_caveat,
     eval_colors,
-    eval_label,
     figure_size,
     figure_style,
     norm_groups,
     percent_axis,
-    pretty_eval,
     resolve_caveat,
     run_title,
     table_caveat,
 )
 from study.figures.trust import HATCH_NOTE, counted_or_marked, flagged_label, left_out_note, marked_bar_style
 from study.metrics.classwise import seed_aggregate
+from study.names import eval_label, eval_name, norm_title
 
 # Identifiers that must be constant in one figure: bars of two models side by side
 # would silently average or overwrite each other.
@@ -63,7 +61,7 @@ def _per_seed_centered(seeds: pd.DataFrame) -> pd.Series:
 
 
 def _eval_name(key: tuple) -> str:
-    return pretty_eval(str(key[0]))
+    return eval_name(str(key[0]))
 
 
 def _aggregated_trust(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -75,7 +73,7 @@ def _aggregated_trust(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     counts = flagged.groupby("eval", sort=False)["flagged_seeds"].max().astype(int).to_dict()
     empty = [e for e, rows in flagged.groupby("eval", sort=False) if rows["acc"].isna().all()]
     note = left_out_note(flagged.drop_duplicates("eval"), ["eval"], lambda k: "{} ({} seed{}{})".format(
-        pretty_eval(str(k[0])), counts[k[0]], "s" if counts[k[0]] > 1 else "", ", all" if k[0] in empty else ""))
+        eval_name(str(k[0])), counts[k[0]], "s" if counts[k[0]] > 1 else "", ", all" if k[0] in empty else ""))
     return table[~table["eval"].isin(empty)], {"marked": [], "note": note}
 
 

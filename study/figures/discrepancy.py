@@ -10,7 +10,6 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study.figures.names import eval_name, eval_norm, norm_title
 from study.figures.style import (
     AUTO,
     MAX_INCHES,
@@ -19,9 +18,9 @@ from study.figures.style import (
     figure_size,
     figure_style,
     percent_axis,
-    pretty_method,
     run_caveat,
 )
+from study.names import eval_name, eval_norm, method_name, norm_title
 
 METHOD_COLORS = ("#4C72B0", "#C44E52", "#55A868", "#8172B3", "#DD8452", "#937860")
 _ROLE_LABELS = {"clean": "clean accuracy", "robust": "robustness"}
@@ -118,7 +117,7 @@ def _footnote(n_seeds: int, caveats: dict, labels: Mapping[str, str], caveat: st
     if caveat not in (None, AUTO):
         note += f"\n⚠ {caveat}"
     for (cat, method), why in caveats.items():
-        note += f"\n{_DAGGER} {labels.get(cat, cat).splitlines()[0]}, {pretty_method(method)}: {why}"
+        note += f"\n{_DAGGER} {labels.get(cat, cat).splitlines()[0]}, {method_name(method)}: {why}"
     return note
 
 
@@ -187,7 +186,7 @@ def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | No
                     if cell.empty:
                         continue
                     style = {"color": METHOD_COLORS[j % len(METHOD_COLORS)], "width": width,
-                             "label": pretty_method(method) if i == 0 else None}
+                             "label": method_name(method) if i == 0 else None}
                     _draw_cell(top, bottom, cell.set_index("stat"), i + (j - (len(methods) - 1) / 2) * width, style)
             _format_panel(top, bottom, _heading(role, norm, rows, settings), cats, ticks)
             top.sharex(bottom)

@@ -11,7 +11,6 @@ from matplotlib.colors import Normalize, PowerNorm
 from matplotlib.figure import Figure
 
 from study.figures.heatmap import draw_class_heatmap
-from study.figures.names import NORM_NAMES, eval_name, eval_norm, norm_title
 from study.figures.style import (
     AUTO,
     MAX_INCHES,
@@ -25,6 +24,7 @@ from study.figures.style import (
     run_caveat,
 )
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
+from study.names import NORM_NAMES, eval_name, eval_norm, norm_title
 
 _ANNOTATE_UP_TO = 12
 # Rank matrices side by side: at most this many per row (their labels are long).

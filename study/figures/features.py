@@ -13,17 +13,15 @@ from study.figures.style import (
     AUTO,
     display_title,
     draw_caveat,
-    eval_label,
     figure_size,
     figure_style,
     percent_axis,
-    pretty_dataset,
-    pretty_model,
     resolve_caveat,
     run_caveat,
     table_caveat,
 )
 from study.metrics.seeds import seed_summary
+from study.names import dataset_name, eval_label, model_name
 
 # Order and names of the bars: the source models first, then what was trained on their datasets.
 TRAINING_LABELS = {
@@ -146,7 +144,7 @@ def plot_feature_examples(
 
 def features_title(dataset: str, model: str, variant: str) -> str:
     suffix = "" if variant in ("official", "default") else f" ({variant} variant of the data)"
-    return f"{pretty_dataset(dataset)}{suffix} | {pretty_model(model)} trained on constructed datasets"
+    return f"{dataset_name(dataset)}{suffix} | {model_name(model)} trained on constructed datasets"
 
 
 def rows_class_names(rows: pd.DataFrame) -> list[str]:

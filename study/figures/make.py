@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from study.figures.registry import FIGURE_KINDS
-from study.figures.style import pretty_eval, run_title, save_figure
+from study.figures.style import run_title, save_figure
+from study.names import eval_name, method_name, split_record_name, table_checkpoints
 from study.runs import SETTING_COLUMNS
 
 
@@ -116,6 +117,7 @@ def _mitigation_rows(table: Path, dataset: str, model: str,
     """Figure 13's rows of one (dataset, model), its methods (all in the table if None), its title."""
     rows = pd.read_csv(table)
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
+    rows = rows.assign(checkpoint=table_checkpoints(rows))
     if rows.empty:
         raise ValueError(f"no rows for dataset={dataset} model={model} in {table}")
     methods = list(methods) if methods else list(dict.fromkeys(rows["method"]))
@@ -125,13 +127,11 @@ def _mitigation_rows(table: Path, dataset: str, model: str,
 def _with_flagged_seeds(summary: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
     """Figure 13's table with `flagged_seeds`: the runs per (method, evaluation, checkpoint) the checks
     flagged, left out of its numbers; a row whose every seed was flagged stays, its numbers empty."""
-    from study.figures.mitigation import split_eval
-
     if flagged.empty:
         return summary.assign(flagged_seeds=0)
     keys = ["dataset", "model", "method", "eval", "checkpoint"]
-    runs = flagged[["dataset", "model", "method", "eval", "run_id"]].drop_duplicates()
-    runs[["eval", "checkpoint"]] = runs["eval"].map(split_eval).tolist()
+    runs = flagged[[*keys, "run_id"]].drop_duplicates()
+    runs["eval"] = runs["eval"].map(lambda name: split_record_name(name)[0])
     counts = runs.groupby(keys, sort=False).size().rename("flagged_seeds").reset_index()
     every_seed = counts.merge(summary[keys], on=keys, how="left", indicator=True)
     every_seed = every_seed[every_seed["_merge"] == "left_only"].drop(columns="_merge")
@@ -162,14 +162,14 @@ def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "para
 def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: str,
                     methods: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
-    from study.figures.mitigation import mitigation_table, plot_mitigation, pretty_mitigation
+    from study.figures.mitigation import mitigation_table, plot_mitigation
     from study.figures.trust import left_out_note, split_counted
     from study.io import atomic_path
 
     rows, methods, title = _mitigation_rows(table, dataset, model, methods)
     # the trust rule: mitigation_table counts no flagged evaluation; the figure names those it left out
     counted, flagged = split_counted(rows[rows["method"].isin(methods)])
-    left_out = left_out_note(flagged, ["method", "eval"], lambda k: f"{pretty_mitigation(k[0])} · {pretty_eval(k[1])}",
+    left_out = left_out_note(flagged, ["method", "eval"], lambda k: f"{method_name(k[0])} · {eval_name(k[1])}",
                              width=45)
     if counted.empty and not flagged.empty:
         raise ValueError(f"figure 13 of {dataset}/{model}: nothing counted is left to draw; {left_out}")

@@ -15,10 +15,6 @@ from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
 from study.figures.style import (
     display_title,
-    pretty_dataset,
-    pretty_eval,
-    pretty_method,
-    pretty_model,
     run_title,
     save_figure,
 )
@@ -26,6 +22,7 @@ from study.figures.trust import left_out_note, split_counted
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
+from study.names import dataset_name, eval_name, method_name, model_name
 
 DISCREPANCY_BY = ("dataset", "model", "setting")
 
@@ -79,18 +76,18 @@ def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
         table["setting"] = table.apply(setting_label, axis=1)
     table, flagged = _counted(_with_roles(table, [by, "method"], evaluations), "discrepancy")
     summary = discrepancy_summary(table, by=[by, "method", "role", "eval"])
-    pretty = {"dataset": pretty_dataset, "model": pretty_model, "setting": str}[by]
+    pretty = {"dataset": dataset_name, "model": model_name, "setting": str}[by]
     left_out = left_out_note(flagged, [by, "method", "eval"], lambda k: " · ".join(
-        [pretty(str(k[0])), pretty_method(str(k[1])), pretty_eval(str(k[2]))]))
+        [pretty(str(k[0])), method_name(str(k[1])), eval_name(str(k[2]))]))
     labels = {}
     for cat, group in summary.groupby(by, sort=False):
         robust = sorted(set(group.loc[group["role"] == "robust", "eval"]))
-        labels[str(cat)] = pretty(str(cat)) + (f"\n({', '.join(map(pretty_eval, robust))})" if by == "dataset" else "")
+        labels[str(cat)] = pretty(str(cat)) + (f"\n({', '.join(map(eval_name, robust))})" if by == "dataset" else "")
     if by != "dataset":
         robust = sorted(set(summary.loc[summary["role"] == "robust", "eval"]))
-        datasets = ", ".join(pretty_dataset(d) for d in sorted(table["dataset"].unique()))
+        datasets = ", ".join(dataset_name(d) for d in sorted(table["dataset"].unique()))
         title = title or f"class-wise discrepancy per {'architecture' if by == 'model' else 'optimization setting'}" \
-                         f" · {datasets} · robustness: {', '.join(map(pretty_eval, robust))}"
+                         f" · {datasets} · robustness: {', '.join(map(eval_name, robust))}"
     return plot_discrepancy(summary, by, labels=labels, title=title or "class-wise discrepancy per dataset",
                             left_out=left_out)
 
@@ -104,24 +101,24 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
     table["setting"] = table.apply(setting_label, axis=1)
     varied = [c for c in ("model", "setting") if table[c].nunique() > 1]
     table["config"] = table.apply(
-        lambda r: " | ".join([pretty_model(r["model"]) if "model" in varied or not varied else "",
-                              pretty_method(r["method"]), r["setting"] if "setting" in varied else ""]).strip(" |")
+        lambda r: " | ".join([model_name(r["model"]) if "model" in varied or not varied else "",
+                              method_name(r["method"]), r["setting"] if "setting" in varied else ""]).strip(" |")
         .replace(" |  | ", " | "), axis=1)
     table, flagged = _counted(_with_roles(table, ["run_id"], evaluations), "rank_agreement")
-    left_out = left_out_note(flagged, ["config", "eval"], lambda k: f"{display_title(str(k[0]))} · {pretty_eval(k[1])}")
+    left_out = left_out_note(flagged, ["config", "eval"], lambda k: f"{display_title(str(k[0]))} · {eval_name(k[1])}")
     panels = {}
     for role, part in table.groupby("role", sort=True):
         wide = class_accuracy_matrix(part, ["config"])
         if left_out and wide.shape[1] < 2:  # the checks left one configuration: nothing to rank it with
             continue
         name = "clean accuracy" if role == "clean" else \
-            f"robustness ({', '.join(map(pretty_eval, sorted(part['eval'].unique())))})"
+            f"robustness ({', '.join(map(eval_name, sorted(part['eval'].unique())))})"
         panels[name] = (rank_agreement(wide, "spearman"), rank_agreement(wide, "kendall"))
     if not panels:
         raise ValueError(f"the checks flagged all but one configuration of figure rank_agreement: {left_out}")
     ds = table["dataset"].iloc[0]
     seeds = table["seed"].nunique()
-    return plot_rank_agreement(panels, title or f"{pretty_dataset(ds)}: do the same classes lead and lag? "
+    return plot_rank_agreement(panels, title or f"{dataset_name(ds)}: do the same classes lead and lag? "
                                                 f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})",
                                left_out=left_out)
 
@@ -149,7 +146,7 @@ def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[s
         per_eval.setdefault(meta["evaluation"]["name"], []).append(matrix(frame, len(meta["class_names"])))
     order = sorted(per_eval, key=lambda e: e != "clean")
     # Seeds: mean of the per-seed matrices (logit scales differ between seeds; each is normalised first).
-    panels = {("clean" if e == "clean" else pretty_eval(e)) + (f" · mean of {len(per_eval[e])} seeds"
+    panels = {("clean" if e == "clean" else eval_name(e)) + (f" · mean of {len(per_eval[e])} seeds"
               if len(per_eval[e]) > 1 else ""): np.nanmean(np.stack(per_eval[e]), axis=0) for e in order}
     cfg = meta0["run_config"]
     return panels, meta0["class_names"], class_groups(cfg["dataset"]), run_title(cfg["dataset"], cfg["model"],

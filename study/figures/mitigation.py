@@ -6,7 +6,8 @@ mean of the worst 10% of classes when there are 100 or more), averaged over seed
 their spread and a 95% interval over seeds and test images (study.metrics.seeds: t over seeds
 combined with Wilson over one seed's test counts; Wilson alone for one seed).
 It takes whatever evaluations the runs have (clean, PGD, AutoAttack, Square, ...);
-`<evaluation>@best` records are the best-on-validation checkpoint, the others the last.
+each row's `checkpoint` (best on validation or last) is the table's column of that name
+(study.names.table_checkpoints).
 Given `baselines` (method -> the method it is compared with, study.config.present_baseline:
 TRADES + CFA with the normalized TRADES it is trained in the form of, PGD-AT + CFA with PGD-AT),
 each row also carries `compare_with` and its differences `delta_mean`, `delta_worst` from that
@@ -25,7 +26,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from study.figures.names import method_name
 from study.figures.style import (
     ATTACK_COLORS,
     AUTO,
@@ -37,29 +37,18 @@ from study.figures.style import (
     grid_shape,
     hide_unused,
     percent_axis,
-    pretty_eval,
     resolve_caveat,
     run_caveat,
 )
 from study.figures.trust import split_counted
 from study.metrics.seeds import accuracy_seed_interval
 from study.metrics.worst import worst_count
+from study.names import eval_name, method_name, split_record_name, table_checkpoints
 
 TABLE_COLUMNS = ["dataset", "model", "method", "eval", "checkpoint", "n_seeds", "mean", "mean_std", "mean_lo",
                  "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class", "compare_with",
                  "delta_mean", "delta_worst"]
 _KEYS = ["dataset", "model", "eval", "checkpoint"]
-
-
-def pretty_mitigation(name: str) -> str:
-    """'trades_cfa_fawa' -> 'TRADES + CFA + FAWA' (study.figures.names.method_name)."""
-    return method_name(name)
-
-
-def split_eval(name: str) -> tuple[str, str]:
-    """'pgd20@best' -> ('pgd20', 'best'); 'pgd20' -> ('pgd20', 'last')."""
-    base, _, checkpoint = str(name).partition("@")
-    return base, checkpoint or "last"
 
 
 def _per_run(group: pd.DataFrame) -> pd.Series:
@@ -98,13 +87,14 @@ def mitigation_table(classwise: pd.DataFrame, methods: Sequence[str] | None = No
     if missing:
         raise ValueError(f"class-wise table lacks column(s) {missing}; it has {list(classwise.columns)}")
     rows = classwise if methods is None else classwise[classwise["method"].isin(methods)]
+    rows = rows.assign(checkpoint=table_checkpoints(rows))
     rows = split_counted(rows)[0]  # the trust rule: no flagged evaluation counts (study.figures.trust)
     if rows.empty:
         raise ValueError(f"no rows for methods {list(methods or [])}; the table has "
                          f"{sorted(classwise['method'].unique())}")
-    per_run = rows.groupby(["dataset", "model", "method", "run_id", "seed", "eval"], sort=False).apply(
+    per_run = rows.groupby(["dataset", "model", "method", "run_id", "seed", "eval", "checkpoint"], sort=False).apply(
         _per_run, include_groups=False).reset_index()
-    per_run[["eval", "checkpoint"]] = per_run["eval"].map(split_eval).tolist()
+    per_run["eval"] = per_run["eval"].map(lambda name: split_record_name(name)[0])
     out = []
     for key, g in per_run.groupby(["dataset", "model", "method", "eval", "checkpoint"], sort=False):
         mean_sd, mean_lo, mean_hi = _interval(g["mean"].to_numpy(), g["n"].to_numpy())
@@ -169,7 +159,7 @@ def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str], left_
     """Beside the panels: one entry per method drawn (filled marker), then the checkpoints drawn;
     under its title, the note naming the evaluations the checks flagged (`left_out`)."""
     handles = [Line2D([], [], linestyle="none", marker=st["marker"], color=st["color"], ms=6) for st in styles.values()]
-    labels = [pretty_mitigation(m) for m in styles]
+    labels = [method_name(m) for m in styles]
     for ckpt in checkpoints:
         handles.append(Line2D([], [], linestyle="none", marker="o", color="#555555", ms=6,
                               mfc="#555555" if ckpt == "best" else "white"))
@@ -205,7 +195,7 @@ def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: st
             _draw_comparisons(ax, part, styles)
             _percent_limits(ax, [v for e in extents for v in e[:2]], [v for e in extents for v in e[2:]])
             shown = part["method"].nunique()
-            ax.set_title(f"{pretty_eval(ev)} · {shown} method{'' if shown == 1 else 's'}",
+            ax.set_title(f"{eval_name(ev)} · {shown} method{'' if shown == 1 else 's'}",
                          color=CLEAN_COLOR if ev == "clean" else ATTACK_COLORS[0])
             ax.grid(alpha=0.3)
             draw_caveat(ax, note)
@@ -240,7 +230,7 @@ def _policy_panel(ax: Axes, method: str, col: str, rows: pd.DataFrame) -> None:
         mean[col] = mean[col] / base if base > 0 else mean[col]
     for (_, name), g in mean.groupby(["class", "class_name"]):
         ax.plot(g["epoch"], g[col], lw=1, label=str(name))
-    ax.set_title(pretty_mitigation(method), fontsize=8)
+    ax.set_title(method_name(method), fontsize=8)
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(dict(_POLICY_COLUMNS)[col], fontsize=7)

@@ -10,25 +10,23 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study.figures.names import corruption_name, eval_name, norm_title
 from study.figures.style import (
     AUTO,
     class_palette,
     counted_title,
     display_title,
     draw_caveat,
-    eval_label,
     figure_size,
     figure_style,
     grid_shape,
     hide_unused,
     norm_groups,
     percent_axis,
-    pretty_method,
     resolve_caveat,
     run_caveat,
 )
 from study.metrics.seeds import seed_summary
+from study.names import corruption_name, eval_label, eval_name, method_name, norm_title
 
 
 def _pooled(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -196,7 +194,7 @@ def plot_frl_errors(table: pd.DataFrame, title: str, *, eval_settings: Mapping[s
             _frl_bars(ax, rows)
             ax.set_xticks(range(len(classes)), classes, rotation=30, ha="right")
             attack = f"\nrobust error under {eval_name(ev, settings.get(ev))}" if ev else ""
-            ax.set_title(pretty_method(method) + attack)
+            ax.set_title(method_name(method) + attack)
             percent_axis(ax, "error (%)")
             draw_caveat(ax, resolve_caveat(caveat, lambda rows=rows: _frl_caveat(rows, len(classes))))
         hide_unused(axes, len(panels))

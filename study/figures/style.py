@@ -1,6 +1,6 @@
 """Fonts, sizes, colours, display names, caveats and file output shared by every figure of the study.
 
-Display names live in study.figures.names; the pretty_* functions here are its short forms."""
+Display names live in study.names (below the figures and the tables, which both use them)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study.figures import names
-from study.figures.names import dataset_name, eval_name, eval_norm, method_name, model_name
+from study import names
+from study.names import dataset_name, eval_name, eval_norm, method_name, model_name, split_record_name
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
@@ -58,39 +58,13 @@ def figure_style() -> Iterator[None]:
         yield
 
 
-def pretty_eval(name: str, settings: Mapping | None = None) -> str:
-    """Display name of an evaluation (study.figures.names.eval_name): "pgd20" -> "PGD-20, L∞"."""
-    return eval_name(name, settings)
-
-
-def eval_label(name: str, settings: Mapping | None = None) -> str:
-    """Legend label: "clean accuracy" for clean, "robustness (PGD-20, L∞ 8/255)" for an attack."""
-    return names.eval_label(name, settings)
-
-
-def pretty_model(name: str) -> str:
-    """Display name of a model: "preact_resnet18" -> "PreAct-ResNet-18"."""
-    return model_name(name)
-
-
-def pretty_method(name: str) -> str:
-    """Display name of a training method: "pgd_at" -> "PGD-AT"."""
-    return method_name(name)
-
-
-def pretty_dataset(name: str) -> str:
-    """Display name of a dataset: "cifar10" -> "CIFAR-10"."""
-    return dataset_name(name)
-
-
 def run_title(
     dataset: str | None = None, model: str | None = None, method: str | None = None
 ) -> str:
     """Figure title from run identifiers, e.g. "CIFAR-10 | PreAct-ResNet-18 | PGD-AT"."""
     parts = [
         pretty(value)
-        for pretty, value in ((pretty_dataset, dataset), (pretty_model, model),
-                              (pretty_method, method))
+        for pretty, value in ((dataset_name, dataset), (model_name, model), (method_name, method))
         if value is not None
     ]
     return " | ".join(parts)
@@ -184,7 +158,7 @@ def norm_groups(evals: Sequence[str], settings: Mapping[str, Mapping] | None = N
     """Evaluations split by threat model, clean in every group: L2 and L-inf results never share an
     axis, since their budgets are not comparable. [(None, ['clean'])] when nothing is attacked."""
     settings = settings or {}
-    clean = [e for e in evals if eval_norm(e, settings.get(e)) is None and e.split("@")[0] == "clean"]
+    clean = [e for e in evals if eval_norm(e, settings.get(e)) is None and split_record_name(e)[0] == "clean"]
     groups: dict[str, list[str]] = {}
     for e in evals:
         if e in clean:
@@ -232,7 +206,7 @@ def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
     epochs = pd.to_numeric(table["epochs"], errors="coerce").min() if "epochs" in table.columns else None
     mean_acc = num_classes = None
     if "eval" in table.columns and value in table.columns:
-        clean = table[table["eval"].astype(str).str.split("@").str[0] == "clean"]
+        clean = table[table["eval"].map(lambda e: split_record_name(e)[0] == "clean")]
         if not clean.empty:
             mean_acc = float(clean.groupby("class")[value].mean().mean())
             num_classes = int(table["class"].nunique()) if "class" in table.columns else None

@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from study.figures.names import dataset_name, eval_name, zoo_model_name
 from study.figures.style import figure_size, figure_style, percent_axis, save_figure
 from study.io import atomic_path
+from study.names import dataset_name, eval_name, zoo_model_name
 
 OURS = "Ours: PGD-AT"
 

@@ -14,6 +14,7 @@ from study.config import (ConfigError, configured_mirror, constructions, load_pa
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
+from study.names import record_name
 
 _BASE = Path(workflow.basedir) / "workflow"
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
@@ -145,7 +146,7 @@ for _run, _cp in ((r, c) for r in PLAN + ZOO for c in r.checkpoints):
 
 
 def eval_file(run_id, evaluation, checkpoint="last"):
-    return f"{RESULTS}/evaluations/{run_id}/{evaluation}{'@best' if checkpoint == 'best' else ''}.parquet"
+    return f"{RESULTS}/evaluations/{run_id}/{record_name(evaluation, checkpoint)}.parquet"
 
 def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
@@ -188,7 +189,7 @@ CHECKED_RUNS = (runs_of_groups(ROBUSTNESS["checks"]["groups"]) if "groups" in RO
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
-CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/checks{'@best' if c == 'best' else ''}.json"
+CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/{record_name('checks', c)}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
 

@@ -16,7 +16,7 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
         wildcard_constraints:
             run_id=one_of(_ids),
         log:
-            f"{RESULTS}/logs/evaluate/{{run_id}}/{'+'.join(_evs)}{'@best' if _cp == 'best' else ''}.log",
+            f"{RESULTS}/logs/evaluate/{{run_id}}/{record_name('+'.join(_evs), _cp)}.log",
         params:
             evaluations=evaluation_args(_evs),
             checkpoint=f"--checkpoint {_cp}",

@@ -1,0 +1,202 @@
+"""Matching a published row to the runs of the class-wise table, by what the runs are, not by
+their names, because names differ by preset (PGD-AT is `pgd_at` in the baseline group and `at`
+in the mitigation group; the PGD evaluation is `pgd20` in the paper preset, `pgd3` in ci):
+
+- the method: a run matches when its resolved policies (study.config.resolve_method) equal
+  those of the row's method;
+- the checkpoint: the table's `checkpoint` column (best on validation, or last;
+  study.names.table_checkpoints);
+- the evaluation by its settings: clean, or PGD / AutoAttack at L-inf 8/255 (of several PGD
+  evaluations the one whose step count is nearest the published one); where a preset has no
+  AutoAttack, its PGD evaluation stands in, as a recipe difference;
+- of the run groups that match, those whose recipe differs least from the published one.
+
+Recipe differences (dataset or its variant, architecture, epochs, a training subset, the
+optimizer, the evaluation) are stated per row. Those of scale (fewer epochs or training images
+than the published setting, as the demo preset's CPU recipe) also mark the row as reduced-scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
+from study.metrics.trust import not_counted
+from study.names import split_record_name, table_checkpoints
+from study.published import Published
+from study.runs import SETTING_COLUMNS
+
+PUBLISHED_EPS = 8 / 255
+PUBLISHED_RECIPE = {"optimizer": "sgd", "schedule": "step", "weight_decay": 5e-4}
+# Where a preset has no evaluation of the published kind, the one that stands in (a recipe difference).
+STAND_IN = {"autoattack": "pgd"}
+# One run group is one configuration trained with several seeds.
+GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
+
+
+def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
+    """clean, pgd or autoattack (at the published L-inf 8/255) with the PGD step count; None otherwise."""
+    try:
+        ev = resolve_evaluation(params, name, dataset)
+    except ConfigError:
+        return None, math.nan
+    if ev["type"] == "clean":
+        return "clean", math.nan
+    eps = float(ev.get("eps", math.nan))
+    if ev.get("norm") != "linf" or not math.isclose(eps, PUBLISHED_EPS, rel_tol=1e-6):
+        return None, math.nan
+    if ev["type"] in ("pgd", "autoattack"):
+        return ev["type"], float(ev.get("steps", math.nan))
+    return None, math.nan
+
+
+def annotate(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
+    """The class-wise table with each row's configured evaluation, its kind and PGD steps."""
+    table = classwise.assign(checkpoint=table_checkpoints(classwise))
+    table["evaluation"] = table["eval"].map(lambda name: split_record_name(name)[0])
+    keys = list(zip(table["evaluation"], table["dataset"].astype(str), strict=True))
+    kinds = {key: _evaluation_kind(params, *key) for key in set(keys)}
+    table["kind"] = [kinds[key][0] for key in keys]
+    table["steps"] = [kinds[key][1] for key in keys]
+    if "checks_not_passed" not in table:  # tables built without checks.json
+        table["checks_not_passed"] = ""
+    if "train_data" not in table:
+        table["train_data"] = "original"
+    return table
+
+
+def _policies(params: Mapping, method: str) -> dict | None:
+    try:
+        return resolve_method(params, method)
+    except ConfigError:
+        return None
+
+
+def equivalent_methods(params: Mapping, present: Iterable[str], references: Iterable[str]) -> set[str]:
+    """The methods of the table whose policies equal those of one of the reference methods."""
+    wanted = [p for p in (_policies(params, r) for r in references) if p is not None]
+    return {m for m in present if (p := _policies(params, m)) is not None and p in wanted}
+
+
+def candidates(table: pd.DataFrame, params: Mapping, p: Published) -> pd.DataFrame:
+    """Rows of runs of the row's method at its checkpoint, of its evaluation kind (or the stand-in)."""
+    methods = equivalent_methods(params, table["method"].unique(), (p.method,))
+    rows = table[table["method"].isin(methods) & (table["checkpoint"] == p.checkpoint)
+                 # models trained on a constructed feature dataset are another question
+                 & (table["train_data"].fillna("original") == "original")]
+    exact = rows[rows["kind"] == p.recipe.kind]
+    if exact.empty and p.recipe.kind in STAND_IN:
+        return rows[rows["kind"] == STAND_IN[p.recipe.kind]]
+    return exact
+
+
+def _preferred_evaluation(rows: pd.DataFrame, steps: int | None) -> pd.DataFrame:
+    """The rows of one evaluation: of several PGD evaluations the one nearest the published steps."""
+    target = steps if steps is not None else 20
+    order = rows.assign(_distance=(rows["steps"] - target).abs()).sort_values(
+        ["_distance", "steps", "eval"], ascending=[True, False, True], na_position="last")
+    return rows[rows["eval"] == order["eval"].iloc[0]]
+
+
+def scale_reductions(p: Published, first: pd.Series) -> tuple[str, ...]:
+    """How a run group (its first row) was trained at a smaller scale than the published recipe:
+    fewer epochs than the published number (where the paper states one), a subset of the
+    training images. Empty for a run at the published scale."""
+    r, out = p.recipe, []
+    if r.epochs is not None and int(first["epochs"]) < r.epochs:
+        out.append(f"{int(first['epochs'])} epochs, not {r.epochs}")
+    if pd.notna(first["train_per_class"]):
+        out.append(f"{int(first['train_per_class'])} training images per class, not all")
+    return tuple(out)
+
+
+def recipe_differences(p: Published, first: pd.Series) -> tuple[str, ...]:
+    """How a run group (its first row) departs from the recipe the published value was measured under."""
+    r, out = p.recipe, []
+    if first["dataset"] != r.dataset:
+        out.append(f"{first['dataset']} data, not {r.dataset}")
+    elif first["data_variant"] != r.variant:
+        out.append(f"{r.dataset} {first['data_variant']} variant, not {r.variant}")
+    if r.model is not None and first["model"] != r.model:
+        out.append(f"{first['model']}, not {r.model}")
+    if r.epochs is not None and int(first["epochs"]) > r.epochs:
+        out.append(f"{int(first['epochs'])} epochs, not {r.epochs}")
+    out += scale_reductions(p, first)
+    if (first["optimizer"], first["schedule"]) != (PUBLISHED_RECIPE["optimizer"], PUBLISHED_RECIPE["schedule"]) \
+            or not math.isclose(float(first["weight_decay"]), PUBLISHED_RECIPE["weight_decay"]):
+        out.append(f"{first['optimizer']}, {first['schedule']} schedule, weight decay {float(first['weight_decay']):g}"
+                   ", not SGD, step, 5e-4")
+    if first["kind"] != r.kind:
+        out.append(f"{first['eval']} ({first['kind']}) in place of {r.kind}")
+    elif r.pgd_steps is not None and first["steps"] != r.pgd_steps:
+        out.append(f"PGD-{first['steps']:g}, not PGD-{r.pgd_steps}")
+    return tuple(out)
+
+
+def notes(p: Published, seeds: int) -> tuple[str, ...]:
+    """Protocol notes that do not change what is measured: how the best checkpoint is chosen, fewer seeds."""
+    out = []
+    if p.checkpoint == "best" and p.recipe.selection:
+        out.append(f"best checkpoint on our validation split by the group's rule; the paper's: {p.recipe.selection}")
+    if seeds < p.recipe.seeds:
+        out.append(f"{seeds} seed{'s' if seeds != 1 else ''}, the paper {p.recipe.seeds}")
+    return tuple(out)
+
+
+def flagged(rows: pd.DataFrame) -> str:
+    """The checks that flagged or failed the rows' evaluation ('' when the rule counts it)."""
+    bad = rows[not_counted(rows)]
+    return "; ".join(sorted(set(bad["checks_not_passed"].astype(str)))) or ("flagged" if len(bad) else "")
+
+
+def closest_groups(p: Published, rows: pd.DataFrame) -> list[tuple[pd.DataFrame, tuple[str, ...]]]:
+    """The run groups (preferred evaluation each) closest to the published recipe: on its dataset
+    where any are, and of those the ones with the fewest recipe differences."""
+    if rows.empty:
+        return []
+    groups = [_preferred_evaluation(g, p.recipe.pgd_steps) for _, g in rows.groupby(GROUP, sort=True, dropna=False)]
+    scored = [((g.iloc[0]["dataset"] != p.recipe.dataset, len(d)), g, d)
+              for g in groups for d in [recipe_differences(p, g.iloc[0])]]
+    best = min(score for score, _, _ in scored)
+    return [(g, d) for score, g, d in scored if score == best]
+
+
+def setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:
+    """The compared runs in words: model, method (vs the baseline's), evaluation, length, data."""
+    first = rows.iloc[0]
+    method = str(first["method"]) if versus is None else f"{first['method']} minus {versus['method'].iloc[0]}"
+    parts = [str(first["dataset"]), str(first["model"]), method, str(first["eval"]), f"{int(first['epochs'])} epochs"]
+    if pd.notna(first["train_per_class"]):
+        parts.append(f"{int(first['train_per_class'])} train images/class")
+    if first["data_variant"] not in ("official", "default"):
+        parts.append(f"{first['data_variant']} variant")
+    return ", ".join(parts)
+
+
+def baseline_of(params: Mapping, method: str, fallback: str) -> str:
+    """The method a fairness method is compared with (study.config.comparison_baseline: its
+    `compare_with`, else the nearest plain method of its base chain), else the published row's."""
+    try:
+        return comparison_baseline(params, method) or fallback
+    except ConfigError:
+        return fallback
+
+
+def baseline_group(table: pd.DataFrame, params: Mapping, rows: pd.DataFrame, method: str) -> pd.DataFrame | None:
+    """The baseline run group trained on the same data, scored by the same evaluation; of several,
+    the one whose training setting agrees in the most columns."""
+    first = rows.iloc[0]
+    same = table["method"].isin(equivalent_methods(params, table["method"].unique(), (method,)))
+    same &= table["eval"] == first["eval"]
+    for column in ("dataset", "data_variant", "model", "train_data"):
+        same &= table[column] == first[column]
+    same &= (table["train_per_class"] == first["train_per_class"]) | (
+        table["train_per_class"].isna() & pd.isna(first["train_per_class"]))
+    groups = [g for _, g in table[same].groupby(GROUP, sort=True, dropna=False)]
+    if not groups:
+        return None
+    return max(groups, key=lambda g: sum(g[c].iloc[0] == first[c] for c in SETTING_COLUMNS if pd.notna(first[c])))
+
