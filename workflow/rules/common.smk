@@ -121,9 +121,9 @@ os.environ.update({"STUDY_GPU_SLOTS": str(GPU_SLOTS)})
 
 
 def gpu_resources(mem_mb, runtime):
-    """`resources:` of every rule whose job runs a model (`resources: **gpu_resources(...)`): one GPU, shared
-    by gpu_slots jobs (one slot each; the profiles' limits), and the job's memory and minutes (numbers or
-    functions of the wildcards)."""
+    """The resources of each job that runs a model (train, evaluate, check, corruptions, construct:
+    `**gpu_resources(...)`): one GPU, shared by gpu_slots jobs (one slot each; the profiles' limits), and
+    the job's memory and minutes (numbers or functions of the wildcards)."""
     return {"gpu": 1, "gpu_slots": 1, "mem_mb": mem_mb, "runtime": runtime}
 
 
