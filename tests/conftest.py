@@ -17,7 +17,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 #: Costly shared fixtures (module or session scope), named by the module that defines them:
 #: their tests go to one worker (pytest -n 2 --dist loadgroup), which then computes each once
-#: instead of once per worker (a module fixture's tests otherwise land on both).
+#: instead of once per worker (a module fixture's tests otherwise land on both). A conftest
+#: fixture may be used by any module; a test module's, by that module's tests.
 SHARED_FIXTURE_GROUPS = {
     "conftest.paper_dry_run": "paper_dag",
     "test_workflow.ci_dry_run": "ci_dag",
@@ -31,21 +32,27 @@ SHARED_FIXTURE_GROUPS = {
 }
 
 
-def _shared_group(item) -> str | None:
+def _shared_group(item: pytest.Item) -> str | None:
+    """The group of the first shared fixture the test uses, read from public attributes only
+    (the test's fixture names and its module), so that no pytest upgrade moves it."""
+    module = getattr(item, "module", None)
+    if module is None:  # not a Python test function (a doctest, say): no fixtures of ours
+        return None
+    here = module.__name__.rsplit(".", 1)[-1]
     for name in getattr(item, "fixturenames", ()):
-        defs = item._fixtureinfo.name2fixturedefs.get(name)
-        if defs:
-            where = f"{defs[-1].func.__module__.rsplit('.', 1)[-1]}.{name}"
-            if where in SHARED_FIXTURE_GROUPS:
-                return SHARED_FIXTURE_GROUPS[where]
+        if f"{here}.{name}" in SHARED_FIXTURE_GROUPS:
+            return SHARED_FIXTURE_GROUPS[f"{here}.{name}"]
+        # a module's own fixture of that name would hide conftest's
+        if f"conftest.{name}" in SHARED_FIXTURE_GROUPS and not hasattr(module, name):
+            return SHARED_FIXTURE_GROUPS[f"conftest.{name}"]
     return None
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The end-to-end tests (marked slow) first: with two workers, the rest fills in beside
-    them instead of one long test starting last. First among the hooks: xdist's own (which
-    reads the groups into the test ids) must see the groups set here."""
+    them instead of one long test starting last. The groups go on as public `xdist_group`
+    marks, before xdist's own hook (tryfirst) reads them."""
     for item in items:
         group = _shared_group(item)
         if group:
@@ -123,16 +130,12 @@ def run_study(*args: str, cwd: Path | None = None, check: bool = True, env: dict
 
 @pytest.fixture(scope="session")
 def paper_dry_run(tmp_path_factory):
-    """(output, seconds) of one dry run of the paper preset's whole DAG (10,000+ jobs), with
-    its shell commands; shared by the tests that read it, since each run takes half a minute."""
-    import time
-
+    """The output of one dry run of the paper preset's whole DAG (10,000+ jobs), with its
+    shell commands; shared by the tests that read it, since each run takes half a minute."""
     from test_workflow import BIN, _copy_project, _run
 
     project = _copy_project(tmp_path_factory.mktemp("paper"))
-    start = time.perf_counter()
-    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
-    return out, time.perf_counter() - start
+    return _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
 
 
 @pytest.fixture()

@@ -196,7 +196,7 @@ def _figure_jobs(params, runs) -> dict[str, int]:
 
 
 def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
-    out, _ = paper_dry_run
+    out = paper_dry_run
     counts = _job_counts(out)
     params, runs, cons = _plan(project, "paper")
     assert _train_count(counts) == len(runs)
@@ -233,7 +233,7 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
 
 
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
-    out, _ = paper_dry_run
+    out = paper_dry_run
     jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
     gpu_rules = r"\s*(local)?rule (train|train_validated|evaluate_(?!all:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]

@@ -22,9 +22,9 @@ def _jobs(out: str) -> list[str]:
 
 
 def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
-    out, _ = paper_dry_run
-    if request.config.getvalue("loadgroup"):  # make test: the costly dry run is shared on one worker
-        assert request.node.nodeid.endswith("@paper_dag"), "xdist's loadgroup did not see the fixture's group"
+    out = paper_dry_run
+    # make test (--dist loadgroup) runs the tests of the costly dry run on one worker
+    assert [m.args for m in request.node.iter_markers("xdist_group")] == [("paper_dag",)]
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
     model_rules = ("train", "train_validated", "check", "corruptions", "construct")
@@ -49,13 +49,12 @@ def _runtime(out: str, rule: str, needle: str) -> int:
 
 
 def test_paper_runtime_grows_with_model_data_and_attack(paper_dry_run):
-    out, seconds = paper_dry_run
+    out = paper_dry_run
     std = _runtime(out, "train", "cifar10-resnet18-standard-sgd0.1-step-wd0.0005-e200-s0")
     at = _runtime(out, "train", "cifar10-resnet18-pgd_at-sgd0.1-step-wd0.0005-e200-s0")
     big = _runtime(out, "train", "cifar10-resnet50-standard-sgd0.1-step-wd0.0005-e200-s0")
     tiny = _runtime(out, "train", "tinyimagenet-resnet18-standard-sgd0.1-step-wd0.0005-e200-s0")
     assert std < big and std < at and std < tiny
-    assert seconds < 300, f"paper dry run took {seconds:.0f} s"
 
 
 def _cfg(model="resnet18", dataset="cifar10", steps=0, per_class=None):
