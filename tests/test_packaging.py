@@ -27,9 +27,10 @@ BIN = Path(sys.executable).parent
 # Declared but not imported by study/, and why (each has its comment in pyproject.toml too).
 INDIRECT = {
     "setuptools": "robustbench 1.1.1 imports pkg_resources, which setuptools 82 dropped",
-    "imagecorruptions": "its frost photographs, found with importlib.util.find_spec (study/data/corruptions.py)",
+    "imagecorruptions": "its frost photographs, located with find_spec (study/data/corruptions/weather.py)",
 }
-IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml"}  # distribution -> module, where they differ
+# distribution -> module, where they differ
+IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "opencv-python": "cv2", "scikit-image": "skimage"}
 
 
 def _pyproject() -> dict:
