@@ -20,6 +20,24 @@ def _json_arg(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not valid JSON (or @file): {text[:80]!r}: {err}") from err
 
 
+def _typed_json(kind: str, what: str):
+    """An argument type: inline JSON (or @file) checked against a type of study.config.types,
+    one line naming every bad key path otherwise. The mapping as given is what the command
+    gets: its JSON is part of the records (and their hashes) the command writes."""
+    def typed(text: str) -> dict:
+        from study.config import types
+
+        value = _json_arg(text)
+        try:
+            types.parse(getattr(types, kind), value, what)
+        except types.ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return value
+
+    typed.__name__ = kind  # argparse names the type in its messages
+    return typed
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -298,7 +316,8 @@ def _add_plan_and_data(sub) -> None:
     p.add_argument("--variant", required=True)
     p.add_argument("--raw-dir", default="data/raw")
     p.add_argument("--mirror", default=None, help="local mirror folder (default: $STUDY_DATA_MIRROR)")
-    p.add_argument("--synthetic", type=_json_arg, default=None, help="synthetic-data parameters (JSON)")
+    p.add_argument("--synthetic", type=_typed_json("SyntheticData", "synthetic"), default=None,
+                   help="synthetic-data parameters (JSON: params data.synthetic)")
     p.add_argument("--options", type=_json_arg, default=None,
                    help="options of a hand-placed dataset's loader (JSON), e.g. imagenet per_class")
     p.add_argument("--out", required=True)
@@ -322,7 +341,8 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")
     p.add_argument("--data", required=True, help="prepared source dataset")
     p.add_argument("--source-run", required=True, help="run directory of the model to construct with")
-    p.add_argument("--settings", type=_json_arg, required=True, help="construction settings (JSON or @file)")
+    p.add_argument("--settings", type=_typed_json("Construct", "settings"), required=True,
+                   help="construction settings (JSON or @file: params features.construct)")
     p.add_argument("--key", required=True, help="name of this construction (recorded as provenance)")
     p.add_argument("--work-dir", required=True, help="folder of finished chunks (resume)")
     p.add_argument("--out", required=True)
@@ -332,7 +352,7 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
 
 def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
-    p.add_argument("--evaluation", type=_json_arg, required=True, action="append",
+    p.add_argument("--evaluation", type=_typed_json("EvaluationJob", "evaluation"), required=True, action="append",
                    help="resolved evaluation (JSON or @file); repeat with an --out each for several")
     p.add_argument("--out", required=True, action="append", help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
@@ -347,7 +367,8 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("check", parents=[common], help="checks against false robustness of one run")
     p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
-    p.add_argument("--pgd", type=_json_arg, required=True, help="reference PGD evaluation (JSON) for eps sweeps")
+    p.add_argument("--pgd", type=_typed_json("PgdJob", "pgd"), required=True,
+                   help="reference PGD evaluation (JSON) for eps sweeps")
     p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
     p.add_argument("--strong-steps", type=_positive_int, default=100,

@@ -103,3 +103,28 @@ def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
     proc = run_study("figure", "epochs", "--table", str(tmp_path / "tables" / "epochs.csv"), "--dataset", "synthetic",
                      "--model", "small_cnn", "--method", "pgd_at", "--out-stem", str(tmp_path / "f2"), check=False)
     assert proc.returncode == 2 and "no rows for dataset=synthetic model=small_cnn method=pgd_at" in proc.stderr
+
+
+def test_bad_evaluation_json_is_one_line_naming_each_key(tmp_path):
+    """A new user's evaluation: a negative eps, steps not a number, no name; one line, no traceback."""
+    proc = run_study("evaluate", "--run-dir", str(tmp_path), "--data", str(tmp_path / "d.pt"),
+                     "--evaluation", '{"type": "pgd", "eps": -1, "steps": "x"}', "--out", str(tmp_path / "o"),
+                     check=False)
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    for named in ("eps: -1 is not valid; expected a number >= 0", "steps: 'x' is not valid; expected an integer >= 1",
+                  "name: missing (required)", "norm: missing (required); expected one of linf, l2"):
+        assert named in err, err
+
+
+def test_misspelt_evaluation_key_names_the_valid_keys(tmp_path):
+    ev = {"type": "clean", "name": "clean", "tset_per_class": 3}
+    proc = run_study("evaluate", "--run-dir", str(tmp_path), "--data", str(tmp_path / "d.pt"),
+                     "--evaluation", json.dumps(ev), "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2
+    assert "tset_per_class: unknown key (valid keys: batch_size, checkpoint, name, seed, shards, test_per_class, " \
+           "type)" in proc.stderr
+    proc = run_study("evaluate", "--run-dir", str(tmp_path), "--data", str(tmp_path / "d.pt"),
+                     "--evaluation", '{"type": "fgsm", "name": "x"}', "--out", str(tmp_path / "o"), check=False)
+    assert "type: 'fgsm' is not valid; valid: clean, pgd, autoattack, square" in proc.stderr

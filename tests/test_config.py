@@ -183,3 +183,39 @@ def test_feature_runs_train_on_each_constructed_set(repo_root):
     # unknown names are refused
     with pytest.raises(ConfigError, match="features.train.evaluations"):
         _load(repo_root, {"features": {"train": {"evaluations": ["nope"]}}})
+
+
+def test_run_config_typo_is_one_line_naming_path_and_valid_keys(ci_params):
+    from study.train.run_config import parse_run_config
+
+    cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "pgd_at").config
+    run = parse_run_config(cfg)
+    assert run.optimizer.momentum == 0.9 and run.method_config.adversary.steps == 3
+    bad = {**cfg, "optimizer": {**cfg["optimizer"], "weight_decey": 0.1},
+           "schedule": {**cfg["schedule"], "name": "cosine"}, "epoch_eval": {**cfg["epoch_eval"], "per_class": 0}}
+    with pytest.raises(ValueError) as err:
+        parse_run_config(bad)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("run config: ")
+    assert "optimizer.weight_decey: unknown key (valid keys: betas, lr, momentum, name, nesterov, weight_decay)" \
+        in message
+    assert "schedule.name: 'cosine' is not valid; expected one of step, cyclic, constant" in message
+    assert "epoch_eval.per_class: 0 is not valid; expected an integer >= 1" in message
+
+
+def test_typo_in_a_groups_train_overrides_fails_the_plan(repo_root):
+    params = _load(repo_root, {"preset": "ci"})
+    params["experiments"][0]["train"] = {"epoch": 3}
+    with pytest.raises(ConfigError, match=r"experiment group 'baseline' on synthetic, method 'standard': train: "
+                                          r"epoch: unknown key \(valid keys: augment, batch_size, epoch_eval, epochs"):
+        plan_runs(params)
+
+
+def test_groups_are_selected_by_their_declared_kind(repo_root):
+    runs = plan_runs(_load(repo_root, {"preset": "ci"}))
+    mitigation = {r.run_id for r in runs if "mitigation" in r.kinds}
+    assert mitigation and all({"mitigation", "mitigation_last"} & set(r.groups) for r in runs if r.run_id in mitigation)
+    params = _load(repo_root, {"preset": "ci"})
+    params["experiments"][-1] = {**params["experiments"][-1], "group": "fairness_last"}
+    renamed = {r.run_id for r in plan_runs(params) if "mitigation" in r.kinds}
+    assert renamed == mitigation  # the kind, not the group's name, says which runs are figure 13's

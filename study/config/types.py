@@ -71,7 +71,7 @@ class Config(BaseModel):
     """A section of the configuration: immutable, and an unknown key is an error (a typo is
     never a silent default)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- evaluations
