@@ -305,16 +305,6 @@ def norm_title(norm: str | None) -> str:
     return f"{NORM_NAMES.get(norm, humanize(norm))} attacks" if norm else "clean"
 
 
-def display_name(kind: str, key: str, settings: Mapping | None = None) -> str:
-    """One entry point for tables: kind is 'method', 'eval', 'dataset' or 'model'."""
-    table = {"method": method_name, "dataset": dataset_name, "model": model_name}
-    if kind == "eval":
-        return eval_name(key, settings)
-    if kind not in table:
-        raise ValueError(f"unknown name kind {kind!r}; valid: method, eval, dataset, model")
-    return table[kind](key)
-
-
 def evaluation_settings(params: Mapping, dataset: str | None = None) -> dict[str, dict]:
     """Every evaluation's settings from the params (per_dataset applied), for `eval_settings=`."""
     from study.config.methods import resolve_evaluation

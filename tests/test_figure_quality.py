@@ -501,9 +501,7 @@ def test_display_names_of_every_configured_method_and_evaluation():
     assert names.model_name("preact_resnet18") == "PreAct-ResNet-18"
     assert names.humanize("my_new_attack") == "My New Attack"
     assert names.eval_name("my_new_attack") == "My New Attack"
-    assert names.display_name("method", "cw_equal") == "Cost-sensitive (equal)"
-    with pytest.raises(ValueError, match="unknown name kind"):
-        names.display_name("colour", "red")
+    assert names.method_name("cw_equal") == "Cost-sensitive (equal)"
 
 
 def test_evaluation_labels_follow_the_settings_of_the_dataset():
