@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 
 from study.data.classes import CIFAR10_CLASS_NAMES
 
+#: the epochs of the published training recipe the study starts from (Rice et al. 2020, which CFA
+#: and FAIR-TAT train with: docs/study.md#published-settings); a claim that states no number of
+#: epochs is taken to come from no fewer
+PUBLISHED_EPOCHS = 200
+
 
 @dataclass(frozen=True)
 class Recipe:

@@ -5,6 +5,8 @@ A row whose recipe differs from the published one is not compared as equal: its 
 "recipe differs". Protocol notes that do not change what is measured (our best checkpoint is
 chosen on a validation split, the papers' on the test set; fewer seeds) are stated beside it. A
 row whose evaluation a check flagged or failed is not counted (study.metrics.trust) and says so.
+A ranking whose runs differ from the published recipe in scale only (fewer epochs or training
+images) is still compared: its verdict says "at reduced scale".
 A row agrees when our interval meets the published value's (mean +- 1.96 sd where the paper gives
 sd); a ranking agrees when rho's interval lies above 0."""
 
@@ -81,9 +83,13 @@ class Row:
             return "-" if self.setting else "not in this preset"
         if self.flagged:
             return "flagged by checks: not counted"
+        ranking = self.published.statistic == "rank"
+        if self.differences and ranking and set(self.differences) <= set(self.reduced_scale):
+            # a ranking is a direction, which a smaller recipe can show; a value's size it cannot
+            return ("agrees" if self.estimate.lo > 0 else "does not agree") + " at reduced scale"
         if self.differences:
             return "recipe differs: not compared"
-        if self.published.statistic == "rank":
+        if ranking:
             return "agrees" if self.estimate.lo > 0 else "does not agree"
         value, sd = self.published_value, self.published_sd or 0.0
         meets = self.estimate.lo <= value + Z95 * sd and self.estimate.hi >= value - Z95 * sd

@@ -26,7 +26,7 @@ import pandas as pd
 from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
 from study.metrics.trust import not_counted
 from study.names import split_record_name, table_checkpoints
-from study.published import Published
+from study.published import PUBLISHED_EPOCHS, Published
 from study.runs import SETTING_COLUMNS
 
 PUBLISHED_EPS = 8 / 255
@@ -103,11 +103,13 @@ def _preferred_evaluation(rows: pd.DataFrame, steps: int | None) -> pd.DataFrame
 
 def scale_reductions(p: Published, first: pd.Series) -> tuple[str, ...]:
     """How a run group (its first row) was trained at a smaller scale than the published recipe:
-    fewer epochs than the published number (where the paper states one), a subset of the
-    training images. Empty for a run at the published scale."""
-    r, out = p.recipe, []
-    if r.epochs is not None and int(first["epochs"]) < r.epochs:
-        out.append(f"{int(first['epochs'])} epochs, not {r.epochs}")
+    fewer epochs than the claim's (than the published recipe's PUBLISHED_EPOCHS where the claim
+    states none), a subset of the training images. Empty for a run at the published scale."""
+    r, out, epochs = p.recipe, [], int(first["epochs"])
+    if r.epochs is not None and epochs < r.epochs:
+        out.append(f"{epochs} epochs, not {r.epochs}")
+    elif r.epochs is None and epochs < PUBLISHED_EPOCHS:
+        out.append(f"{epochs} epochs, fewer than the published recipe's {PUBLISHED_EPOCHS} (the claim states none)")
     if pd.notna(first["train_per_class"]):
         out.append(f"{int(first['train_per_class'])} training images per class, not all")
     return tuple(out)

@@ -111,7 +111,8 @@ def _summary(rows: list[Row]) -> str:
         counts[key] = counts.get(key, 0) + 1
     text = "Rows: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) + "."
     reduced = sum(bool(row.reduced_scale) for row in rows)
-    return text + (f" {reduced} of them from runs at a reduced (CPU) scale ({REDUCED_MARK})." if reduced else "")
+    return text + (f" {reduced} row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
+                   f"({REDUCED_MARK})." if reduced else "")
 
 
 def render(values: list[Row], deltas: list[Row], preset: str, commit: str, day: str) -> str:
