@@ -204,7 +204,7 @@ class _Bench:
 
         model = self._fresh_model()
         torch.manual_seed(self.seed)
-        engine_init, _ = build_run_model(cfg, self.splits, self.splits.train_x[self.train_idx])
+        engine_init, _ = build_run_model(cfg["model"], self.splits, self.splits.train_x[self.train_idx])
         self.same_init = all(torch.equal(a, b) for a, b in
                              zip(model.state_dict().values(), engine_init.state_dict().values(), strict=True))
         method = cfg["method_config"]

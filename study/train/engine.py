@@ -88,12 +88,12 @@ def train_run(
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
     weights of that parent run, `init_from` being the parent's model file."""
     run_dir = Path(run_dir)
-    check_run_config(cfg)
-    check_data(cfg, splits)
+    run = check_run_config(cfg)
+    check_data(run, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
     check_run_dir(run_dir, cfg)
     # "fp32" on an Ampere+ GPU: set, not left to the library (docs/methods.md, precision)
-    set_tf32(cfg.get("tf32"))
+    set_tf32(run.tf32.model_dump())
     state = setup_run(cfg, splits, run_dir, device)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
@@ -148,7 +148,8 @@ def prime_policies(state: RunState) -> None:
 def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: EpochPolicyState) -> None:
     """Validation, weight averaging, the epoch's records, the policies' update and the best
     checkpoint, in the order the adaptive methods need them."""
-    seed, attack = int(state.cfg["seed"]), state.cfg["epoch_eval"].get("attack")
+    # the attack as written: its settings go to the attack code (study.attacks) unchanged
+    seed, attack = state.run.seed, state.cfg["epoch_eval"].get("attack")
     stats = validate(state, state.model, totals.stats(epoch))
     averaged = state.policies.averaging.update(state.model, stats)
     out_model = state.output_model()
@@ -157,8 +158,8 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
     state.records += epoch_rows(state, epoch, totals, stats, val_out, policy_state, evaluated, averaged)
     state.policies.update(stats)
     if state.has_validation:
-        epoch_eval = state.cfg["epoch_eval"]
-        has_attack = bool(epoch_eval.get("validation_attack") or epoch_eval.get("attack"))
+        epoch_eval = state.run.epoch_eval
+        has_attack = bool(epoch_eval.validation_attack or epoch_eval.attack)
         choose_best(state, epoch, val_out, out_model, has_attack=has_attack)
 
 
@@ -206,7 +207,8 @@ def averaging_report(state: RunState) -> dict | None:
     if not averaging.active:
         return None
     accepted = sorted({int(r["epoch"]) for r in state.records if r["averaged"]})
-    report = {"type": (state.cfg["method_config"].get("averaging") or {}).get("type"),
+    averaging_type = state.run.method_config.averaging.type if state.run.method_config.averaging else None
+    report = {"type": averaging_type,
               "accepted_epochs": len(accepted), "first_accepted": accepted[0] if accepted else None,
               "never_accepted": not accepted}
     if not accepted:
@@ -238,7 +240,7 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         "validation_images": int(state.y_val.numel()) if has_val else 0,
         "best_epoch": state.best["epoch"] if has_val else None,
         "best_val_score": state.best["score"] if has_val else None,
-        "init_from": state.cfg.get("init_from"),
+        "init_from": state.run.init_from,
         # the TF32 switches the run trained under (a GPU's "fp32"; no effect on a CPU)
         "tf32": tf32_flags(),
         # cuDNN's per-shape algorithm timing (on for a CUDA run; study.device.set_cudnn_benchmark)

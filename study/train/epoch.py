@@ -53,11 +53,10 @@ class EpochPolicyState:
 
 def augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch's images as floats in [0,1], cropped and flipped on the device, and its labels."""
-    augment = state.cfg.get("augment", {})
+    augment = state.run.augment
     xb, yb = state.x_train[idx], state.y_train[idx]
-    if augment.get("crop_padding", 0) or augment.get("flip", False):
-        xb = random_crop_flip(xb, padding=augment.get("crop_padding", 0), flip=augment.get("flip", False),
-                              generator=state.dev_gen)
+    if augment.crop_padding or augment.flip:
+        xb = random_crop_flip(xb, padding=augment.crop_padding, flip=augment.flip, generator=state.dev_gen)
     x = to_float(xb)
     if state.dev.type == "cuda":
         x = x.contiguous(memory_format=torch.channels_last)
@@ -67,7 +66,7 @@ def augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, t
 def device_batches(state: RunState) -> list[torch.Tensor]:
     """The epoch's batches of training indices, on the device: the whole shuffle drawn at once
     on the host from `state.cpu_gen` (the same order as ever) and copied in one go."""
-    batch_size = int(state.cfg["batch_size"])
+    batch_size = state.run.batch_size
     batches = epoch_batches(state.x_train.shape[0], batch_size, state.cpu_gen, shuffle=True)
     if not batches:
         return []
@@ -104,7 +103,7 @@ def train_epoch(state: RunState, step: TrainStep, epoch: int, policy_state: Epoc
         kept = f"the checkpoint of epoch {epoch - 1} is kept" if epoch > 1 else "nothing was trained"
         raise TrainingDivergedError(
             f"non-finite training loss in epoch {epoch} of {state.run_dir.name} at lr "
-            f"{state.scheduler.get_last_lr()[0]:.3g} (run config optimizer.lr {state.cfg['optimizer']['lr']!r}); "
+            f"{state.scheduler.get_last_lr()[0]:.3g} (run config optimizer.lr {state.run.optimizer.lr!r}); "
             f"{kept}: lower optimizer.lr or check the data, then rerun"
         )
     return totals

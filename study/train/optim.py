@@ -16,6 +16,8 @@ from itertools import chain
 
 import torch
 
+from study.config.types import OptimizerSettings, ScheduleSettings, parse
+
 LrFactor = Callable[[int], float]
 
 
@@ -60,35 +62,34 @@ class OptimizerState:
             group.update({k: v for k, v in saved_group.items() if k != "params"})
 
 
-def _sgd(params: Iterable, cfg: Mapping) -> OptimizerState:
+def _sgd(params: Iterable, opt: OptimizerSettings) -> OptimizerState:
     return OptimizerState(params, {
-        "lr": cfg["lr"], "momentum": cfg.get("momentum", 0.9), "dampening": 0, "weight_decay": cfg["weight_decay"],
-        "nesterov": cfg.get("nesterov", False), "maximize": False, "foreach": None, "differentiable": False,
+        "lr": opt.lr, "momentum": opt.momentum, "dampening": 0, "weight_decay": opt.weight_decay,
+        "nesterov": opt.nesterov, "maximize": False, "foreach": None, "differentiable": False,
         "fused": None})
 
 
-def _adam(params: Iterable, cfg: Mapping) -> OptimizerState:
+def _adam(params: Iterable, opt: OptimizerSettings) -> OptimizerState:
     return OptimizerState(params, {
-        "lr": cfg["lr"], "betas": tuple(cfg.get("betas", (0.9, 0.999))), "eps": 1e-8,
-        "weight_decay": cfg["weight_decay"], "amsgrad": False, "maximize": False, "foreach": None,
+        "lr": opt.lr, "betas": tuple(opt.betas), "eps": 1e-8,
+        "weight_decay": opt.weight_decay, "amsgrad": False, "maximize": False, "foreach": None,
         "capturable": False, "differentiable": False, "fused": None})
 
 
-OPTIMIZERS: dict[str, Callable[[Iterable, Mapping], OptimizerState]] = {"sgd": _sgd, "adam": _adam}
+OPTIMIZERS: dict[str, Callable[[Iterable, OptimizerSettings], OptimizerState]] = {"sgd": _sgd, "adam": _adam}
 
 
-def build_optimizer(params, cfg: Mapping) -> OptimizerState:
-    name = cfg["name"]
-    if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {name!r}; valid: {', '.join(OPTIMIZERS)}")
-    return OPTIMIZERS[name](params, cfg)
+def build_optimizer(params, cfg: OptimizerSettings | Mapping) -> OptimizerState:
+    """The optimizer a run config's `optimizer` names (its defaults: study.config.types)."""
+    opt = cfg if isinstance(cfg, OptimizerSettings) else parse(OptimizerSettings, cfg, "optimizer")
+    return OPTIMIZERS[opt.name](params, opt)
 
 
-def _step(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
+def _step(cfg: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     """Divide by 1/gamma at each milestone (fractions of the epochs, 0.5 and 0.75 in Rice et
     al. 2020), changing at epoch boundaries."""
-    milestones = sorted(round(m * epochs) for m in cfg.get("milestones", (0.5, 0.75)))
-    gamma = cfg.get("gamma", 0.1)
+    milestones = sorted(round(m * epochs) for m in cfg.milestones)
+    gamma = cfg.gamma
 
     def step(it: int) -> float:
         epoch = it // iters_per_epoch
@@ -97,11 +98,11 @@ def _step(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
     return step
 
 
-def _cyclic(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
+def _cyclic(cfg: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     """One linear up-and-down cycle over the whole run, peaking at `peak` of the iterations
     (0.4 as in Wong et al. 2020's cyclic schedule), ending at 0."""
     total = max(1, epochs * iters_per_epoch)
-    peak = cfg.get("peak", 0.4)
+    peak = cfg.peak
 
     def cyclic(it: int) -> float:
         t = it / total
@@ -110,21 +111,19 @@ def _cyclic(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
     return cyclic
 
 
-def _constant(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
+def _constant(cfg: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     return lambda it: 1.0
 
 
-SCHEDULES: dict[str, Callable[[Mapping, int, int], LrFactor]] = {
+SCHEDULES: dict[str, Callable[[ScheduleSettings, int, int], LrFactor]] = {
     "step": _step, "cyclic": _cyclic, "constant": _constant,
 }
 
 
-def lr_factor(cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
-    """Multiplier of the base lr at a given iteration."""
-    name = cfg["name"]
-    if name not in SCHEDULES:
-        raise ValueError(f"unknown schedule {name!r}; valid: {', '.join(SCHEDULES)}")
-    return SCHEDULES[name](cfg, epochs, iters_per_epoch)
+def lr_factor(cfg: ScheduleSettings | Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
+    """Multiplier of the base lr at a given iteration (the schedule's defaults: study.config.types)."""
+    schedule = cfg if isinstance(cfg, ScheduleSettings) else parse(ScheduleSettings, cfg, "schedule")
+    return SCHEDULES[schedule.name](schedule, epochs, iters_per_epoch)
 
 
 class LrSchedule:
@@ -160,7 +159,8 @@ class LrSchedule:
         self._set_lr()
 
 
-def build_scheduler(optimizer: OptimizerState, cfg: Mapping, epochs: int, iters_per_epoch: int) -> LrSchedule:
+def build_scheduler(optimizer: OptimizerState, cfg: ScheduleSettings | Mapping, epochs: int,
+                    iters_per_epoch: int) -> LrSchedule:
     return LrSchedule(optimizer, lr_factor(cfg, epochs, iters_per_epoch))
 
 

@@ -45,9 +45,10 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
     """`stats` with the validation accuracies of `model` filled in (unchanged without a split)."""
     if not state.has_validation:
         return stats
+    # the attack as written: its settings go to the attack code (study.attacks) unchanged
     epoch_eval = state.cfg["epoch_eval"]
     attack = epoch_eval.get("validation_attack") or epoch_eval.get("attack")
-    val = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, int(state.cfg["seed"]), state.num_classes)
+    val = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed, state.num_classes)
     return EpochStats(stats.epoch, stats.train_n, stats.train_correct, stats.train_confusion, *val)
 
 

@@ -4,6 +4,7 @@ adversary and policies, and (when a checkpoint exists) the state it resumes from
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from study.config.types import RunConfig
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
@@ -22,6 +24,7 @@ from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng
 from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler
 from study.train.policies import FixedEpsilon, Policies, build_policies
+from study.train.run_config import parse_run_config
 from study.train.validation import validation_split
 
 
@@ -30,7 +33,7 @@ class RunState:
     """Everything the epoch loop reads and changes; what `checkpoint.pt` saves of it is
     enough to continue bit for bit."""
 
-    cfg: Mapping
+    cfg: Mapping  # the run config as given: its hash is the run key of every file written
     run_dir: Path
     dev: torch.device
     class_names: list[str]
@@ -59,9 +62,14 @@ class RunState:
     def num_classes(self) -> int:
         return len(self.class_names)
 
+    @functools.cached_property
+    def run(self) -> RunConfig:
+        """The run config, typed: what the training reads."""
+        return parse_run_config(self.cfg)
+
     @property
     def epochs(self) -> int:
-        return int(self.cfg["epochs"])
+        return self.run.epochs
 
     @property
     def has_validation(self) -> bool:
@@ -100,12 +108,12 @@ def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[list[float],
     return mean.tolist(), std.tolist()
 
 
-def build_run_model(cfg: Mapping, splits: Splits, train_x: torch.Tensor) -> tuple[torch.nn.Module, dict]:
+def build_run_model(model_name: str, splits: Splits, train_x: torch.Tensor) -> tuple[torch.nn.Module, dict]:
     """The run's model, normalised with its training images' channel statistics, and the
     architecture record that the model files keep."""
     mean, std = channel_stats(train_x)
     arch = {
-        "name": cfg["model"],
+        "name": model_name,
         "num_classes": len(splits.class_names),
         "in_channels": int(splits.train_x.shape[1]),
         "image_size": int(splits.train_x.shape[2]),
@@ -153,58 +161,61 @@ def write_run_config(run_dir: Path, cfg: Mapping) -> None:
         atomic_write_json(path, cfg)
 
 
-def check_data(cfg: Mapping, splits: Splits) -> None:
+def check_data(run: RunConfig, splits: Splits) -> None:
     """The prepared data is the dataset (and constructed set) the run was planned on."""
-    got = (splits.meta.get("dataset"), splits.meta.get("variant"))
-    want = (cfg["dataset"], cfg["data_variant"])
+    got = (splits.meta.get("dataset"), splits.meta.get("variant"))  # the data file's record, not config
+    want = (run.dataset, run.data_variant)
     if got != want:
         raise ValueError(f"run expects dataset {want[0]} ({want[1]}) but the prepared data is {got[0]} ({got[1]})")
-    want_con, got_con = cfg.get("constructed"), splits.meta.get("constructed")
-    if (want_con or {}).get("key") != (got_con or {}).get("key"):
+    want_con, got_con = run.constructed, splits.meta.get("constructed")  # the data file's record
+    if (want_con.key if want_con else None) != (got_con or {}).get("key"):  # the data file's record
         raise ValueError(
-            f"run expects training data {want_con['kind'] + ' ' + want_con['key'] if want_con else 'original'} "
+            f"run expects training data {want_con.kind + ' ' + want_con.key if want_con else 'original'} "
             f"but the prepared data is {got_con['kind'] + ' ' + got_con['key'] if got_con else 'original'}"
         )
 
 
-def _split_data(cfg: Mapping, splits: Splits, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _split_data(run: RunConfig, splits: Splits, run_dir: Path) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(training indices, validation indices or None); the validation indices are recorded."""
-    train_idx = stratified_subset(splits.train_y, cfg.get("train_per_class"))
+    train_idx = stratified_subset(splits.train_y, run.train_per_class)
     val_idx = None
-    if cfg.get("validation"):
-        train_idx, val_idx = validation_split(train_idx, splits.train_y, cfg["validation"])
+    if run.validation is not None:
+        setting = run.validation.model_dump()
+        train_idx, val_idx = validation_split(train_idx, splits.train_y, setting)
         path = run_dir / VALIDATION_FILE
         # A resumed run keeps the per-epoch selection scores recorded so far.
         record = json.loads(path.read_text()) if path.exists() else {}
-        record.update({**cfg["validation"], "indices": val_idx.tolist()})
+        record.update({**setting, "indices": val_idx.tolist()})
         atomic_write_json(path, record)
     return train_idx, val_idx
 
 
 def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunState:
     """A fresh run's state (seeded), before any checkpoint is read."""
+    run = parse_run_config(cfg)
     dev = select_device(device)
     set_cudnn_benchmark(dev)  # static batch shapes: cuDNN's fastest algorithms, timed once per shape
-    seed = int(cfg["seed"])
+    seed = run.seed
     num_classes = len(splits.class_names)
     # The order of everything that draws random numbers below is part of the records.
     torch.manual_seed(seed)
     cpu_gen = torch.Generator().manual_seed(seed)
     dev_gen = torch.Generator(device=dev).manual_seed(seed + 1)
 
-    train_idx, val_idx = _split_data(cfg, splits, run_dir)
-    eval_idx = stratified_subset(splits.test_y, cfg["epoch_eval"]["per_class"])
-    model, arch = build_run_model(cfg, splits, splits.train_x[train_idx])
+    train_idx, val_idx = _split_data(run, splits, run_dir)
+    eval_idx = stratified_subset(splits.test_y, run.epoch_eval.per_class)
+    model, arch = build_run_model(run.model, splits, splits.train_x[train_idx])
     model = model.to(dev)
     if dev.type == "cuda":
         model = model.to(memory_format=torch.channels_last)
-    epochs, batch_size = int(cfg["epochs"]), int(cfg["batch_size"])
-    optimizer = build_optimizer(model.parameters(), cfg["optimizer"])
-    scheduler = build_scheduler(optimizer, cfg["schedule"], epochs, math.ceil(train_idx.numel() / batch_size))
-    policies = build_policies(cfg["method_config"], num_classes, epochs,
+    optimizer = build_optimizer(model.parameters(), run.optimizer)
+    scheduler = build_scheduler(optimizer, run.schedule, run.epochs, math.ceil(train_idx.numel() / run.batch_size))
+    # the policies read the method's settings as written (study.train.policies: each policy's table)
+    method_config = cfg["method_config"]
+    policies = build_policies(method_config, num_classes, run.epochs,
                               torch.bincount(splits.train_y[train_idx], minlength=num_classes))
     if policies.needs_validation and val_idx is None:
-        raise ValueError(f"method {cfg['method']!r} adapts to validation statistics (FRL, FAWA); "
+        raise ValueError(f"method {run.method!r} adapts to validation statistics (FRL, FAWA); "
                          "set train.validation (e.g. {fraction: 0.02}) for its experiment group")
     return RunState(
         cfg=cfg, run_dir=run_dir, dev=dev, class_names=list(splits.class_names),
@@ -213,7 +224,7 @@ def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunSt
         x_val=None if val_idx is None else splits.train_x[val_idx],
         y_val=None if val_idx is None else splits.train_y[val_idx],
         model=model, arch=arch, optimizer=optimizer, scheduler=scheduler,
-        adversary=Adversary(cfg["method_config"].get("adversary")), policies=policies,
+        adversary=Adversary(method_config.get("adversary")), policies=policies,  # as written, like the policies
         cpu_gen=cpu_gen, dev_gen=dev_gen,
         shadow=copy.deepcopy(model) if policies.averaging.active else None,
     )
@@ -225,8 +236,8 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
     ckpt_path = state.run_dir / STATE_FILE
     ckpt = load_checkpoint(ckpt_path)
     if ckpt is None:
-        if state.cfg.get("init_from"):
-            _init_from_parent(state.model, state.cfg, init_from)
+        if state.run.init_from:
+            _init_from_parent(state.model, state.run, init_from)
         _log(f"training {state.run_dir.name} on {describe(state.dev)}: {state.x_train.shape[0]} images, "
              f"{state.epochs} epochs")
         return
@@ -244,10 +255,10 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
     _log(f"resuming {state.run_dir.name} after epoch {state.start_epoch}/{state.epochs}")
 
 
-def _init_from_parent(model: torch.nn.Module, cfg: Mapping, path: str | Path | None) -> None:
-    parent = cfg["init_from"]
+def _init_from_parent(model: torch.nn.Module, run: RunConfig, path: str | Path | None) -> None:
+    parent = run.init_from
     if path is None:
-        raise ValueError(f"run {cfg['method']!r} fine-tunes run {parent}; pass its model file (--init-from)")
+        raise ValueError(f"run {run.method!r} fine-tunes run {parent}; pass its model file (--init-from)")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: train the parent run {parent} first")
