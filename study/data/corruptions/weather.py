@@ -16,6 +16,10 @@ import numpy as np
 
 from study.data.corruptions.blur import clipped_zoom, gaussian_images, motion_blur_image
 
+# snow: (loc, scale, zoom, threshold, blur radius, blur sigma, share of the image kept) per severity
+_SNOW = [(0.1, 0.2, 1, 0.6, 8, 3, 0.95), (0.1, 0.2, 1, 0.5, 10, 4, 0.9), (0.15, 0.3, 1.75, 0.55, 10, 4, 0.9),
+         (0.25, 0.3, 2.25, 0.6, 12, 6, 0.85), (0.3, 0.3, 1.25, 0.65, 14, 12, 0.8)]
+
 
 def _snow_layer(shape: tuple[int, int], severity: int, rng: np.random.Generator) -> np.ndarray:
     """One image's flakes in [0, 1] (H, W, 1): a zoomed normal layer kept above a threshold,
@@ -27,10 +31,6 @@ def _snow_layer(shape: tuple[int, int], severity: int, rng: np.random.Generator)
     layer = (np.clip(layer[..., 0], 0, 1) * 255).astype(np.uint8)  # the reference's PIL 'L' image
     blurred = motion_blur_image(layer, radius, sigma, rng.uniform(-135, -45))
     return (blurred / 255.0)[..., None]
-
-
-_SNOW = [(0.1, 0.2, 1, 0.6, 8, 3, 0.95), (0.1, 0.2, 1, 0.5, 10, 4, 0.9), (0.15, 0.3, 1.75, 0.55, 10, 4, 0.9),
-         (0.25, 0.3, 2.25, 0.6, 12, 6, 0.85), (0.3, 0.3, 1.25, 0.65, 14, 12, 0.8)]
 
 
 def snow(x: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarray:
