@@ -460,7 +460,7 @@ def _add_tables_and_figures(sub) -> None:
 
 
 def _add_zoo(sub) -> None:
-    p = sub.add_parser("zoo-run", help="the run directory of a zoo model (RobustBench, torchvision; names its weights file)")
+    p = sub.add_parser("zoo-run", help="the run directory of a zoo model (names its weights file)")
     p.add_argument("--run-config", type=_json_arg, required=True, help="the zoo run's config (study.config.zoo)")
     p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
     p.add_argument("--run-dir", required=True)
