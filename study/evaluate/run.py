@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from study.config.types import EvaluationJob, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
@@ -63,7 +64,7 @@ def evaluate_checkpoint(
     written = []
     for evaluation, out in jobs:
         evaluation = dict(evaluation)
-        evaluation["name"] = record_name(evaluation["name"], checkpoint)
+        evaluation["name"] = record_name(evaluation["name"], checkpoint)  # the job's mapping, as the record keeps it
         evaluation["checkpoint"] = checkpoint
         written.append(evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
                                       device=dev, progress=progress, shard=shard))
@@ -86,8 +87,9 @@ def evaluate_model(
     `test_per_class` per class), clean or under attack; shared by trained runs and
     zoo models (study.config.zoo), so both write the same records."""
     out = Path(out)
-    idx = stratified_subset(splits.test_y, evaluation.get("test_per_class"))
-    seed = int(evaluation.get("seed", 0))
+    job = parse(EvaluationJob, evaluation, "evaluation")
+    idx = stratified_subset(splits.test_y, job.test_per_class)
+    seed = job.seed
     if shard is not None:
         i, n = shard
         if not 0 <= i < n:
@@ -102,10 +104,11 @@ def evaluate_model(
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
-        attack=evaluation, batch_size=eval_batch_size(evaluation.get("batch_size"), device),
+        # the attack code reads the settings as written (study.attacks.configured)
+        attack=evaluation, batch_size=eval_batch_size(job.batch_size, device),
         device=device,
         seed=seed, keep_logits=True, progress=progress,
-        desc=f"{evaluation['name']} {run_id}",
+        desc=f"{job.name} {run_id}",
     )
     seconds = time.perf_counter() - t0
     frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits, preds.broken_by)
@@ -124,6 +127,6 @@ def evaluate_model(
     }
     write_records(frame, out, meta)
     acc = float((frame["pred"] == frame["label"]).mean()) if len(frame) else float("nan")
-    print(f"{evaluation['name']} on {run_id}: {100 * acc:.2f}% of {len(frame)} samples "
+    print(f"{job.name} on {run_id}: {100 * acc:.2f}% of {len(frame)} samples "
           f"[{seconds:.1f}s]", file=sys.stderr)
     return out
