@@ -15,6 +15,7 @@ from collections.abc import Mapping
 # Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
 FORWARD_GFLOPS_32 = {
     "small_cnn": 0.021,
+    "small_cnn_s2": 0.029,
     "lenet": 0.0017,
     "vgg16": 0.63,
     "vgg19": 0.80,

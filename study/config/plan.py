@@ -213,6 +213,11 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
             evaluations = group.evaluations or defaults.get(dataset) or typed.evaluate.default
             rid = run_id(cfg)
             spec = runs.setdefault(rid, RunSpec(rid, cfg))
+            if cfg["method"] not in group.methods:
+                # a parent that the group's methods fine-tune but that it does not list (the
+                # demo's fine-tunes start from the baseline's PGD-AT model): trained, not one of
+                # the group's runs (a group compares what it lists: FRL's groups list `at`)
+                continue
             if group.group not in spec.groups:
                 spec.groups.append(group.group)
             if group.kind not in spec.kinds:

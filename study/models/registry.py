@@ -46,6 +46,8 @@ class ModelSpec:
 _REGISTRY: dict[str, ModelSpec] = {
     # Three 2x2 max-pools / three stride-2 stages each shrink the input by 8 overall.
     "small_cnn": ModelSpec("small_cnn", "SmallCNN", min_image_size=8),
+    # A stride-2 stem, then three 2x2 max-pools: 16 px at least.
+    "small_cnn_s2": ModelSpec("small_cnn", "StridedSmallCNN", min_image_size=16),
     "resnet18": ModelSpec("resnet", "resnet18", min_image_size=8),
     "preact_resnet18": ModelSpec("preact_resnet", "preact_resnet18", min_image_size=8),
     # Pool, 5x5 valid conv, pool: the second conv needs a map of at least 5 px.
