@@ -31,7 +31,15 @@ from study.figures.explain import plot_confusion, plot_logit_similarity, plot_ra
 from study.figures.features import plot_feature_classwise, plot_feature_examples
 from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
 from study.figures.robustness import plot_cfp, plot_corruptions, plot_frl_errors
-from study.figures.style import MAX_PIXELS, counted_title, run_caveat, save_figure, table_caveat
+from study.figures.style import (
+    MAX_PIXELS,
+    MIN_IMAGES_SEEN,
+    counted_title,
+    images_seen,
+    run_caveat,
+    save_figure,
+    table_caveat,
+)
 from study.metrics import classwise_table
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
 from study.metrics.discrepancy_intervals import discrepancy_summary
@@ -443,6 +451,9 @@ def test_caveat_on_short_or_chance_level_runs_and_not_on_a_real_one():
     assert "chance level" in run_caveat(mean_acc=0.1, num_classes=10)
     assert "worst class at 0%" in run_caveat(worst=[0.0, 0.0])
     assert run_caveat(worst=[0.0, 0.1]) is None
+    # two epochs on the whole training set (the demo's recipe) are not short; on a subset they are
+    assert run_caveat(epochs=2, images_seen=MIN_IMAGES_SEEN) is None
+    assert run_caveat(epochs=2, images_seen=MIN_IMAGES_SEEN - 1) == "run too short to compare (2 epochs)"
 
     def notes(fig: Figure) -> list[str]:
         return [t for t in texts(fig) if t.startswith("⚠")]
@@ -457,6 +468,11 @@ def test_caveat_on_short_or_chance_level_runs_and_not_on_a_real_one():
     assert "chance level" in table_caveat(degenerate)
     assert len(notes(plot_classwise(degenerate))) == 1
     assert notes(plot_epochs(_epoch_table(epochs=2))) == ["⚠ run too short to compare (2 epochs)"] * 2
+    whole = _epoch_table(epochs=2).assign(train_n=MIN_IMAGES_SEEN // 20)  # per class: 10 classes x 2 epochs
+    assert images_seen(whole) == MIN_IMAGES_SEEN and notes(plot_epochs(whole)) == []
+    assert notes(plot_epochs(whole.assign(train_n=350))) == ["⚠ run too short to compare (2 epochs)"] * 2
+    full_set = short.assign(train_per_class=np.nan)  # train_per_class empty: the whole training set
+    assert notes(plot_classwise(full_set)) == [] and notes(plot_classwise(short.assign(train_per_class=350))) != []
     zero_worst = {ev: np.r_[0.0, np.full(9, 0.8)] for ev in LEARNED}
     fig = plot_mitigation(mitigation_table(_mitigation_classwise(methods=("at",), rates=zero_worst)))
     assert all("worst class at 0%" in n for n in notes(fig)) and len(notes(fig)) == 2

@@ -15,6 +15,7 @@ from study.figures.style import (
     draw_caveat,
     figure_size,
     figure_style,
+    images_seen,
     percent_axis,
     resolve_caveat,
     run_caveat,
@@ -144,7 +145,7 @@ def _band_note(epochs: pd.DataFrame) -> str:
 def _auto_caveat(epochs: pd.DataFrame) -> str | None:
     final = epochs[epochs["epoch"] == epochs["epoch"].max()]
     return run_caveat(epochs=float(epochs["epoch"].max()), mean_acc=float(final["clean_acc"].mean()),
-                      num_classes=int(epochs["class"].nunique()))
+                      num_classes=int(epochs["class"].nunique()), images_seen=images_seen(epochs))
 
 
 def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO) -> Figure:

@@ -20,6 +20,7 @@ from study.figures.style import (
     figure_style,
     grid_shape,
     hide_unused,
+    images_seen,
     norm_groups,
     percent_axis,
     resolve_caveat,
@@ -48,7 +49,8 @@ def _epochs_caveat(rows: pd.DataFrame) -> str | None:
     """Fewest epochs of the runs drawn (these tables have no clean accuracy to test for chance)."""
     if "epochs" not in rows.columns:
         return None
-    return run_caveat(epochs=float(pd.to_numeric(rows["epochs"], errors="coerce").min()))
+    return run_caveat(epochs=float(pd.to_numeric(rows["epochs"], errors="coerce").min()),
+                      images_seen=images_seen(rows))
 
 
 def _corruption_heatmap(fig: Figure, ax: Axes, grid: pd.DataFrame) -> None:
@@ -165,7 +167,7 @@ def _frl_bars(ax: Axes, rows: pd.DataFrame) -> None:
 def _frl_caveat(rows: pd.DataFrame, num_classes: int) -> str | None:
     epochs = float(pd.to_numeric(rows["epochs"], errors="coerce").min()) if "epochs" in rows.columns else None
     return run_caveat(epochs=epochs, mean_acc=1 - float(rows.groupby("class")["standard_error"].mean().mean()),
-                      num_classes=num_classes)
+                      num_classes=num_classes, images_seen=images_seen(rows))
 
 
 def plot_frl_errors(table: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Mapping] | None = None,

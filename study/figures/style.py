@@ -176,21 +176,27 @@ def norm_groups(evals: Sequence[str], settings: Mapping[str, Mapping] | None = N
 # `caveat=AUTO` (the default of every plotting function) asks the figure to decide from its data;
 # None draws no note; any other text is drawn as given.
 AUTO = "auto"
-# Fewer epochs than this cannot separate the classes of a real dataset (the published runs train
-# 120-200: docs/study.md#published-settings).
+# Fewer epochs than this on a subset cannot separate the classes of a real dataset (the published
+# runs train 120-200: docs/study.md#published-settings) ...
 MIN_EPOCHS = 5
+# ... unless the run saw at least this many training images: the demo's CPU recipe trains two
+# epochs on all 50,000 CIFAR-10 images with one cyclic learning-rate cycle, and its classes separate.
+MIN_IMAGES_SEEN = 50_000
 # A mean class accuracy at most this multiple of chance (1 / classes) is a model that has not learned.
 CHANCE_FACTOR = 1.5
 CAVEAT_COLOR = "#B22222"
 
 
 def run_caveat(*, epochs: float | None = None, mean_acc: float | None = None, num_classes: int | None = None,
-               worst: Sequence[float] | None = None, min_epochs: int = MIN_EPOCHS) -> str | None:
+               worst: Sequence[float] | None = None, min_epochs: int = MIN_EPOCHS,
+               images_seen: float | None = None) -> str | None:
     """The note a panel needs when its run is too short to mean anything, else None: fewer than
-    `min_epochs` epochs, a clean mean class accuracy at chance level, or a worst class at 0% in
-    every entry of `worst` (fractions)."""
+    `min_epochs` epochs (unless the run saw at least MIN_IMAGES_SEEN training images, where
+    `images_seen` is known), a clean mean class accuracy at chance level, or a worst class at 0%
+    in every entry of `worst` (fractions)."""
     reasons = []
-    if epochs is not None and np.isfinite(epochs) and epochs < min_epochs:
+    enough_images = images_seen is not None and images_seen >= MIN_IMAGES_SEEN
+    if epochs is not None and np.isfinite(epochs) and epochs < min_epochs and not enough_images:
         reasons.append(f"{int(epochs)} epoch{'' if int(epochs) == 1 else 's'}")
     if mean_acc is not None and num_classes and np.isfinite(mean_acc) and mean_acc <= CHANCE_FACTOR / num_classes:
         reasons.append(f"clean accuracy at chance level, {100 * mean_acc:.0f}%")
@@ -200,9 +206,28 @@ def run_caveat(*, epochs: float | None = None, mean_acc: float | None = None, nu
     return f"run too short to compare ({', '.join(reasons)})" if reasons else None
 
 
+def images_seen(table: pd.DataFrame) -> float | None:
+    """Training images the table's shortest run saw: from an epochs table's `train_n` (per epoch and class),
+    else `epochs` x `train_per_class` x classes (an empty train_per_class: the whole training set,
+    counted as enough); None where the table cannot tell."""
+    if {"epoch", "train_n"} <= set(table.columns):
+        # one row per epoch and class, train_n the class's images: the first run's, summed
+        key = next((k for k in ("run_id", "seed") if k in table.columns), None)
+        rows = table[table[key] == table[key].iloc[0]] if key else table
+        return float(pd.to_numeric(rows["train_n"], errors="coerce").sum())
+    if not {"epochs", "train_per_class", "class"} <= set(table.columns):
+        return None
+    per_class = pd.to_numeric(table["train_per_class"], errors="coerce")
+    if per_class.isna().all():
+        return float("inf")
+    epochs = pd.to_numeric(table["epochs"], errors="coerce")
+    return float((epochs * per_class).min() * table["class"].nunique())
+
+
 def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
-    """run_caveat from a class-wise table: its `epochs` column (fewest epochs of its runs) and the
-    mean over classes of the clean rows of `value` (fractions)."""
+    """run_caveat from a class-wise table: its `epochs` column (fewest epochs of its runs), the
+    images its runs saw (images_seen) and the mean over classes of the clean rows of `value`
+    (fractions)."""
     epochs = pd.to_numeric(table["epochs"], errors="coerce").min() if "epochs" in table.columns else None
     mean_acc = num_classes = None
     if "eval" in table.columns and value in table.columns:
@@ -210,7 +235,7 @@ def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
         if not clean.empty:
             mean_acc = float(clean.groupby("class")[value].mean().mean())
             num_classes = int(table["class"].nunique()) if "class" in table.columns else None
-    return run_caveat(epochs=epochs, mean_acc=mean_acc, num_classes=num_classes)
+    return run_caveat(epochs=epochs, mean_acc=mean_acc, num_classes=num_classes, images_seen=images_seen(table))
 
 
 def resolve_caveat(caveat: str | None, decide: Callable[[], str | None]) -> str | None:
