@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import torch
 
+from study.config.types import Method, OptimizerSettings, parse
 from study.train.adversary import Adversary
 from study.train.optim import build_optimizer
 from study.train.policies.build import build_policies
@@ -64,11 +65,14 @@ def paper_method(repo_root, name: str, **adversary) -> dict:
 
 def step_state(method: dict, model: torch.nn.Module, num_classes: int, seed: int = 0) -> SimpleNamespace:
     """What TrainStep reads of a run's state, for `model` and a method definition."""
-    policies = build_policies(method, num_classes, 10, torch.full((num_classes,), 10))
-    adversary = Adversary(method.get("adversary"))
+    typed = parse(Method, method, "method")
+    policies = build_policies(typed, num_classes, 10, torch.full((num_classes,), 10))
+    adversary = Adversary(typed.adversary)
+    optimizer = OptimizerSettings(name="sgd", lr=0.5, weight_decay=0.0)
     return SimpleNamespace(
-        cfg={"optimizer": {"name": "sgd"}, "precision": "fp32"}, model=model, dev=torch.device("cpu"),
-        optimizer=build_optimizer(model.parameters(), {"name": "sgd", "lr": 0.5, "weight_decay": 0.0}),
+        # the two settings of the run config that TrainStep reads (RunState.run)
+        run=SimpleNamespace(optimizer=optimizer, precision="fp32"), model=model, dev=torch.device("cpu"),
+        optimizer=build_optimizer(model.parameters(), optimizer),
         policies=policies, adversary=adversary, dev_gen=torch.Generator().manual_seed(seed),
         inner_loss=policies.loss.inner if adversary.active else "ce")
 

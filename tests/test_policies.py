@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from study.config.types import WeightsPolicy
 from study.train.policies import (
     EMA,
     FAWA,
@@ -177,6 +178,9 @@ GAP_NAT = torch.tensor([0.1 - 0.3 - 0.05, 0.3 - 0.3 - 0.05, 0.5 - 0.3 - 0.05], d
 # boundary errors a_c - r_c [0.3, 0.2, 0.4], whole split 0.3: gaps [-0.05, -0.15, 0.05]
 GAP_BNDY = torch.tensor([0.3 - 0.3 - 0.05, 0.2 - 0.3 - 0.05, 0.4 - 0.3 - 0.05], dtype=torch.float64)
 EPS = 8 / 255
+#: complete training attacks (a method's adversary as a run config holds it)
+ADVERSARY = {"eps": EPS, "alpha": 2 / 255, "steps": 10}
+SMALL_ADVERSARY = {"eps": 0.03, "alpha": 0.01, "steps": 2}
 
 
 def _frl(repo_root, name):
@@ -299,7 +303,7 @@ def test_training_step_attacks_with_cfa_fixed_step_under_class_eps(repo_root):
 def test_frl_policies_take_a_first_step_from_the_starting_model_and_the_others_wait():
     # fair_robust frl_train updates the multipliers before training each epoch, the first
     # time from the hot-start model; CFA needs an epoch of training statistics
-    p = build_policies({"adversary": {"eps": EPS, "alpha": 2 / 255}, "epsilon": {"type": "cfa"},
+    p = build_policies({"adversary": ADVERSARY, "epsilon": {"type": "cfa"},
                         "weights": {"type": "frl"}}, 3, 120, torch.tensor([5, 5, 5]))
     assert p.needs_priming and p.needs_validation
     p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=0))
@@ -307,12 +311,12 @@ def test_frl_policies_take_a_first_step_from_the_starting_model_and_the_others_w
     assert p.epsilon.t is None
     with pytest.raises(ValueError, match="epoch 0\\), got epoch 3"):
         p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=3))
-    assert not build_policies({"adversary": {"eps": EPS, "alpha": 2 / 255}, "epsilon": {"type": "cfa"}}, 3, 10,
+    assert not build_policies({"adversary": ADVERSARY, "epsilon": {"type": "cfa"}}, 3, 10,
                               torch.tensor([5, 5, 5])).needs_priming
 
 
 def test_static_boost_and_balanced_weights():
-    balanced = WEIGHTS.build({"type": "balanced"}, PolicyContext(2, class_counts=torch.tensor([10, 30])))
+    balanced = WEIGHTS.build(WeightsPolicy(type="balanced"), PolicyContext(2, class_counts=torch.tensor([10, 30])))
     assert balanced.weights()[0].tolist() == [1.5, 0.5]
     boost = BoostWeights(4, 2, factor=2.0)
     assert torch.allclose(boost.weights()[0], torch.tensor([0.8, 0.8, 1.6, 0.8], dtype=torch.float64))
@@ -360,18 +364,18 @@ def test_cosine_penalty_is_mean_pairwise_cosine_of_class_mean_logits():
 
 
 def test_policy_state_round_trips_and_bad_types_are_named():
-    p = build_policies({"adversary": {"eps": 0.03}, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
+    p = build_policies({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
                         "loss": {"type": "trades", "lambda2": 0.5}, "weights": {"type": "frl"},
                         "averaging": {"type": "fawa"}}, 2, 10, torch.tensor([5, 5]))
     p.update(stats(train_acc=[0.2, 0.4], confusion=[[3, 2], [1, 4]], val_clean=[0.8, 0.4], val_robust=[0.5, 0.1]))
-    q = build_policies({"adversary": {"eps": 0.03}, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
+    q = build_policies({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
                         "loss": {"type": "trades", "lambda2": 0.5}, "weights": {"type": "frl"},
                         "averaging": {"type": "fawa"}}, 2, 10, torch.tensor([5, 5]))
     q.load_state_dict(p.state_dict())
     assert torch.equal(q.epsilon.class_eps(), p.epsilon.class_eps())
     assert torch.equal(q.targets.cfp, p.targets.cfp) and torch.equal(q.weights.lam_nat, p.weights.lam_nat)
-    with pytest.raises(ValueError, match="unknown epsilon type 'wide'.*fixed, cfa, remargin"):
-        build_policies({"adversary": {"eps": 0.03}, "epsilon": {"type": "wide"}}, 2, 10, torch.tensor([5, 5]))
+    with pytest.raises(ValueError, match="epsilon.type: 'wide' is not valid; expected one of fixed, cfa, remargin"):
+        build_policies({"adversary": SMALL_ADVERSARY, "epsilon": {"type": "wide"}}, 2, 10, torch.tensor([5, 5]))
     with pytest.raises(ValueError, match="need an adversary"):
         build_policies({"adversary": None, "loss": {"type": "trades"}}, 2, 10, torch.tensor([5, 5]))
 
@@ -386,8 +390,11 @@ def test_each_policy_kind_is_one_table_that_names_bad_types_and_matches_the_sche
         # params.yaml is validated against the schema: its enum must offer exactly the table's types
         assert method_schema[kind]["properties"]["type"]["enum"] == list(registry.names), kind
         for name, cls in registry.types.items():
-            # `static` needs its class costs; the other types ignore the key
-            assert type(registry.build({"type": name, "values": [1, 2, 3]}, ctx)) is cls
+            # `static` needs its class costs; the other types take their defaults
+            costs = {"values": [1, 2, 3]} if name == "static" else {}
+            settings = registry.config.model_validate({"type": name, **costs})
+            assert type(registry.build(settings, ctx)) is cls
         assert type(registry.build(None, ctx)) is registry.types[registry.default]
         with pytest.raises(ValueError, match=f"unknown {kind} type 'bogus'; valid: {', '.join(registry.names)}"):
-            registry.build({"type": "bogus"}, ctx)
+            # a type the settings' type allows but the table lacks (the schema check above keeps them equal)
+            registry.build(registry.config.model_construct(type="bogus"), ctx)

@@ -8,6 +8,8 @@ import pytest
 import torch
 from step_probe import bn_model, paper_method, paper_params, run_step, sequence, step_state
 
+from study.config.core import ConfigError
+from study.config.types import Adversary, parse
 from study.train.step import bn_forwards
 
 ATTACK_TRAIN = ["train attack", "train attack"]   # the attack in train mode (Rice et al., CFA, FAIR-TAT AT)
@@ -69,12 +71,19 @@ def test_compiled_step_keeps_the_forwards(repo_root, method):
     assert _sequence(repo_root, method, compiled=True) == EXPECTED[method]
 
 
+def _adversary(**settings):
+    return parse(Adversary, {"eps": 0.03, "alpha": 0.01, "steps": 2, **settings}, "adversary")
+
+
 def test_bn_stats_names_the_loss_forwards_before_the_update():
-    assert bn_forwards({}, needs_clean=False) == (("adv",), ())
-    assert bn_forwards({"bn_stats": ["clean", "adv", "clean", "step", "clean"]}, True) == \
+    assert bn_forwards(None, needs_clean=False) == (("adv",), ())
+    assert bn_forwards(_adversary(), needs_clean=True) == (("adv", "clean"), ())
+    assert bn_forwards(_adversary(bn_stats=["clean", "adv", "clean", "step", "clean"]), True) == \
         (("clean", "adv", "clean"), ("clean",))
-    for bad in (["step", "adv"], ["clean"], ["adv", "step", "step"], ["adv", "noisy"]):
+    for bad in (["step", "adv"], ["clean"], ["adv", "step", "step"]):
         with pytest.raises(ValueError, match="bn_stats"):
-            bn_forwards({"bn_stats": bad}, needs_clean=False)
+            bn_forwards(_adversary(bn_stats=bad), needs_clean=False)
+    with pytest.raises(ConfigError, match=r"bn_stats\[1\]: 'noisy' is not valid: input should be 'adv', 'clean'"):
+        _adversary(bn_stats=["adv", "noisy"])
     with pytest.raises(ValueError, match="before the update"):
-        bn_forwards({"bn_stats": ["adv", "step", "clean"]}, needs_clean=True)
+        bn_forwards(_adversary(bn_stats=["adv", "step", "clean"]), needs_clean=True)

@@ -65,6 +65,9 @@ Share = Annotated[float, Field(ge=0, lt=1)]
 ClassChoice = Annotated[int, Field(ge=0)] | Literal["weakest"]
 #: images per evaluation batch, or auto (large on a GPU; study.device.eval_batch_size)
 EvalBatch = PositiveInt | Literal["auto"]
+#: CFA (PKU-ML/CFA train.py, --begin 10) calibrates class-wise eps and beta only after 10 of
+#: its 200 epochs; as a share of the run, short presets keep a calibrated phase.
+CFA_WARMUP = 0.05
 
 
 class Config(BaseModel):
@@ -229,61 +232,74 @@ class Adversary(Config):
     alpha_scaling: Literal["fixed", "sample", "batch_max"] = "fixed"
 
 
+# The policies' defaults: each setting is read by one policy type of its kind (study/train/policies).
+
 class TargetsPolicy(Config):
     type: Literal["untargeted", "uniform", "cfp", "fixed"] = "untargeted"
-    temperature: Annotated[float, Field(ge=0)] | None = None
-    class_: ClassChoice | None = Field(None, alias="class")
+    #: cfp: softmax temperature over the confusion counts
+    temperature: Annotated[float, Field(ge=0)] = 2.0
+    #: fixed: the target class
+    class_: ClassChoice = Field("weakest", alias="class")
 
 
 class EpsilonPolicy(Config):
     type: Literal["fixed", "cfa", "remargin"] = "fixed"
-    lambda_: float | None = Field(None, alias="lambda")
+    #: cfa: weight of the class's own accuracy in its eps
+    lambda_: float = Field(0.5, alias="lambda")
     #: cfa: share of the epochs run at the base eps before calibrating (at least one epoch)
-    warmup: Share | None = None
-    rate: Annotated[float, Field(ge=0)] | None = None
-    tau: float | None = None
-    scale: float | None = None
-    low: Annotated[float, Field(gt=0)] | None = None
-    high: Annotated[float, Field(gt=0)] | None = None
+    warmup: Share = CFA_WARMUP
+    #: remargin: rate, threshold, scale and bounds of the eps multipliers
+    rate: Annotated[float, Field(ge=0)] = 0.1
+    tau: float = 0.05
+    scale: float = 2.0
+    low: Annotated[float, Field(gt=0)] = 0.98
+    high: Annotated[float, Field(gt=0)] = 2.5
 
 
 class LossPolicy(Config):
     type: Literal["ce", "trades", "mixed"] = "ce"
-    beta: Annotated[float, Field(ge=0)] | None = None
+    beta: Annotated[float, Field(ge=0)] = 6.0
+    #: trades: CFA's class-wise beta calibration (None: a fixed beta)
     lambda2: float | None = None
-    #: trades: CE / (1 + beta) + beta / (1 + beta) KL, as CFA's code (default: true with lambda2, else false)
+    #: trades: CE / (1 + beta) + beta / (1 + beta) KL, as CFA's code (None: true with lambda2, else false)
     normalize: bool | None = None
     #: trades with lambda2: share of the epochs run with the base beta before calibrating
-    warmup: Share | None = None
-    adv_weight: Annotated[float, Field(ge=0, le=1)] | None = None
+    warmup: Share = CFA_WARMUP
+    #: mixed: weight of the adversarial term
+    adv_weight: Annotated[float, Field(ge=0, le=1)] = 0.5
 
 
 class WeightsPolicy(Config):
     type: Literal["none", "balanced", "static", "boost", "frl"] = "none"
+    #: static: the class costs (required there)
     values: list[Annotated[float, Field(gt=0)]] | None = None
-    class_: ClassChoice | None = Field(None, alias="class")
-    factor: Annotated[float, Field(gt=0)] | None = None
-    rate: Annotated[float, Field(ge=0)] | None = None
-    halve_every: PositiveInt | None = None
-    #: frl: rate of the boundary multipliers (2 x rate)
+    #: boost: the boosted class and its factor
+    class_: ClassChoice = Field("weakest", alias="class")
+    factor: Annotated[float, Field(gt=0)] = 2.0
+    #: frl: rate of the natural multipliers, halved every `halve_every` epochs
+    rate: Annotated[float, Field(ge=0)] = 0.05
+    halve_every: PositiveInt = 40
+    #: frl: rate of the boundary multipliers (None: 2 x rate)
     boundary_rate: Annotated[float, Field(ge=0)] | None = None
     #: frl: each weighted loss term over its batch weight sum, or both over the sum of both
-    normalize: Literal["separate", "joint"] | None = None
-    tau: float | None = None
-    bound: Annotated[float, Field(ge=0)] | None = None
+    normalize: Literal["separate", "joint"] = "separate"
+    #: frl: the fairness tolerance and the multipliers' bound
+    tau: float = 0.05
+    bound: Annotated[float, Field(ge=0)] = 0.5
 
 
 class AveragingPolicy(Config):
     type: Literal["none", "ema", "fawa"] = "none"
-    decay: Share | None = None
+    decay: Share = 0.85
     #: first averaged epoch as a fraction of the epochs
-    start: Annotated[float, Field(ge=0, le=1)] | None = None
-    threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+    start: Annotated[float, Field(ge=0, le=1)] = 0.25
+    #: fawa: the worst-class accuracy an epoch needs to be averaged (CFA's 0.2)
+    threshold: Annotated[float, Field(ge=0, le=1)] = 0.2
 
 
 class RegularizerPolicy(Config):
     type: Literal["none", "cosine"] = "none"
-    coef: Annotated[float, Field(ge=0)] | None = None
+    coef: Annotated[float, Field(ge=0)] = 0.1
 
 
 class _Policies(Config):

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 
 import torch
 
-BN_MODES = ("train", "eval")
+from study.config.types import Adversary as AdversaryConfig
+from study.config.types import parse
 
 
 def _alpha_fixed(alpha: float, eps: torch.Tensor, base: float) -> torch.Tensor:
@@ -43,27 +44,16 @@ def _alpha_batch_max(alpha: float, eps: torch.Tensor, base: float) -> torch.Tens
 ALPHA_SCALINGS = {"fixed": _alpha_fixed, "sample": _alpha_per_sample, "batch_max": _alpha_batch_max}
 
 
-#: The training attacks: PGD and FAT's early-stopped PGD (both run by study/train/step.py:
-#: TrainStep.adversarial, through study/attacks/pgd.py:pgd_run and study/attacks/fat.py:early_stopped_run).
-ADVERSARY_TYPES = ("pgd", "fat")
-
-
 class Adversary:
-    def __init__(self, cfg: Mapping | None):
-        self.cfg = dict(cfg) if cfg else None
-        if self.cfg is not None:
-            if self.cfg.get("type", "pgd") not in ADVERSARY_TYPES:
-                raise ValueError(
-                    f"unknown adversary type {self.cfg.get('type')!r}; valid: none, {', '.join(ADVERSARY_TYPES)}"
-                )
-            if self.cfg.get("bn_mode", "train") not in BN_MODES:
-                raise ValueError(f"unknown bn_mode {self.cfg.get('bn_mode')!r}; valid: {', '.join(BN_MODES)}")
-            if self.cfg.get("step_noise", 0) and self.cfg.get("type", "pgd") != "fat":
-                raise ValueError("step_noise (FAT's omega) needs adversary type fat, "
-                                 f"got {self.cfg.get('type', 'pgd')!r}")
-            if self.cfg.get("alpha_scaling", "fixed") not in ALPHA_SCALINGS:
-                raise ValueError(f"unknown alpha_scaling {self.cfg.get('alpha_scaling')!r}; "
-                                 f"valid: {', '.join(ALPHA_SCALINGS)}")
+    """A method's training attack (None: train on the clean batch), typed: its defaults are
+    study.config.types.Adversary's."""
+
+    def __init__(self, cfg: AdversaryConfig | Mapping | None):
+        if cfg is not None and not isinstance(cfg, AdversaryConfig):
+            cfg = parse(AdversaryConfig, cfg, "adversary")
+        self.cfg: AdversaryConfig | None = cfg
+        if self.cfg is not None and self.cfg.step_noise and self.cfg.type != "fat":
+            raise ValueError(f"step_noise (FAT's omega) needs adversary type fat, got {self.cfg.type!r}")
 
     @property
     def active(self) -> bool:
@@ -71,11 +61,11 @@ class Adversary:
 
     @property
     def epsilon(self) -> float:
-        return float(self.cfg["eps"]) if self.cfg else 0.0
+        return self.cfg.eps if self.cfg is not None else 0.0
 
     def step_sizes(self, eps: torch.Tensor) -> torch.Tensor:
         """Each sample's step size for per-sample radii `eps` (B,), by `alpha_scaling`."""
-        alpha, base = float(self.cfg["alpha"]), float(self.cfg["eps"])
+        alpha, base = self.cfg.alpha, self.cfg.eps
         if base <= 0:
             return torch.full_like(eps, alpha)
-        return ALPHA_SCALINGS[self.cfg.get("alpha_scaling", "fixed")](alpha, eps, base)
+        return ALPHA_SCALINGS[self.cfg.alpha_scaling](alpha, eps, base)

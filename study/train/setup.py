@@ -210,9 +210,7 @@ def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunSt
         model = model.to(memory_format=torch.channels_last)
     optimizer = build_optimizer(model.parameters(), run.optimizer)
     scheduler = build_scheduler(optimizer, run.schedule, run.epochs, math.ceil(train_idx.numel() / run.batch_size))
-    # the policies read the method's settings as written (study.train.policies: each policy's table)
-    method_config = cfg["method_config"]
-    policies = build_policies(method_config, num_classes, run.epochs,
+    policies = build_policies(run.method_config, num_classes, run.epochs,
                               torch.bincount(splits.train_y[train_idx], minlength=num_classes))
     if policies.needs_validation and val_idx is None:
         raise ValueError(f"method {run.method!r} adapts to validation statistics (FRL, FAWA); "
@@ -224,7 +222,7 @@ def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunSt
         x_val=None if val_idx is None else splits.train_x[val_idx],
         y_val=None if val_idx is None else splits.train_y[val_idx],
         model=model, arch=arch, optimizer=optimizer, scheduler=scheduler,
-        adversary=Adversary(method_config.get("adversary")), policies=policies,  # as written, like the policies
+        adversary=Adversary(run.method_config.adversary), policies=policies,
         cpu_gen=cpu_gen, dev_gen=dev_gen,
         shadow=copy.deepcopy(model) if policies.averaging.active else None,
     )

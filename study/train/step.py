@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from study.attacks.fat import early_stopped_run
 from study.attacks.pgd import pgd_run, project, start_draws, start_from_draws
+from study.config.types import Adversary as AdversaryConfig
 from study.device import train_autocast
 from study.train.optim import PARAM_UPDATES
 from study.train.policies.loss import trades_kl
@@ -108,10 +109,10 @@ class TrainStep:
     """The run's step: `draws(x, y)` before, then `__call__` (eager or compiled)."""
 
     def __init__(self, state, mode: str = "off", backend: str | None = None):
-        adv = state.adversary.cfg or {}
-        if adv and int(adv.get("restarts", 1)) != 1:
-            raise ValueError(f"a training adversary runs one restart, got restarts {adv['restarts']}")
-        opt_name = state.cfg["optimizer"]["name"]
+        adv = state.adversary.cfg
+        if adv is not None and adv.restarts != 1:
+            raise ValueError(f"a training adversary runs one restart, got restarts {adv.restarts}")
+        opt_name = state.run.optimizer.name
         if len(state.optimizer.param_groups) != 1 or opt_name not in PARAM_UPDATES:
             raise ValueError(f"the training step updates one parameter group of {', '.join(PARAM_UPDATES)}; "
                              f"got optimizer {opt_name!r}")
@@ -150,22 +151,21 @@ class TrainStep:
     def draws(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor | None, tuple, torch.Tensor | None]:
         """(targets, random-start numbers, FAT's step noise) for batch (x, y)."""
         gen, adv = self.state.dev_gen, self.adv
-        if not adv:
+        if adv is None:
             return None, (), None
         target = self.state.policies.targets.sample(y, gen)
-        start = start_draws(x, adv.get("norm", "linf"), gen, adv.get("start_std")) \
-            if adv.get("random_start", True) else ()
+        start = start_draws(x, adv.norm, gen, adv.start_std) if adv.random_start else ()
         noise = None
-        if adv.get("type") == "fat" and float(adv.get("step_noise", 0)) > 0:
-            noise = float(adv["step_noise"]) * torch.randn((int(adv["steps"]), *x.shape), generator=gen,
-                                                           device=x.device, dtype=torch.float32)
+        if adv.type == "fat" and adv.step_noise > 0:
+            noise = adv.step_noise * torch.randn((adv.steps, *x.shape), generator=gen,
+                                                 device=x.device, dtype=torch.float32)
         return target, start, noise
 
     # -- the step itself --------------------------------------------------------------------
     def step(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
              noise: torch.Tensor | None, tables: EpochTables, lr: torch.Tensor, totals: EpochTotals) -> None:
         model, policies = self.model, self.state.policies
-        precision = self.state.cfg.get("precision", "fp32")
+        precision = self.state.run.precision
         with train_autocast(self.state.dev, precision):
             x_in = self.adversarial(x, y, target, start, noise, tables.class_eps)
             batches = {"adv": x_in, "clean": x}
@@ -197,29 +197,29 @@ class TrainStep:
                     noise: torch.Tensor | None, class_eps: torch.Tensor | None) -> torch.Tensor:
         """The inputs the batch trains on (the clean batch without an adversary)."""
         adv = self.adv
-        if not adv:
+        if adv is None:
             return x
-        model, norm = self.model, adv.get("norm", "linf")
+        model, norm = self.model, adv.norm
         shape = (-1, *([1] * (x.dim() - 1)))
-        base = float(adv["eps"])
+        base = adv.eps
         eps = torch.full((x.shape[0],), base, device=x.device) if class_eps is None else class_eps[y]
         eps_t = eps.view(shape)
         alpha_t = self.state.adversary.step_sizes(eps).view(shape)
         x32 = x.float()
         if start:
-            delta = project(start_from_draws(start, x32, eps_t, norm, adv.get("start_std")), x32, eps_t, norm)
+            delta = project(start_from_draws(start, x32, eps_t, norm, adv.start_std), x32, eps_t, norm)
         else:
             delta = torch.zeros_like(x32)
         labels, sign = (y, 1.0) if target is None else (target, -1.0)
         loss_fn = self._inner_loss(model, x, target)
-        if adv.get("bn_mode", "train") == "eval":
+        if adv.bn_mode == "eval":
             model.eval()
-        if adv.get("type", "pgd") == "fat":
-            delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=int(adv["steps"]),
-                                      tau=int(adv["tau"]), norm=norm, sign=sign, loss_fn=loss_fn,
+        if adv.type == "fat":
+            delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=adv.steps,
+                                      tau=int(adv.tau), norm=norm, sign=sign, loss_fn=loss_fn,
                                       step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]))
         else:
-            delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, int(adv["steps"]), norm, sign, loss_fn)
+            delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, adv.steps, norm, sign, loss_fn)
         model.train()
         return (x32 + delta).clamp(0.0, 1.0).to(x.dtype)
 
@@ -228,7 +228,7 @@ class TrainStep:
         (targeted attacks always descend CE towards the target)."""
         if self.state.inner_loss != "kl" or target is not None:
             return _cross_entropy
-        if self.adv.get("bn_mode", "train") == "eval":
+        if self.adv.bn_mode == "eval":
             model.eval()
         with torch.no_grad():
             clean_logits = model(x).float()
@@ -244,7 +244,7 @@ class TrainStep:
 BN_FORWARDS = ("adv", "clean", "step")
 
 
-def bn_forwards(adv: dict, needs_clean: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def bn_forwards(adv: AdversaryConfig | None, needs_clean: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(forwards before the update, forwards after it) of one step, after the attack, from
     the adversary's `bn_stats`: the sequence of train-mode forwards of the method's reference
     loop, `adv` (the training inputs), `clean` (the clean batch) and `step` (the update), e.g.
@@ -253,7 +253,7 @@ def bn_forwards(adv: dict, needs_clean: bool) -> tuple[tuple[str, ...], tuple[st
     gradients and only updates BatchNorm's running statistics. Without `bn_stats`: the
     loss's forwards, adversarial then clean."""
     default = ["adv", "clean"] if needs_clean else ["adv"]
-    seq = list(adv.get("bn_stats") or default) if adv else default
+    seq = list(adv.bn_stats or default) if adv is not None else default
     bad = [name for name in seq if name not in BN_FORWARDS]
     if bad or seq.count("step") > 1:
         raise ValueError(f"bn_stats {seq}: names from {', '.join(BN_FORWARDS)}, `step` at most once")

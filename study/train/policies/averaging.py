@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from study.config.types import AveragingPolicy
 from study.metrics.worst import worst_value
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats
@@ -30,7 +31,7 @@ class NoAveraging:
         self.average: dict[str, torch.Tensor] | None = None
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoAveraging:
+    def from_config(cls, cfg: AveragingPolicy, ctx: PolicyContext) -> NoAveraging:
         return cls(ctx.epochs)
 
     def update(self, model: nn.Module, stats: EpochStats) -> bool:
@@ -55,8 +56,8 @@ class EMA(NoAveraging):
         self.start_epoch = max(1, round(float(start) * epochs))
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> EMA:
-        return cls(ctx.epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25))
+    def from_config(cls, cfg: AveragingPolicy, ctx: PolicyContext) -> EMA:
+        return cls(ctx.epochs, cfg.decay, cfg.start)
 
     def accepts(self, stats: EpochStats) -> bool:
         return stats.epoch >= self.start_epoch
@@ -86,15 +87,15 @@ class FAWA(EMA):
         self.threshold = float(threshold)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FAWA:
-        return cls(ctx.epochs, cfg.get("decay", 0.85), cfg.get("start", 0.25), cfg.get("threshold", 0.2))
+    def from_config(cls, cfg: AveragingPolicy, ctx: PolicyContext) -> FAWA:
+        return cls(ctx.epochs, cfg.decay, cfg.start, cfg.threshold)
 
     def accepts(self, stats: EpochStats) -> bool:
         worst = float(worst_value(stats.val_robust_acc.double().cpu().numpy()))
         return super().accepts(stats) and worst >= self.threshold
 
 
-AVERAGING = Registry("averaging", default="none", types={
+AVERAGING = Registry("averaging", default="none", config=AveragingPolicy, types={
     "none": NoAveraging,
     "ema": EMA,
     "fawa": FAWA,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from study.config.types import Method, parse
 from study.train.policies.averaging import AVERAGING, NoAveraging
 from study.train.policies.epsilon import EPSILON, FixedEpsilon
 from study.train.policies.loss import LOSS, CELoss
@@ -67,17 +68,20 @@ class Policies:
             getattr(self, key).load_state_dict(value)
 
 
-def build_policies(method: Mapping, num_classes: int, epochs: int, class_counts: torch.Tensor) -> Policies:
-    adversary = method.get("adversary")
-    eps = float(adversary["eps"]) if adversary else 0.0
-    adaptive = [k for k in ATTACK_POLICIES if REGISTRIES[k].type_name(method.get(k)) != REGISTRIES[k].default]
+def build_policies(method: Method | Mapping, num_classes: int, epochs: int, class_counts: torch.Tensor) -> Policies:
+    """The policies of a resolved method (a run config's `method_config`, typed or as written)."""
+    if not isinstance(method, Method):
+        method = parse(Method, method, "method_config")
+    adversary = method.adversary
+    eps = adversary.eps if adversary is not None else 0.0
+    adaptive = [k for k in ATTACK_POLICIES if REGISTRIES[k].type_name(getattr(method, k)) != REGISTRIES[k].default]
     if adversary is None and adaptive:
         raise ValueError(f"policies {adaptive} need an adversary; the method has adversary: null")
     ctx = PolicyContext(num_classes=num_classes, epochs=epochs, eps=eps,
                         class_counts=torch.as_tensor(class_counts))
-    weights = WEIGHTS.build(method.get("weights"), ctx)
+    weights = WEIGHTS.build(method.weights, ctx)
     # The loss reduces the class-weighted terms the way the weight policy's reference does.
     ctx = replace(ctx, weight_normalization=weights.normalization)
-    built = {key: weights if key == "weights" else registry.build(method.get(key), ctx)
+    built = {key: weights if key == "weights" else registry.build(getattr(method, key), ctx)
              for key, registry in REGISTRIES.items()}
     return Policies(**built)

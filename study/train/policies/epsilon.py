@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 import torch
 
+from study.config.types import CFA_WARMUP, EpsilonPolicy
 from study.train.policies.registry import PolicyContext, Registry
-from study.train.policies.stats import CFA_WARMUP, EpochStats, StatelessPolicy, warmup_epochs
+from study.train.policies.stats import EpochStats, StatelessPolicy, warmup_epochs
 
 
 class FixedEpsilon(StatelessPolicy):
@@ -18,7 +19,7 @@ class FixedEpsilon(StatelessPolicy):
         self.num_classes = num_classes
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FixedEpsilon:
+    def from_config(cls, cfg: EpsilonPolicy, ctx: PolicyContext) -> FixedEpsilon:
         return cls(ctx.eps, ctx.num_classes)
 
     def class_eps(self) -> torch.Tensor:
@@ -38,8 +39,8 @@ class CFAEpsilon(FixedEpsilon):
         self.t: torch.Tensor | None = None
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CFAEpsilon:
-        return cls(ctx.eps, ctx.num_classes, cfg.get("lambda", 0.5), ctx.epochs, cfg.get("warmup", CFA_WARMUP))
+    def from_config(cls, cfg: EpsilonPolicy, ctx: PolicyContext) -> CFAEpsilon:
+        return cls(ctx.eps, ctx.num_classes, cfg.lambda_, ctx.epochs, cfg.warmup)
 
     def class_eps(self) -> torch.Tensor:
         if self.t is None:
@@ -74,9 +75,9 @@ class RemarginEpsilon(FixedEpsilon):
         self.lam = torch.zeros(num_classes, dtype=torch.float64)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> RemarginEpsilon:
-        return cls(ctx.eps, ctx.num_classes, rate=cfg.get("rate", 0.1), tau=cfg.get("tau", 0.05),
-                   scale=cfg.get("scale", 2.0), low=cfg.get("low", 0.98), high=cfg.get("high", 2.5))
+    def from_config(cls, cfg: EpsilonPolicy, ctx: PolicyContext) -> RemarginEpsilon:
+        return cls(ctx.eps, ctx.num_classes, rate=cfg.rate, tau=cfg.tau, scale=cfg.scale, low=cfg.low,
+                   high=cfg.high)
 
     def multiplier(self) -> torch.Tensor:
         return torch.clamp(torch.exp(self.scale * self.lam), self.low, self.high)
@@ -94,7 +95,7 @@ class RemarginEpsilon(FixedEpsilon):
         self.lam = state["lam"]
 
 
-EPSILON = Registry("epsilon", default="fixed", types={
+EPSILON = Registry("epsilon", default="fixed", config=EpsilonPolicy, types={
     "fixed": FixedEpsilon,
     "cfa": CFAEpsilon,
     "remargin": RemarginEpsilon,

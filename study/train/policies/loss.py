@@ -14,8 +14,9 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 
+from study.config.types import CFA_WARMUP, LossPolicy
 from study.train.policies.registry import PolicyContext, Registry
-from study.train.policies.stats import CFA_WARMUP, EpochStats, StatelessPolicy, warmup_epochs
+from study.train.policies.stats import EpochStats, StatelessPolicy, warmup_epochs
 from study.train.policies.weights import WEIGHT_NORMALIZATIONS
 
 
@@ -38,7 +39,7 @@ class CELoss(StatelessPolicy):
         self.weight_normalization = weight_normalization
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CELoss:
+    def from_config(cls, cfg: LossPolicy, ctx: PolicyContext) -> CELoss:
         return cls(ctx.num_classes, ctx.weight_normalization)
 
     def class_beta(self) -> torch.Tensor:
@@ -94,9 +95,9 @@ class TradesLoss(CELoss):
         self.t: torch.Tensor | None = None
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> TradesLoss:
-        return cls(ctx.num_classes, cfg.get("beta", 6.0), cfg.get("lambda2"), ctx.epochs,
-                   cfg.get("warmup", CFA_WARMUP), ctx.weight_normalization, cfg.get("normalize"))
+    def from_config(cls, cfg: LossPolicy, ctx: PolicyContext) -> TradesLoss:
+        return cls(ctx.num_classes, cfg.beta, cfg.lambda2, ctx.epochs, cfg.warmup, ctx.weight_normalization,
+                   cfg.normalize)
 
     def class_beta(self) -> torch.Tensor:
         if self.lambda2 is None or self.t is None:
@@ -138,8 +139,8 @@ class MixedLoss(CELoss):
         self.adv_weight = float(adv_weight)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> MixedLoss:
-        return cls(ctx.num_classes, cfg.get("adv_weight", 0.5), ctx.weight_normalization)
+    def from_config(cls, cfg: LossPolicy, ctx: PolicyContext) -> MixedLoss:
+        return cls(ctx.num_classes, cfg.adv_weight, ctx.weight_normalization)
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
@@ -148,7 +149,7 @@ class MixedLoss(CELoss):
         return self.weighted(y, (1 - self.adv_weight) * clean + self.adv_weight * adv, w_nat)
 
 
-LOSS = Registry("loss", default="ce", types={
+LOSS = Registry("loss", default="ce", config=LossPolicy, types={
     "ce": CELoss,
     "trades": TradesLoss,
     "mixed": MixedLoss,

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from study.config.types import Config
+
 
 @dataclass(frozen=True)
 class PolicyContext:
@@ -32,6 +34,8 @@ class Registry:
 
     kind: str
     default: str
+    #: the settings' type (study.config.types: `EpsilonPolicy`, ...), which holds their defaults
+    config: type[Config]
     types: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -42,13 +46,12 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(self.types)
 
-    def type_name(self, cfg: Mapping | None) -> str:
-        name = (cfg or {}).get("type", self.default)
+    def type_name(self, cfg: Config | None) -> str:
+        name = cfg.type if cfg is not None else self.default
         if name not in self.types:
             raise ValueError(f"unknown {self.kind} type {name!r}; valid: {', '.join(self.types)}")
         return name
 
-    def build(self, cfg: Mapping | None, ctx: PolicyContext) -> Any:
-        """The policy that `cfg` (a params.yaml entry such as {type: cfa, lambda: 0.5}) names."""
-        options = {k: v for k, v in (cfg or {}).items() if k != "type"}
-        return self.types[self.type_name(cfg)].from_config(options, ctx)
+    def build(self, cfg: Config | None, ctx: PolicyContext) -> Any:
+        """The policy that `cfg` (a method's entry such as {type: cfa, lambda: 0.5}, typed) names."""
+        return self.types[self.type_name(cfg)].from_config(cfg if cfg is not None else self.config(), ctx)

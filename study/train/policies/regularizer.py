@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 import torch.nn.functional as F
 
+from study.config.types import RegularizerPolicy
 from study.train.policies.registry import PolicyContext, Registry
 
 
 class NoRegularizer:
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoRegularizer:
+    def from_config(cls, cfg: RegularizerPolicy, ctx: PolicyContext) -> NoRegularizer:
         return cls()
 
     def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -28,8 +27,8 @@ class CosinePenalty(NoRegularizer):
         self.num_classes, self.coef = num_classes, float(coef)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CosinePenalty:
-        return cls(ctx.num_classes, cfg.get("coef", 0.1))
+    def from_config(cls, cfg: RegularizerPolicy, ctx: PolicyContext) -> CosinePenalty:
+        return cls(ctx.num_classes, cfg.coef)
 
     def penalty(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         # Masks instead of selecting the present classes: no data-dependent shape and no host
@@ -46,7 +45,7 @@ class CosinePenalty(NoRegularizer):
         return torch.where(k >= 2, self.coef * off / (k * (k - 1)).clamp_min(1), logits.new_zeros(()))
 
 
-REGULARIZER = Registry("regularizer", default="none", types={
+REGULARIZER = Registry("regularizer", default="none", config=RegularizerPolicy, types={
     "none": NoRegularizer,
     "cosine": CosinePenalty,
 })

@@ -7,10 +7,6 @@ from dataclasses import dataclass
 
 import torch
 
-# CFA (PKU-ML/CFA train.py, --begin 10) calibrates class-wise eps and beta only after 10 of
-# its 200 epochs; as a share of the run, short presets keep a calibrated phase.
-CFA_WARMUP = 0.05
-
 
 def warmup_epochs(share: float, epochs: int) -> int:
     """Epochs run with the uncalibrated value before a class-wise policy first adapts: at

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
+from study.config.types import TargetsPolicy
 from study.device import host_to_device
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
@@ -24,7 +25,7 @@ class Untargeted(StatelessPolicy):
         self.num_classes = num_classes
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> Untargeted:
+    def from_config(cls, cfg: TargetsPolicy, ctx: PolicyContext) -> Untargeted:
         return cls(ctx.num_classes)
 
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
@@ -58,8 +59,8 @@ class CFPTargets(Untargeted):
         self._scores: torch.Tensor | None = None  # temperature * CFP on the device of the batches
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> CFPTargets:
-        return cls(ctx.num_classes, cfg.get("temperature", 2.0))
+    def from_config(cls, cfg: TargetsPolicy, ctx: PolicyContext) -> CFPTargets:
+        return cls(ctx.num_classes, cfg.temperature)
 
     def masked_scores(self, y: torch.Tensor) -> torch.Tensor:
         """(B, C) log-probabilities up to a per-row constant: temperature * CFP, -inf at y."""
@@ -110,8 +111,8 @@ class FixedTarget(Untargeted):
         self.target: int | None = None if target_class == "weakest" else int(target_class)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FixedTarget:
-        return cls(ctx.num_classes, cfg.get("class", "weakest"))
+    def from_config(cls, cfg: TargetsPolicy, ctx: PolicyContext) -> FixedTarget:
+        return cls(ctx.num_classes, cfg.class_)
 
     def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
         other = uniform_other(y, self.num_classes, generator)
@@ -131,7 +132,7 @@ class FixedTarget(Untargeted):
         self.target = state["target"]
 
 
-TARGETS = Registry("targets", default="untargeted", types={
+TARGETS = Registry("targets", default="untargeted", config=TargetsPolicy, types={
     "untargeted": Untargeted,
     "uniform": UniformTargets,
     "cfp": CFPTargets,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import torch
 
+from study.config.types import WeightsPolicy
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
 
@@ -26,7 +27,7 @@ class NoWeights(StatelessPolicy):
         self.num_classes = num_classes
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> NoWeights:
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> NoWeights:
         return cls(ctx.num_classes)
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,10 +47,10 @@ class StaticWeights(NoWeights):
         self.w = w / w.mean()
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> StaticWeights:
-        if "values" not in cfg:
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> StaticWeights:
+        if cfg.values is None:
             raise ValueError(f"weights type 'static' needs values: a list of {ctx.num_classes} positive class costs")
-        return cls(ctx.num_classes, cfg["values"])
+        return cls(ctx.num_classes, cfg.values)
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.w, self.w
@@ -67,7 +68,7 @@ class BalancedWeights(StaticWeights):
     """Inverse class frequency of the run's training split (all classes count equally)."""
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> BalancedWeights:
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> BalancedWeights:
         if ctx.class_counts is None:
             raise ValueError("weights type 'balanced' needs the training split's class counts")
         return cls(ctx.num_classes, balanced_weights(ctx.class_counts))
@@ -89,8 +90,8 @@ class BoostWeights(NoWeights):
         self.target: int | None = None if target_class == "weakest" else int(target_class)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> BoostWeights:
-        return cls(ctx.num_classes, cfg.get("class", "weakest"), cfg.get("factor", 2.0))
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> BoostWeights:
+        return cls(ctx.num_classes, cfg.class_, cfg.factor)
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         w = torch.ones(self.num_classes, dtype=torch.float64)
@@ -145,10 +146,9 @@ class FRLReweight(NoWeights):
         self.lam_bndy = torch.zeros(num_classes, dtype=torch.float64)
 
     @classmethod
-    def from_config(cls, cfg: Mapping, ctx: PolicyContext) -> FRLReweight:
-        return cls(ctx.num_classes, rate=cfg.get("rate", 0.05), halve_every=cfg.get("halve_every", 40),
-                   tau=cfg.get("tau", 0.05), bound=cfg.get("bound", 0.5), boundary_rate=cfg.get("boundary_rate"),
-                   normalize=cfg.get("normalize", "separate"))
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> FRLReweight:
+        return cls(ctx.num_classes, rate=cfg.rate, halve_every=cfg.halve_every, tau=cfg.tau, bound=cfg.bound,
+                   boundary_rate=cfg.boundary_rate, normalize=cfg.normalize)
 
     def halving(self, epoch: int) -> float:
         """The factor on both rates for the multipliers of training epoch `epoch` (frlrw.py
@@ -178,7 +178,7 @@ class FRLReweight(NoWeights):
         self.lam_nat, self.lam_bndy = state["lam_nat"], state["lam_bndy"]
 
 
-WEIGHTS = Registry("weights", default="none", types={
+WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "none": NoWeights,
     "balanced": BalancedWeights,
     "static": StaticWeights,
