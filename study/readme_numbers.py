@@ -1,6 +1,8 @@
 """The numbers the README quotes, made from the results: the baseline models' class-wise
-table (results/tables/summary.csv), AutoAttack and Square beside PGD (attacks.csv), the
-checks (checks.csv), with the commit and date of the runs they came from.
+table (results/tables/summary.csv), the demo's targets and whether they were reached
+(summary.csv, and the class intervals of classwise.csv), AutoAttack and Square beside PGD
+(attacks.csv), the checks (checks.csv), the fairness methods of figure 13 (its table,
+results/figures/fig13_mitigation/*.csv), with the commit and date of the runs they came from.
 
 `study readme-numbers --tables results/tables --readme README.md` rewrites the block
 between the README's `<!-- readme-numbers:start -->` and `<!-- readme-numbers:end -->`
@@ -39,6 +41,63 @@ def baseline_table(summary: pd.DataFrame, dataset: str, evaluations: list[str], 
     return "\n".join(rows)
 
 
+#: The demo's targets (its preset's comment and docs/methods.md): the mean class accuracy each
+#: baseline model must reach, by (method, evaluation).
+DEMO_TARGETS = {("standard", "clean"): 0.60, ("pgd_at", "clean"): 0.40, ("pgd_at", "pgd20"): 0.25}
+
+
+def _interval(row: pd.Series) -> str:
+    return f"{_pct(row['acc'])} [{100 * row['ci_lo']:.0f}, {100 * row['ci_hi']:.0f}]"
+
+
+def target_lines(summary: pd.DataFrame, classwise: pd.DataFrame | None, dataset: str) -> list[str]:
+    """Each target with the value reached; the test images per class; whether the 95% intervals
+    of the PGD-AT model's best and worst class are apart, per evaluation."""
+    runs = summary[(summary["dataset"] == dataset) & (summary["train_data"] == "original")]
+    reached = []
+    for (method, ev), floor in DEMO_TARGETS.items():
+        hit = runs[(runs["method"] == method) & (runs["eval"] == ev)]
+        if hit.empty:
+            continue
+        value = float(hit.iloc[0]["mean"])
+        reached.append(f"{method_name(method)} {eval_name(ev)} {_pct(value)} (target {100 * floor:.0f}%: "
+                       f"{'reached' if value >= floor else 'NOT reached'})")
+    lines = ["Targets: " + "; ".join(reached) + "."] if reached else []
+    if classwise is None:
+        return lines
+    rows = classwise[(classwise["dataset"] == dataset) & (classwise["method"] == "pgd_at")
+                     & (classwise["train_data"] == "original")]
+    if rows.empty:
+        return lines
+    lines.append(f"Test images per class: {int(rows['n'].min())}.")
+    parts = []
+    for ev in ("clean", "pgd20"):
+        part = rows[rows["eval"] == ev]
+        if part.empty:
+            continue
+        best, worst = part.loc[part["acc"].idxmax()], part.loc[part["acc"].idxmin()]
+        apart = worst["ci_hi"] < best["ci_lo"]
+        parts.append(f"{eval_name(ev)}: best {best['class_name']} {_interval(best)} vs worst "
+                     f"{worst['class_name']} {_interval(worst)}, {'apart' if apart else 'OVERLAPPING'}")
+    if parts:
+        lines.append("PGD-AT's best and worst class, 95% Wilson intervals: " + "; ".join(parts) + ".")
+    return lines
+
+
+def mitigation_table(table: pd.DataFrame) -> str:
+    """Figure 13's numbers: per method and evaluation, the mean and the worst class with their
+    95% intervals, and the change against the method each is compared with."""
+    rows = ["| method | evaluation | mean class accuracy | worst class | change against the control (mean, worst) |",
+            "|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        change = "" if pd.isna(r.get("delta_mean")) else (
+            f"{100 * r['delta_mean']:+.1f}, {100 * r['delta_worst']:+.1f} pts vs {method_name(r['compare_with'])}")
+        rows.append(f"| {method_name(r['method'])} | {eval_name(r['eval'])} | {_pct(r['mean'])} "
+                    f"[{100 * r['mean_lo']:.0f}, {100 * r['mean_hi']:.0f}] | {r['worst_class']} {_pct(r['worst'])} "
+                    f"[{100 * r['worst_lo']:.0f}, {100 * r['worst_hi']:.0f}] | {change} |")
+    return "\n".join(rows)
+
+
 def attack_sentence(attacks: pd.DataFrame, dataset: str, method: str) -> str:
     """AutoAttack's and Square's robust accuracy of one run, where the results have them."""
     runs = attacks[(attacks["dataset"] == dataset) & (attacks["method"] == method)]
@@ -69,15 +128,22 @@ def provenance(runs_dir: Path, run_ids: list[str]) -> str:
 
 def readme_block(tables: Path, runs_dir: Path, dataset: str = "cifar10",
                  methods: tuple[str, ...] = ("standard", "pgd_at"),
-                 evaluations: tuple[str, ...] = ("clean", "pgd20")) -> str:
+                 evaluations: tuple[str, ...] = ("clean", "pgd20"), figures: Path | None = None) -> str:
+    """The block: `figures` (default: beside `tables`) is where figure 13's table is looked for."""
     summary = pd.read_csv(tables / "summary.csv")
+    classwise = pd.read_csv(tables / "classwise.csv") if (tables / "classwise.csv").exists() else None
     lines = [baseline_table(summary, dataset, list(evaluations), list(methods)), ""]
+    lines += target_lines(summary, classwise, dataset)
     if (tables / "attacks.csv").exists():
         sentence = attack_sentence(pd.read_csv(tables / "attacks.csv"), dataset, methods[-1])
         lines += [sentence] if sentence else []
     if (tables / "checks.csv").exists():
         sentence = checks_sentence(pd.read_csv(tables / "checks.csv"))
         lines += [sentence] if sentence else []
+    mitigation = sorted(((figures or tables.parent / "figures") / "fig13_mitigation").glob(f"{dataset}__*.csv"))
+    if mitigation:
+        lines += ["", "Figure 13, the fairness methods against their control:", "",
+                  mitigation_table(pd.read_csv(mitigation[0]))]
     run_ids = summary[(summary["dataset"] == dataset) & summary["method"].isin(methods)]["run_id"].unique().tolist()
     lines += ["", f"(Made by `study readme-numbers` from `{tables}`; runs of {provenance(runs_dir, run_ids)}.)"]
     return "\n".join(lines)

@@ -54,3 +54,38 @@ def test_the_project_readme_has_the_block():
     text = ROOT_README.read_text()
     assert text.count(START) == 1 and text.count(END) == 1
     assert "study readme-numbers" in text.split(START)[1].split(END)[0]
+
+
+def _classwise(tables, worst_hi):
+    """PGD-AT's class rows: ship best, cat worst, with the given upper bound of cat's interval."""
+    rows = []
+    for ev in ("clean", "pgd20"):
+        for c, (name, acc, lo, hi) in enumerate((("ship", 0.6, 0.5, 0.7), ("cat", 0.2, 0.12, worst_hi))):
+            rows.append({"dataset": "cifar10", "method": "pgd_at", "train_data": "original", "eval": ev,
+                         "class": c, "class_name": name, "n": 100, "acc": acc, "ci_lo": lo, "ci_hi": hi})
+    pd.DataFrame(rows).to_csv(tables / "classwise.csv", index=False)
+
+
+def test_targets_intervals_and_figure_13_are_stated(tmp_path):
+    from study.readme_numbers import DEMO_TARGETS, readme_block
+
+    tables, runs = _tables(tmp_path)
+    _classwise(tables, worst_hi=0.3)
+    fig13 = tmp_path / "figures" / "fig13_mitigation"
+    fig13.mkdir(parents=True)
+    pd.DataFrame([
+        {"method": "at", "eval": "clean", "mean": 0.4, "mean_lo": 0.37, "mean_hi": 0.43, "worst": 0.2, "worst_lo": 0.13,
+         "worst_hi": 0.29, "worst_class": "cat", "compare_with": None, "delta_mean": None, "delta_worst": None},
+        {"method": "trades_cfa", "eval": "clean", "mean": 0.38, "mean_lo": 0.35, "mean_hi": 0.41, "worst": 0.25,
+         "worst_lo": 0.17, "worst_hi": 0.34, "worst_class": "bird", "compare_with": "at", "delta_mean": -0.02,
+         "delta_worst": 0.05},
+    ]).to_csv(fig13 / "cifar10__small_cnn_s2__all.csv", index=False)
+    block = readme_block(tables, runs)
+    # summary: standard clean 50% (< 60%), PGD-AT clean 40% (= 40%), PGD-AT PGD-20 10% (< 25%)
+    assert DEMO_TARGETS[("standard", "clean")] > 0.5 and "Standard Clean 50.0% (target 60%: NOT reached)" in block
+    assert "PGD-AT Clean 40.0% (target 40%: reached)" in block
+    assert "Test images per class: 100." in block
+    assert "best ship 60.0% [50, 70] vs worst cat 20.0% [12, 30], apart" in block
+    assert "| TRADES + CFA | Clean | 38.0% [35, 41] | bird 25.0% [17, 34] | -2.0, +5.0 pts vs PGD-AT |" in block
+    _classwise(tables, worst_hi=0.55)
+    assert "OVERLAPPING" in readme_block(tables, runs)
