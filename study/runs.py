@@ -2,17 +2,22 @@
 loading its trained model. Training writes these files and evaluation reads them; both
 import this module and neither imports the other.
 
-A run id is a readable slug plus a short hash of the resolved run config, so presets never
-collide and a changed hyperparameter is a new run.
+A run id (study.config.run_ids) is a readable slug plus a short hash of the resolved run
+config, so presets never collide and a changed hyperparameter is a new run.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+# run ids are the configuration's (study.config.run_ids); re-exported where a run's files are
+from study.config.run_ids import construction_key as construction_key
+from study.config.run_ids import run_id as run_id
+from study.config.run_ids import run_key, typed_run
+from study.config.types import RunConfig, ZooRunConfig, parse
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
     import torch
@@ -29,58 +34,20 @@ VALIDATION_FILE = "validation.json"
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
 
-def _short_hash(obj: object) -> str:
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
-
-
-def run_key(cfg: Mapping) -> str:
-    """Short hash of everything that determines a run's result."""
-    return _short_hash(cfg)
-
-
-def construction_key(kind: str, source_runs: Mapping[str, str], settings: Mapping) -> str:
-    """Short hash naming a constructed dataset: what it is built from and how."""
-    blob = json.dumps({"kind": kind, "sources": dict(source_runs), "settings": dict(settings)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
-
-
-def _slug_number(x: float) -> str:
-    return f"{x:g}".replace("-", "m").replace("+", "")
-
-
-def run_id(cfg: Mapping) -> str:
-    """`<dataset>-<model>-<method>-<optimizer+lr>-<schedule>-wd<wd>-e<epochs>-s<seed>-<hash>`."""
-    opt, sched = cfg["optimizer"], cfg["schedule"]
-    slug = "-".join(
-        [
-            cfg["dataset"]
-            + ("" if cfg["data_variant"] in ("official", "default") else f"_{cfg['data_variant']}")
-            + (f"_{cfg['constructed']['kind']}" if cfg.get("constructed") else ""),
-            cfg["model"],
-            cfg["method"],
-            f"{opt['name']}{_slug_number(opt['lr'])}",
-            sched["name"],
-            f"wd{_slug_number(opt['weight_decay'])}",
-            f"e{cfg['epochs']}",
-            f"s{cfg['seed']}",
-        ]
-    )
-    return f"{slug}-{run_key(cfg)}"
-
-
-def training_setting(cfg: Mapping) -> dict:
+def training_setting(cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
     """The training setting of a run: the one definition the plan, the tables and the
     figures share (a run is dataset x model x method x setting x seed)."""
+    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
+    constructed = run.constructed if isinstance(run, RunConfig) else None
     return {
-        "optimizer": cfg["optimizer"]["name"],
-        "lr": cfg["optimizer"]["lr"],
-        "schedule": cfg["schedule"]["name"],
-        "weight_decay": cfg["optimizer"]["weight_decay"],
-        "epochs": cfg["epochs"],
-        "train_per_class": cfg.get("train_per_class"),
+        "optimizer": run.optimizer.name,
+        "lr": run.optimizer.lr,
+        "schedule": run.schedule.name,
+        "weight_decay": run.optimizer.weight_decay,
+        "epochs": run.epochs,
+        "train_per_class": run.train_per_class,
         # "original", or the constructed dataset (d_r, d_nr, d_rand, d_det) the run trained on
-        "train_data": (cfg.get("constructed") or {}).get("kind", "original"),
+        "train_data": constructed.kind if constructed else "original",
     }
 
 
@@ -92,14 +59,15 @@ def setting_tuple(cfg: Mapping) -> tuple:
 
 def identity(run_id: str, cfg: Mapping) -> dict:
     """The columns that say which run a table row comes from (and its training setting)."""
+    run = typed_run(cfg)
     return {
         "run_id": run_id,
-        "dataset": cfg["dataset"],
-        "data_variant": cfg["data_variant"],
-        "model": cfg["model"],
-        "method": cfg["method"],
-        "seed": cfg["seed"],
-        **training_setting(cfg),
+        "dataset": run.dataset,
+        "data_variant": run.data_variant,
+        "model": run.model,
+        "method": run.method,
+        "seed": run.seed,
+        **training_setting(run),
     }
 
 
@@ -191,9 +159,11 @@ def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | N
 
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
-    files = check_zoo_weights(ZooEntry(**cfg["zoo"]), folder)
+    zoo = parse(ZooRunConfig, cfg, "zoo run config").zoo
+    files = check_zoo_weights(ZooEntry(**zoo.model_dump()), folder)
     atomic_write_json(run_dir / CONFIG_FILE, dict(cfg))
-    blob = {"zoo": dict(cfg["zoo"]), "weights_dir": str(folder),
+    # model.pt names the model as the run config writes it (robustbench's entries: three fields)
+    blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),
             "files": {str(p.relative_to(folder)): file_checksums(p, ["sha256"])["sha256"] for p in files}}
     atomic_torch_save(blob, run_dir / CHECKPOINT_FILES["last"])
     return run_dir

@@ -46,7 +46,7 @@ from study.config.plan import (
     prepared_name,
     run_config,
 )
-from study.runs import run_id, run_key
+from study.config.run_ids import run_id, run_key
 
 __all__ = [
     "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",

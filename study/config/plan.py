@@ -12,6 +12,7 @@ from study.config.core import ConfigError, dataset_params, dataset_variant, deep
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
 from study.config.params import typed_params
+from study.config.run_ids import construction_key, run_id
 from study.config.types import (
     ExperimentGroup,
     Features,
@@ -21,7 +22,6 @@ from study.config.types import (
     TrainSettings,
     parse,
 )
-from study.runs import construction_key, run_id
 
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
 # claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).

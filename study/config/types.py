@@ -748,6 +748,42 @@ class RunConfig(Config):
     constructed: Constructed | None = None
 
 
+class ZooModel(Config):
+    """The model a zoo run evaluates (study.config.zoo.zoo_run_config's `zoo`)."""
+
+    dataset: Literal["cifar10", "cifar100", "imagenet"]
+    threat_model: ThreatModel
+    name: str
+    source: Literal["robustbench", "torchvision"] = "robustbench"
+    file: str | None = None
+
+
+class PretrainedOptimizer(Config):
+    name: Literal["pretrained"]
+    lr: float
+    weight_decay: float
+
+
+class PretrainedSchedule(Config):
+    name: Literal["pretrained"]
+
+
+class ZooRunConfig(Config):
+    """The run config of a model trained elsewhere (study.config.zoo): a trained run's identity
+    fields, its training ones saying `pretrained`, and the model it names."""
+
+    dataset: str
+    data_variant: str
+    train_per_class: None = None
+    model: str
+    method: str
+    seed: int
+    optimizer: PretrainedOptimizer
+    schedule: PretrainedSchedule
+    epochs: Literal[0]
+    zoo: ZooModel
+
+
 # ---------------------------------------------------------------- one line per bad input
 
 _MISSING = object()
