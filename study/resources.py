@@ -12,6 +12,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from study.config.run_ids import typed_run
+from study.config.types import (
+    AnyEvaluation,
+    AutoAttackEvaluation,
+    PgdEvaluation,
+    RunConfig,
+    SquareEvaluation,
+    SyntheticData,
+    ZooRunConfig,
+    parse,
+    typed_evaluation,
+)
+
 # Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
 FORWARD_GFLOPS_32 = {
     "small_cnn": 0.021,
@@ -41,23 +54,23 @@ MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs conti
 BACKWARD = 3.0            # forward + backward ~ 3 forward passes
 
 
-def _facts(cfg: Mapping) -> tuple[int, int, int, int]:
+def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data."""
     from study.data.registry import get_dataset_info
 
-    info = get_dataset_info(cfg["dataset"])
-    per_class = cfg.get("train_per_class")
-    if cfg["dataset"] == "synthetic":
-        syn = cfg.get("synthetic") or {}
-        train = syn.get("train_per_class", 200) * info.num_classes
-        test = syn.get("test_per_class", 100) * info.num_classes
-        side = syn.get("image_size", info.image_size)
+    info = get_dataset_info(run.dataset)
+    if run.dataset == "synthetic":
+        # a zoo model evaluated on synthetic data holds no `synthetic` settings: their defaults
+        syn = (run.synthetic if isinstance(run, RunConfig) else None) or SyntheticData()
+        train = syn.train_per_class * info.num_classes
+        test = syn.test_per_class * info.num_classes
+        side = syn.image_size
     else:
-        train = TRAIN_SIZES.get(cfg["dataset"], 100_000)
-        test = TEST_SIZES.get(cfg["dataset"], 50_000)
+        train = TRAIN_SIZES.get(run.dataset, 100_000)
+        test = TEST_SIZES.get(run.dataset, 50_000)
         side = info.image_size
-    if per_class:
-        train = min(train, per_class * info.num_classes)
+    if run.train_per_class:
+        train = min(train, run.train_per_class * info.num_classes)
     return train, test, info.channels, side
 
 
@@ -72,49 +85,55 @@ def _minutes(flops: float, floor: int) -> int:
     return int(min(MAX_MINUTES, max(floor, math.ceil(SAFETY * flops / GPU_FLOPS / 60) + 5)))
 
 
-def train_minutes(cfg: Mapping) -> int:
+def train_minutes(cfg: Mapping | RunConfig) -> int:
     """Wall-time request of a training run: epochs x (train set x attack steps + per-epoch evaluation)."""
-    train, _, _, side = _facts(cfg)
-    fwd = forward_gflops(cfg["model"], side) * 1e9
-    steps = (cfg["method_config"].get("adversary") or {}).get("steps", 0)
-    epoch_eval = cfg.get("epoch_eval") or {}
-    eval_steps = (epoch_eval.get("attack") or {}).get("steps", 0)
-    eval_images = epoch_eval.get("per_class", 0) * 10  # classes do not change the order of magnitude
+    run = cfg if isinstance(cfg, RunConfig) else parse(RunConfig, cfg, "run config")
+    train, _, _, side = _facts(run)
+    fwd = forward_gflops(run.model, side) * 1e9
+    adversary = run.method_config.adversary
+    steps = adversary.steps if adversary is not None else 0
+    attack = run.epoch_eval.attack
+    eval_steps = attack_steps(attack) if attack is not None else 0
+    eval_images = run.epoch_eval.per_class * 10  # classes do not change the order of magnitude
     per_epoch = train * BACKWARD * (1 + steps) * fwd + eval_images * (1 + BACKWARD * eval_steps) * fwd
-    return _minutes(cfg["epochs"] * per_epoch, floor=15)
+    return _minutes(run.epochs * per_epoch, floor=15)
 
 
-def attack_steps(evaluation: Mapping) -> int:
+def attack_steps(evaluation: Mapping | AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
     AutoAttack's standard version is APGD-CE (100), APGD-T (9 targets x 100), FAB-T (9 x 100)
     and Square (5000 queries, forward only, counted as a third of a step); a shard of it is
     split from that total by the caller."""
-    kind = evaluation.get("type", "clean")
-    if kind == "autoattack":
-        iters, targets = evaluation.get("iterations", 100), evaluation.get("targets", 9)
-        attacks = evaluation.get("attacks") or ["apgd-ce", "apgd-t", "fab-t", "square"]
-        per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * targets, "fab": iters,
-               "fab-t": iters * targets, "square": evaluation.get("queries", 5000) // 3}
-        return sum(per.get(a, iters) for a in attacks)
-    if kind == "square":
-        return evaluation.get("queries", 5000) // 3
-    return evaluation.get("steps", 0) * evaluation.get("restarts", 1)
+    ev = typed_evaluation(evaluation)
+    if isinstance(ev, AutoAttackEvaluation):
+        iters = ev.iterations
+        per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * ev.targets, "fab": iters,
+               "fab-t": iters * ev.targets, "square": ev.queries // 3}
+        return sum(per[a] for a in ev.attacks or ["apgd-ce", "apgd-t", "fab-t", "square"])
+    if isinstance(ev, SquareEvaluation):
+        return ev.queries // 3
+    if isinstance(ev, PgdEvaluation):
+        return ev.steps * ev.restarts
+    return 0
 
 
-def evaluate_minutes(cfg: Mapping, evaluation: Mapping, shards: int = 1) -> int:
-    _, test, _, side = _facts(cfg)
-    per_class = evaluation.get("test_per_class")
-    if per_class:
-        test = min(test, per_class * 100)
+def evaluate_minutes(cfg: Mapping | RunConfig | ZooRunConfig, evaluation: Mapping | AnyEvaluation,
+                     shards: int = 1) -> int:
+    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
+    ev = typed_evaluation(evaluation)
+    _, test, _, side = _facts(run)
+    if ev.test_per_class:
+        test = min(test, ev.test_per_class * 100)
     test = math.ceil(test / shards)
-    steps = attack_steps(evaluation)
-    gflops = ZOO_GFLOPS.get(cfg["zoo"]["dataset"], 60.0) if cfg.get("zoo") else forward_gflops(cfg["model"], side)
+    steps = attack_steps(ev)
+    gflops = (ZOO_GFLOPS.get(run.zoo.dataset, 60.0) if isinstance(run, ZooRunConfig)
+              else forward_gflops(run.model, side))
     return _minutes(test * (1 + BACKWARD * steps) * gflops * 1e9, floor=10)
 
 
-def mem_mb(cfg: Mapping, floor: int = 8000) -> int:
+def mem_mb(cfg: Mapping | RunConfig | ZooRunConfig, floor: int = 8000) -> int:
     """Host memory: the uint8 train and test sets (loaded, then copied to the device) plus the runtime."""
-    train, test, channels, side = _facts(cfg)
+    train, test, channels, side = _facts(cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg))
     data_mb = (train + test) * channels * side * side / 2**20
     return int(max(floor, 6000 + 4 * data_mb))
 
