@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from study.attacks.configured import run_attack_detailed
 from study.attacks.pgd import RNG_CHUNK
+from study.config.types import AnyEvaluation, PgdEvaluation, typed_evaluation
 from study.data.augment import to_float
 
 #: attack types whose batches are formed inside the attack library, not here
@@ -34,7 +35,7 @@ def predict(
     images: torch.Tensor,
     labels: torch.Tensor,
     *,
-    attack: Mapping | None = None,
+    attack: Mapping | AnyEvaluation | None = None,
     batch_size: int = 256,
     device: torch.device | str = "cpu",
     seed: int = 0,
@@ -42,7 +43,8 @@ def predict(
     progress: bool = False,
     desc: str = "evaluate",
 ) -> Predictions:
-    """Classify uint8 `images` (N,C,H,W), optionally under `attack`, in eval mode and fp32."""
+    """Classify uint8 `images` (N,C,H,W), optionally under `attack` (an evaluation's settings,
+    typed or as written), in eval mode and fp32."""
     device = torch.device(device)
     was_training = model.training
     model.eval()
@@ -57,14 +59,14 @@ def predict(
                        broken_by=broken)
 
 
-def attack_batch_size(attack: Mapping | None, batch_size: int, n: int) -> int:
+def attack_batch_size(attack: AnyEvaluation | None, batch_size: int, n: int) -> int:
     """The batch size `predict` runs `attack` with."""
-    if (attack or {}).get("type") in WHOLE_SET_ATTACKS:
+    if attack is not None and attack.type in WHOLE_SET_ATTACKS:
         # The AutoAttack cascade runs over the whole set at once, as pyautoattack's own
         # run_standard_evaluation does (it batches internally by the evaluation's
         # batch_size), so each attack sees every still-robust sample in one call.
         return max(1, n)
-    if int((attack or {}).get("restarts", 1)) > 1:
+    if isinstance(attack, PgdEvaluation) and attack.restarts > 1:
         # Each restart draws new starts for the whole batch: beyond one chunk of random
         # numbers, the order of draws (and so the records) would follow the batch size.
         return min(batch_size, RNG_CHUNK)
@@ -72,7 +74,8 @@ def attack_batch_size(attack: Mapping | None, batch_size: int, n: int) -> int:
 
 
 def predict_on_device(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, attack: Mapping | None, batch_size: int,
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, attack: Mapping | AnyEvaluation | None,
+    batch_size: int,
     device: torch.device, seed: int = 0, keep_logits: bool = False, progress: bool = False,
     desc: str = "evaluate",
 ) -> tuple[torch.Tensor, torch.Tensor | None, np.ndarray | None]:
@@ -80,6 +83,7 @@ def predict_on_device(
     first two on `device`: the batches go to the device by non_blocking copies from pinned
     memory and their results stay there, so that no batch waits for the host (a PGD or clean
     evaluation reads nothing back; AutoAttack and Square, one whole-set batch, do)."""
+    attack = typed_evaluation(attack) if attack is not None else None
     batch_size = attack_batch_size(attack, batch_size, images.shape[0])
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)

@@ -131,15 +131,16 @@ def test_evaluation_records_do_not_depend_on_the_batch_size(norm, standard_run, 
 def test_our_autoattack_is_the_librarys_on_cuda(standard_run, synthetic_splits, ci_params):
     from study.attacks.autoattack import _build, attack_list, autoattack_batch
     from study.config import resolve_evaluation
+    from study.config.types import typed_evaluation
     from study.data.augment import to_float
     from study.runs import load_trained_model
 
     model, _ = load_trained_model(standard_run, device=DEVICE)
-    ev = {**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7}
+    ev = typed_evaluation({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7})
     x = to_float(synthetic_splits.test_x[:30]).to(DEVICE)
     y = synthetic_splits.test_y[:30].to(DEVICE)
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))
     aa = _build(model, ev, len(synthetic_splits.class_names), x.device)
     aa.attacks_to_run = attack_list(ev)
-    _, pred = aa.run_standard_evaluation(x, y, batch_size=ev["batch_size"])
+    _, pred = aa.run_standard_evaluation(x, y, batch_size=ev.batch_size)
     assert (broken_by == "").tolist() == (pred == y).cpu().numpy().tolist()

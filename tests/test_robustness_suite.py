@@ -122,11 +122,12 @@ def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_r
     """Our cascade, one attack at a time over the whole set, keeps pyautoattack's attack
     objects and chunks: per sample, robust exactly where the library's one-call cascade says."""
     from study.attacks.autoattack import _build, attack_list, autoattack_batch
+    from study.config.types import typed_evaluation
     from study.data.augment import to_float
     from study.runs import load_trained_model
 
     model, _ = load_trained_model(standard_run)
-    ev = {**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7}
+    ev = typed_evaluation({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7})
     x = to_float(synthetic_splits.test_x[:30])
     y = synthetic_splits.test_y[:30]
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))
@@ -134,6 +135,6 @@ def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_r
 
     aa = _build(model, ev, len(synthetic_splits.class_names), x.device)
     aa.attacks_to_run = attack_list(ev)
-    _, pred = aa.run_standard_evaluation(x, y, batch_size=ev["batch_size"])
+    _, pred = aa.run_standard_evaluation(x, y, batch_size=ev.batch_size)
     library = (pred == y).numpy()
     assert ours.tolist() == library.tolist()

@@ -10,7 +10,8 @@ settings, and keep the name of the attack that first flipped each sample.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,48 +26,39 @@ CLEAN = "clean"  # broken_by value of a sample that is misclassified without any
 ROBUST = ""  # broken_by value of a sample no attack broke
 
 
-def attack_list(cfg: Mapping) -> list[str]:
-    """The attacks an `autoattack` evaluation runs, in cascade order."""
-    version = cfg.get("version", "standard")
-    if version == "standard":
-        if cfg.get("attacks"):
+def attack_list(cfg: Any) -> list[str]:
+    """The attacks an `autoattack` evaluation (study.config.types.AutoAttackEvaluation) runs, in
+    cascade order; the type checks the names."""
+    if cfg.version == "standard":
+        if cfg.attacks:
             raise ValueError("autoattack: 'attacks' is only used with version 'custom' (standard runs "
                              f"{', '.join(STANDARD_ATTACKS)})")
         return list(STANDARD_ATTACKS)
-    if version != "custom":
-        raise ValueError(f"autoattack: unknown version {version!r}; valid: standard, custom")
-    attacks = list(cfg.get("attacks") or [])
-    if not attacks:
+    if not cfg.attacks:
         raise ValueError(f"autoattack version 'custom' needs 'attacks', a list from {', '.join(AA_ATTACKS)}")
-    bad = [a for a in attacks if a not in AA_ATTACKS]
-    if bad:
-        raise ValueError(f"autoattack: unknown attack(s) {bad}; valid: {', '.join(AA_ATTACKS)}")
-    return attacks
+    return list(cfg.attacks)
 
 
-def _build(model: nn.Module, cfg: Mapping, num_classes: int, device: torch.device):
+def _build(model: nn.Module, cfg: Any, num_classes: int, device: torch.device):
+    """pyautoattack's attack objects for an `autoattack` or `square` evaluation (typed settings)."""
     from pyautoattack import AutoAttack
 
-    norm = cfg.get("norm", "linf")
-    if norm not in _NORMS:
-        raise ValueError(f"autoattack: unknown norm {norm!r}; valid: {', '.join(_NORMS)}")
-    aa = AutoAttack(model, norm=_NORMS[norm], eps=float(cfg["eps"]), seed=int(cfg.get("seed", 0)),
-                    version="standard", device=device)
-    # The standard version's settings (1 restart, 9 target classes, 5000 Square queries),
-    # with the targets capped at C - 1 for datasets with fewer classes; `targets`,
-    # `iterations` and `queries` shrink it for cheap previews.
-    targets = min(int(cfg.get("targets", 9)), num_classes - 1)
-    aa.apgd_targeted.n_target_classes = targets
-    aa.fab.n_target_classes = targets
-    aa.square.n_queries = int(cfg.get("queries", 5000))
-    if "iterations" in cfg:  # APGD / FAB iterations (100 in the standard version)
-        aa.apgd.n_iter = aa.apgd_targeted.n_iter = aa.fab.n_iter = int(cfg["iterations"])
+    aa = AutoAttack(model, norm=_NORMS[cfg.norm], eps=cfg.eps, seed=cfg.seed, version="standard", device=device)
+    if cfg.type == "autoattack":
+        # The standard version's settings (1 restart, 9 target classes, 100 iterations), with
+        # the targets capped at C - 1 for datasets with fewer classes; `targets` and
+        # `iterations` shrink it for cheap previews. Square alone runs none of these.
+        targets = min(cfg.targets, num_classes - 1)
+        aa.apgd_targeted.n_target_classes = targets
+        aa.fab.n_target_classes = targets
+        aa.apgd.n_iter = aa.apgd_targeted.n_iter = aa.fab.n_iter = cfg.iterations
+    aa.square.n_queries = cfg.queries
     aa.logger.setLevel(logging.WARNING)
     return aa
 
 
 def autoattack_batch(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: Mapping, attacks: Sequence[str]
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, cfg: Any, attacks: Sequence[str]
 ) -> tuple[torch.Tensor, np.ndarray]:
     """(adversarial batch, broken_by per sample: 'clean', an attack name, or '' if robust).
     Which attack broke a sample is kept on the device and read back once, at the end (each
@@ -86,7 +78,7 @@ def autoattack_batch(
         aa.attacks_to_run = [name]
         # The library's own batches (batch_size) over the still-robust samples, in index
         # order: the same chunks, and so the same per-chunk seeding, as its one-call cascade.
-        batch = eval_batch_size(cfg.get("batch_size"), x.device)
+        batch = eval_batch_size(cfg.batch_size, x.device)
         adv, pred = aa.run_standard_evaluation(x[idx], y[idx], batch_size=batch)
         flipped = pred.to(y.device) != y[idx]
         x_adv[idx[flipped]] = adv[flipped].to(x_adv.dtype)
