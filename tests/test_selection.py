@@ -12,6 +12,7 @@ from study.io import load_torch
 from study.train.engine import train_run
 from study.train.policies import EpochStats
 from study.train.records import selection_of, validation_score
+from study.train.run_config import parse_run_config
 
 
 def _val(correct, n):
@@ -30,14 +31,16 @@ def test_score_parts_by_hand():
     assert validation_score(stats, True, "mean_plus_worst")["score"] == pytest.approx(mean + 0.2)
 
 
-def test_selection_defaults_and_rejects_unknown_scores():
+def test_selection_defaults_and_rejects_unknown_scores(tiny_run_config):
     # the rule is the run's (its group's train.selection), never its method's
-    assert selection_of({}) == {"score": "mean", "from_epoch": 0.0}
-    assert selection_of({"selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})["from_epoch"] == 0.5
-    with pytest.raises(ValueError, match=r"unknown selection score 'median'.*mean, mean_plus_worst"):
-        selection_of({"selection": {"score": "median"}})
-    with pytest.raises(ValueError, match=r"method_config.selection.*train.selection"):
-        selection_of({"method_config": {"selection": {"score": "mean"}}})
+    assert selection_of(parse_run_config(tiny_run_config)) == {"score": "mean", "from_epoch": 0.0}
+    chosen = parse_run_config({**tiny_run_config, "selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})
+    assert selection_of(chosen) == {"score": "mean_plus_worst", "from_epoch": 0.5}
+    with pytest.raises(ValueError, match=r"selection.score: .median. is not valid; expected one of mean, mean_plus"):
+        parse_run_config({**tiny_run_config, "selection": {"score": "median"}})
+    method = {**tiny_run_config["method_config"], "selection": {"score": "mean"}}
+    with pytest.raises(ValueError, match=r"method_config.selection: unknown key"):
+        parse_run_config({**tiny_run_config, "method_config": method})
 
 
 def test_engine_chooses_by_the_runs_rule_and_records_the_parts(tmp_path, synthetic_splits, tiny_run_config):

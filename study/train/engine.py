@@ -148,8 +148,7 @@ def prime_policies(state: RunState) -> None:
 def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: EpochPolicyState) -> None:
     """Validation, weight averaging, the epoch's records, the policies' update and the best
     checkpoint, in the order the adaptive methods need them."""
-    # the attack as written: its settings go to the attack code (study.attacks) unchanged
-    seed, attack = state.run.seed, state.cfg["epoch_eval"].get("attack")
+    seed, attack = state.run.seed, state.run.epoch_eval.attack
     stats = validate(state, state.model, totals.stats(epoch))
     averaged = state.policies.averaging.update(state.model, stats)
     out_model = state.output_model()
@@ -167,7 +166,7 @@ def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: boo
     """Keep `model_best.pt` by the run's selection rule on validation (its experiment group's,
     the same for every method of the comparison; ties keep the earlier epoch) and record every
     epoch's score parts in validation.json."""
-    selection = selection_of(state.cfg)
+    selection = selection_of(state.run)
     parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection["score"])}
     eligible = eligible_epoch(epoch, state.epochs, selection["from_epoch"])
     if eligible and parts["score"] > state.best["score"]:

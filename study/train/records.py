@@ -4,13 +4,13 @@ chosen on validation, and the line the log shows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from study.config.types import AnyEvaluation, RunConfig
 from study.io import atomic_write_text
 from study.metrics.worst import weakest_class, worst_value
 from study.predict import class_counts, predict
@@ -27,7 +27,7 @@ EPOCH_COLUMNS = [
 ]
 
 
-def class_accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: Mapping | None,
+def class_accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: AnyEvaluation | None,
                    dev: torch.device, seed: int, num_classes: int):
     """(n, clean correct, robust correct or None) per class, as float64 CPU tensors."""
     labels_np = labels.numpy()
@@ -45,9 +45,8 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
     """`stats` with the validation accuracies of `model` filled in (unchanged without a split)."""
     if not state.has_validation:
         return stats
-    # the attack as written: its settings go to the attack code (study.attacks) unchanged
-    epoch_eval = state.cfg["epoch_eval"]
-    attack = epoch_eval.get("validation_attack") or epoch_eval.get("attack")
+    epoch_eval = state.run.epoch_eval
+    attack = epoch_eval.validation_attack or epoch_eval.attack
     val = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed, state.num_classes)
     return EpochStats(stats.epoch, stats.train_n, stats.train_correct, stats.train_confusion, *val)
 
@@ -90,22 +89,13 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
     return rows
 
 
-#: how the best checkpoint is chosen on the validation split (a comparison's `train.selection.score`)
-SELECTION_SCORES = ("mean", "mean_plus_worst")
-
-
-def selection_of(cfg: Mapping) -> dict:
+def selection_of(run: RunConfig) -> dict:
     """A run's checkpoint rule, the `selection` of its run config (its experiment group's
-    `train.selection`, the same for every method of the group): `score` (mean: mean robust
-    accuracy, as Rice et al.; mean_plus_worst: mean plus worst-class robust accuracy, CFA's
-    index) and `from_epoch` (epochs after from_epoch x epochs may be chosen)."""
-    if "selection" in (cfg.get("method_config") or {}):
-        raise ValueError("method_config.selection: the checkpoint rule is the comparison's, not a method's; "
-                         "set train.selection (the run config's `selection`)")
-    selection = {"score": "mean", "from_epoch": 0.0, **dict(cfg.get("selection") or {})}
-    if selection["score"] not in SELECTION_SCORES:
-        raise ValueError(f"unknown selection score {selection['score']!r}; valid: {', '.join(SELECTION_SCORES)}")
-    return selection
+    `train.selection`, the same for every method of the group; a method's entry has no such
+    key): `score` (mean: mean robust accuracy, as Rice et al.; mean_plus_worst: mean plus
+    worst-class robust accuracy, CFA's index) and `from_epoch` (epochs after from_epoch x
+    epochs may be chosen), as validation.json records it."""
+    return run.selection.model_dump()
 
 
 def eligible_epoch(epoch: int, epochs: int, from_epoch: float) -> bool:
