@@ -5,6 +5,7 @@ and the runs trained on them."""
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -12,14 +13,16 @@ from study.config.core import ConfigError, dataset_params, dataset_variant, deep
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
 from study.config.params import typed_params
-from study.config.run_ids import construction_key, run_id
+from study.config.run_ids import construction_key, run_id, typed_run
 from study.config.types import (
     ExperimentGroup,
     Features,
     MethodEntry,
     OptimizerSettings,
+    RunConfig,
     Tf32Settings,
     TrainSettings,
+    ZooRunConfig,
     parse,
 )
 
@@ -43,17 +46,22 @@ class RunSpec:
     #: the kinds of its experiment groups (`mitigation`: figure 13's runs, checked by default)
     kinds: list[str] = field(default_factory=list)
 
+    @functools.cached_property
+    def run(self) -> RunConfig | ZooRunConfig:
+        """The run config, typed (`config` holds it as written: its hash is the run id's)."""
+        return typed_run(self.config)
+
     @property
     def init_from(self) -> str | None:
-        return self.config.get("init_from")
+        return self.run.init_from if isinstance(self.run, RunConfig) else None
 
     @property
     def dataset(self) -> str:
-        return self.config["dataset"]
+        return self.run.dataset
 
     @property
     def variant(self) -> str:
-        return self.config["data_variant"]
+        return self.run.data_variant
 
 
 def _resolved_optimizer(raw: Mapping, opt: OptimizerSettings) -> dict:
@@ -142,51 +150,58 @@ def run_config(
         "epoch_eval": _epoch_eval(params, train, definition),
         "seed": int(seed),
     }
+    return {**cfg, **_used_only(params, group, model, definition, seed, dataset, cell, train)}
+
+
+def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, definition: MethodEntry, seed: int,
+               dataset: str, cell: Mapping | None, train: TrainSettings) -> dict:
+    """The keys of a run config that appear only when used, so runs without them keep their run ids."""
+    extra: dict = {}
     if dataset == "synthetic":
-        cfg["synthetic"] = params["data"]["synthetic"]
-    # Keys below appear only when used, so runs without them keep their run ids.
+        extra["synthetic"] = params["data"]["synthetic"]  # as written: its hash is the run id's
     if train.validation is not None:
-        cfg["validation"] = train.validation.model_dump()
+        extra["validation"] = train.validation.model_dump()
         # the checkpoint rule is the comparison's (the group's train.selection), the same for
         # every method of the group, baselines included
-        cfg["selection"] = train.selection.model_dump()
+        extra["selection"] = train.selection.model_dump()
     if train.precision != "fp32":
-        cfg["precision"] = train.precision
+        extra["precision"] = train.precision
     tf32 = train.tf32.model_dump()
     if tf32 != DEFAULT_TF32:
-        cfg["tf32"] = tf32
+        extra["tf32"] = tf32
     if definition.init_from:
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.
         parent = run_config(params, group, model, definition.init_from, seed, dataset=dataset, cell=cell)
-        cfg["init_from"] = run_id(parent)
+        extra["init_from"] = run_id(parent)
         # FRL's reference fine-tunes its best pre-trained model: the parent's best checkpoint
         # where the parent has a validation split to choose it on, else its last.
-        cfg["init_checkpoint"] = "best" if "validation" in parent else "last"
-    return cfg
+        extra["init_checkpoint"] = "best" if "validation" in parent else "last"
+    return extra
 
 
 def _run_chain(params: Mapping, group: ExperimentGroup, model: str, method: str, seed: int, dataset: str,
-               cell: Mapping) -> list[dict]:
-    """The configs of a run and of the runs it fine-tunes (its init_from chain), parents first."""
+               cell: Mapping) -> list[tuple[str, dict]]:
+    """(method, config) of a run and of the runs it fine-tunes (its init_from chain), parents first."""
     chain = [method]
     while (parent := method_entry(params, chain[-1]).init_from) is not None:
         if parent in chain:
             raise ConfigError(f"method {method!r}: circular init_from chain {chain + [parent]}")
         chain.append(parent)
-    return [run_config(params, group, model, name, seed, dataset=dataset, cell=cell) for name in reversed(chain)]
+    return [(name, run_config(params, group, model, name, seed, dataset=dataset, cell=cell))
+            for name in reversed(chain)]
 
 
 def _group_configs(params: Mapping, group: ExperimentGroup):
-    """(dataset, run config) of every run a group needs, fine-tuning parents first."""
+    """(dataset, method, run config) of every run a group needs, fine-tuning parents first."""
     cells = grid_combinations(group)
     for dataset in group.dataset_names:
         for cell in cells:
             for model in group.models:
                 for method in group.methods:
                     for seed in group.seeds:
-                        for cfg in _run_chain(params, group, model, method, seed, dataset, cell):
-                            yield dataset, cfg
+                        for name, cfg in _run_chain(params, group, model, method, seed, dataset, cell):
+                            yield dataset, name, cfg
 
 
 def _wanted_checkpoints(group: ExperimentGroup, cfg: Mapping) -> list[str]:
@@ -209,11 +224,11 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
     defaults = {dataset: typed.per_dataset[dataset].evaluate.default
                 for dataset in typed.per_dataset if typed.per_dataset[dataset].evaluate is not None}
     for group in typed.experiments:
-        for dataset, cfg in _group_configs(params, group):
+        for dataset, method, cfg in _group_configs(params, group):
             evaluations = group.evaluations or defaults.get(dataset) or typed.evaluate.default
             rid = run_id(cfg)
             spec = runs.setdefault(rid, RunSpec(rid, cfg))
-            if cfg["method"] not in group.methods:
+            if method not in group.methods:
                 # a parent that the group's methods fine-tune but that it does not list (the
                 # demo's fine-tunes start from the baseline's PGD-AT model): trained, not one of
                 # the group's runs (a group compares what it lists: FRL's groups list `at`)
@@ -302,9 +317,9 @@ def feature_runs(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
     for con in constructions(params, runs):
         group = {"dataset": con.source_run.dataset, "train": train.train}
         for seed in train.seeds:
-            cfg = run_config(params, group, train.model, train.method, seed)
-            cfg["train_per_class"] = None  # the constructed set is already the chosen subset
-            cfg["constructed"] = {"kind": con.kind, "key": con.key, "source_run": con.source_run.run_id}
+            cfg = {**run_config(params, group, train.model, train.method, seed),
+                   "train_per_class": None,  # the constructed set is already the chosen subset
+                   "constructed": {"kind": con.kind, "key": con.key, "source_run": con.source_run.run_id}}
             specs.append(RunSpec(run_id(cfg), cfg, ["features"], list(train.evaluations)))
     return specs
 
