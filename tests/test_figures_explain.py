@@ -89,13 +89,20 @@ def test_logit_similarity_rejects_a_wrong_shape():
         plot_logit_similarity({"clean": np.eye(2)}, ["a", "b", "c"])
 
 
+def _run_config(dataset, variant, model, seed):
+    """A complete run config of a standard run, as a record's meta holds it."""
+    return {"dataset": dataset, "data_variant": variant, "model": model, "method": "standard",
+            "method_config": {"adversary": None}, "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4},
+            "schedule": {"name": "step"}, "epochs": 2, "batch_size": 128, "epoch_eval": {"per_class": 10},
+            "seed": seed}
+
+
 def _write_record(path, ev, seed, num=10):
     rng = np.random.default_rng(seed)
     labels = np.repeat(np.arange(num), 8)
     logits = rng.normal(size=(labels.size, num)) + 3 * np.eye(num)[labels]
     frame = records_frame(np.arange(labels.size), labels, logits.argmax(1), logits)
-    cfg = {"dataset": "synthetic", "data_variant": "default", "model": "small_cnn", "method": "standard",
-           "seed": seed}
+    cfg = _run_config("synthetic", "default", "small_cnn", seed)
     write_records(frame, path, {"run_id": f"r{seed}", "run_config": cfg, "evaluation": {"name": ev},
                                 "class_names": NAMES})
 
@@ -139,7 +146,7 @@ def test_cifar100_confusion_is_grouped_by_superclass(tmp_path):
     labels = np.repeat(np.arange(100), 2)
     logits = np.eye(100)[labels] * 5
     frame = records_frame(np.arange(labels.size), labels, labels, logits)
-    cfg = {"dataset": "cifar100", "data_variant": "official", "model": "resnet18", "method": "standard", "seed": 0}
+    cfg = _run_config("cifar100", "official", "resnet18", 0)
     path = tmp_path / "clean.parquet"
     write_records(frame, path, {"run_id": "r", "run_config": cfg, "evaluation": {"name": "clean"},
                                 "class_names": list(info.class_names)})

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from study.config.types import RunConfig, parse
 from study.io import atomic_write_json, atomic_write_text
 
 #: the demo's published target evaluation: PGD-20, eps 8/255, step 2/255 (params.yaml `pgd20`)
@@ -67,10 +68,11 @@ def _train_and_evaluate(job: tuple[str, str, dict], data: Path, work: Path, test
     model, method, cfg = job
     run_dir = work / f"{model}-{method}"
     config = {**cfg, "model": model}
+    run = parse(RunConfig, config, "architecture bench run config")
     wall, cpu = _study("train", "--threads", "1", "--no-progress", "--data", str(data),
                        "--run-dir", str(run_dir), "--run-config", json.dumps(config))
     result = {"model": model, "method": method, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1),
-              "epochs": cfg["epochs"], "train_per_class": cfg.get("train_per_class")}
+              "epochs": run.epochs, "train_per_class": run.train_per_class}
     evaluations = [CLEAN, PGD20] if method == "pgd_at" else [CLEAN]
     for ev in evaluations:
         out = run_dir / f"{ev['name']}.parquet"

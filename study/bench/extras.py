@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from study.config.types import RunConfig, parse
 from study.data.batches import epoch_batches
 from study.data.prepared import save_prepared
 from study.data.splits import Splits
@@ -50,7 +51,7 @@ def profile_steps(cfg: Mapping, splits: Splits, run_dir: Path, device: str, comp
     step = TrainStep(state, compile_mode)
     tables = EpochPolicyState.of(state).tables(state)
     totals = EpochTotals.zeros(state.num_classes, state.dev)
-    bs = int(cfg["batch_size"])
+    bs = state.run.batch_size
     # Full batches where there are any: the timed steps are the common shape.
     batches = epoch_batches(state.x_train.shape[0], bs, state.cpu_gen)
     batches = [b for b in batches if b.numel() == bs] or batches[:1]
@@ -81,7 +82,7 @@ def profile_steps(cfg: Mapping, splits: Splits, run_dir: Path, device: str, comp
                "busy_basis": "GPU kernel time (each kernel once) / wall" if on_device else
                              "CPU operator self time / threads / wall",
                "table": str(out)}
-    atomic_write_text(out, f"# {cfg['method']} training step, {steps} steps of batch {bs}, "
+    atomic_write_text(out, f"# {state.run.method} training step, {steps} steps of batch {bs}, "
                            f"compile {step.mode}, device {state.dev}\n"
                            f"# host seconds per step {summary['host_seconds_per_step']:.4f}, device busy "
                            f"{summary['device_busy_fraction']:.1%} ({summary['busy_basis']})\n\n"
@@ -140,7 +141,8 @@ def concurrent_throughput(cfg: Mapping, splits: Splits, tmp: Path, device: str, 
     one = _launch(1, "one", files, tmp, device, compile_mode, total)
     many = _launch(k, "many", files, tmp, device, compile_mode, max(1, total // k))
     single, aggregate = one["images_per_s"], many["images_per_s"]
-    return {"k": k, "method": cfg["method"], "images_per_process": one["images"], "compile": compile_mode,
+    method = parse(RunConfig, cfg, "bench run config").method
+    return {"k": k, "method": method, "images_per_process": one["images"], "compile": compile_mode,
             "threads": {"one": total, "each_of_k": max(1, total // k)},
             "one_images_per_s": single, "aggregate_images_per_s": aggregate,
             "aggregate_over_one": aggregate / single if single and aggregate else None,

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from study.config import load_params, resolve_evaluation, run_config
+from study.config.types import AnyEvaluation, RunConfig, parse, typed_evaluation
 from study.data.splits import Splits, stratified_subset
 from study.device import eval_batch_size
 from study.io import atomic_torch_save, load_torch
@@ -52,11 +53,11 @@ def train_config(params: Mapping, splits: Splits, task: str, model: str, *, per_
     train = {"train_per_class": per_class, "epochs": epochs, "batch_size": batch_size,
              "epoch_eval": {"per_class": 1, "attack": None}, "precision": precision}
     cfg = run_config(params, {"dataset": splits.meta["dataset"], "train": train}, model, TRAIN_METHODS[task], seed)
+    planned = parse(RunConfig, cfg, "bench run config")
     # The prepared file names its own variant (and constructed set); train_run checks them.
-    cfg["data_variant"] = splits.meta.get("variant", cfg["data_variant"])
-    if splits.meta.get("constructed"):
-        cfg["constructed"] = copy.deepcopy(splits.meta["constructed"])
-    return cfg
+    constructed = splits.meta.get("constructed")  # the data file's record
+    return {**cfg, "data_variant": splits.meta.get("variant", planned.data_variant),  # the data file's record
+            **({"constructed": copy.deepcopy(constructed)} if constructed else {})}
 
 
 def train_task(cfg: Mapping, splits: Splits, run_dir: Path, device: torch.device, progress: bool,
@@ -77,9 +78,10 @@ def _epoch_overhead(cfg: Mapping, splits: Splits, run_dir: Path, device: torch.d
     small bench set they are a visible part of the epoch; on a full dataset they are not."""
     blob = load_torch(run_dir / "checkpoint.pt")
     model = trained_model(run_dir, device)
-    idx = stratified_subset(splits.test_y, cfg["epoch_eval"]["per_class"])
+    run = parse(RunConfig, cfg, "bench run config")
+    idx = stratified_subset(splits.test_y, run.epoch_eval.per_class)
     t0 = time.perf_counter()
-    predict(model, splits.test_x[idx], splits.test_y[idx], device=device, seed=int(cfg["seed"]))
+    predict(model, splits.test_x[idx], splits.test_y[idx], device=device, seed=run.seed)
     atomic_torch_save(blob, run_dir / "overhead-probe.pt")
     return time.perf_counter() - t0
 
@@ -88,16 +90,16 @@ def trained_model(run_dir: Path, device: torch.device) -> torch.nn.Module:
     return load_trained_model(run_dir, device=device)[0]
 
 
-def evaluation(params: Mapping, name: str, **over) -> dict:
-    """A params.yaml evaluation (fractions resolved), with bench overrides."""
-    return {**resolve_evaluation(params, name), **over}
+def evaluation(params: Mapping, name: str, **over) -> AnyEvaluation:
+    """A params.yaml evaluation (fractions resolved), with bench overrides, typed."""
+    return typed_evaluation({**resolve_evaluation(params, name), **over})
 
 
-def timed_predict(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: Mapping | None, *,
+def timed_predict(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: AnyEvaluation | None, *,
                   device: torch.device, seed: int) -> tuple[float, Predictions]:
     """(seconds, predictions) of the package's evaluation path; `predict` returns host arrays,
     so the device has finished when it returns."""
-    batch_size = eval_batch_size((attack or {}).get("batch_size"), torch.device(device))
+    batch_size = eval_batch_size(attack.batch_size if attack is not None else None, torch.device(device))
     t0 = time.perf_counter()
     out = predict(model, images, labels, attack=attack, batch_size=batch_size, device=device, seed=seed)
     return time.perf_counter() - t0, out

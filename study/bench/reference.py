@@ -14,13 +14,15 @@ torchvision's transforms and a shuffling `DataLoader` draw them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+
+from study.config.types import Adversary, AutoAttackEvaluation, OptimizerSettings, ScheduleSettings
 
 METHODS = ("standard", "pgd_at", "trades")
 
@@ -122,14 +124,14 @@ def trades_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, 
 # ------------------------------------------------------------------ training
 
 
-def _lr_factor(schedule: Mapping, epoch: int, epochs: int) -> float:
+def _lr_factor(schedule: ScheduleSettings, epoch: int, epochs: int) -> float:
     """The engine's schedules, applied per epoch as the public code's piecewise schedule."""
-    if schedule["name"] == "constant":
+    if schedule.name == "constant":
         return 1.0
-    if schedule["name"] == "step":
-        milestones = [round(m * epochs) for m in schedule.get("milestones", (0.5, 0.75))]
-        return schedule.get("gamma", 0.1) ** sum(epoch >= m for m in milestones)
-    raise ValueError(f"the reference loop supports the step and constant schedules, not {schedule['name']!r}")
+    if schedule.name == "step":
+        milestones = [round(m * epochs) for m in schedule.milestones]
+        return schedule.gamma ** sum(epoch >= m for m in milestones)
+    raise ValueError(f"the reference loop supports the step and constant schedules, not {schedule.name!r}")
 
 
 def _sync(device: torch.device) -> None:
@@ -145,9 +147,9 @@ def train_reference(
     method: str,
     epochs: int,
     batch_size: int,
-    optimizer: Mapping,
-    schedule: Mapping,
-    adversary: Mapping | None,
+    optimizer: OptimizerSettings,
+    schedule: ScheduleSettings,
+    adversary: Adversary | None,
     beta: float,
     device: torch.device,
     padding: int = 4,
@@ -158,12 +160,12 @@ def train_reference(
         raise ValueError(f"unknown reference method {method!r}; valid: {', '.join(METHODS)}")
     loader = DataLoader(ImageDataset(images, labels, RandomCropFlip(padding, flip)),
                         batch_size=batch_size, shuffle=True, num_workers=0)
-    opt = torch.optim.SGD(model.parameters(), lr=optimizer["lr"], momentum=optimizer.get("momentum", 0.9),
-                          weight_decay=optimizer["weight_decay"], nesterov=optimizer.get("nesterov", False))
+    opt = torch.optim.SGD(model.parameters(), lr=optimizer.lr, momentum=optimizer.momentum,
+                          weight_decay=optimizer.weight_decay, nesterov=optimizer.nesterov)
     seconds = []
     for epoch in range(epochs):
         for group in opt.param_groups:
-            group["lr"] = optimizer["lr"] * _lr_factor(schedule, epoch, epochs)
+            group["lr"] = optimizer.lr * _lr_factor(schedule, epoch, epochs)
         model.train()
         _sync(device)
         t0 = time.perf_counter()
@@ -172,10 +174,10 @@ def train_reference(
             if method == "standard":
                 loss = F.cross_entropy(model(x), y)
             elif method == "pgd_at":
-                x_adv = pgd_linf(model, x, y, adversary["eps"], adversary["alpha"], adversary["steps"])
+                x_adv = pgd_linf(model, x, y, adversary.eps, adversary.alpha, adversary.steps)
                 loss = F.cross_entropy(model(x_adv), y)
             else:
-                loss = trades_loss(model, x, y, adversary["eps"], adversary["alpha"], adversary["steps"], beta)
+                loss = trades_loss(model, x, y, adversary.eps, adversary.alpha, adversary.steps, beta)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -208,7 +210,7 @@ def eval_pgd(model: nn.Module, images: np.ndarray, labels: np.ndarray, *, eps: f
     return time.perf_counter() - t0, torch.cat(preds).numpy()
 
 
-def eval_autoattack(model: nn.Module, images: np.ndarray, labels: np.ndarray, *, attack: Mapping,
+def eval_autoattack(model: nn.Module, images: np.ndarray, labels: np.ndarray, *, attack: AutoAttackEvaluation,
                     batch_size: int, device: torch.device, seed: int) -> tuple[float, np.ndarray]:
     """(seconds, predictions) of pyautoattack called directly on fp32 CPU tensors, as the
     public code does: AutoAttack(version='custom') with the bench's attack list and iterations."""
@@ -222,13 +224,13 @@ def eval_autoattack(model: nn.Module, images: np.ndarray, labels: np.ndarray, *,
     loader = eval_loader(images, labels, batch_size)
     x_test = torch.cat([x for x, _ in loader])
     y_test = torch.cat([y for _, y in loader])
-    norm = {"linf": "Linf", "l2": "L2"}[attack.get("norm", "linf")]
-    aa = AutoAttack(model, norm=norm, eps=float(attack["eps"]), version="custom",
-                    attacks=list(attack["attacks"]), seed=seed, device=device)
+    norm = {"linf": "Linf", "l2": "L2"}[attack.norm]
+    aa = AutoAttack(model, norm=norm, eps=attack.eps, version="custom",
+                    attacks=list(attack.attacks or []), seed=seed, device=device)
     # version='custom' keeps the constructor's 5 APGD restarts; the study's cascade uses the
     # standard version's single restart, so set it for an equal amount of work.
     aa.apgd.n_restarts = 1
-    aa.apgd.n_iter = aa.apgd_targeted.n_iter = aa.fab.n_iter = int(attack["iterations"])
+    aa.apgd.n_iter = aa.apgd_targeted.n_iter = aa.fab.n_iter = attack.iterations
     aa.logger.setLevel(logging.WARNING)
     _, y_adv = aa.run_standard_evaluation(x_test, y_test, batch_size=batch_size)
     _sync(device)

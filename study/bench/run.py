@@ -29,6 +29,7 @@ from study.bench.report import (
     side_record,
     timed_records,
 )
+from study.config.types import AnyEvaluation, LossPolicy, RunConfig, parse
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic
@@ -204,23 +205,24 @@ class _Bench:
 
         model = self._fresh_model()
         torch.manual_seed(self.seed)
-        engine_init, _ = build_run_model(cfg["model"], self.splits, self.splits.train_x[self.train_idx])
+        run = parse(RunConfig, cfg, "bench run config")
+        engine_init, _ = build_run_model(run.model, self.splits, self.splits.train_x[self.train_idx])
         self.same_init = all(torch.equal(a, b) for a, b in
                              zip(model.state_dict().values(), engine_init.state_dict().values(), strict=True))
-        method = cfg["method_config"]
-        adversary = method.get("adversary")
+        method = run.method_config
+        adversary = method.adversary
         torch.manual_seed(self.seed)  # the reference's shuffling, augmentation and random starts
         ref_seconds = reference.train_reference(
             model.to(self.dev), reference.hwc_numpy(self.splits.train_x[self.train_idx]),
             self.splits.train_y[self.train_idx].numpy(), method=ours.TRAIN_METHODS[task], epochs=epochs,
-            batch_size=self.batch_size, optimizer=cfg["optimizer"], schedule=cfg["schedule"],
-            adversary=adversary, beta=float((method.get("loss") or {}).get("beta", 6.0)), device=self.dev,
-            padding=cfg["augment"].get("crop_padding", 0), flip=cfg["augment"].get("flip", False))
+            batch_size=self.batch_size, optimizer=run.optimizer, schedule=run.schedule,
+            adversary=adversary, beta=(method.loss or LossPolicy()).beta, device=self.dev,
+            padding=run.augment.crop_padding, flip=run.augment.flip)
         if task == "pgd10_at_epoch":
             self.precision_models = {p: ours.trained_model(self._run_dir(task, p, head[1]), self.dev)
                                      for p in self.precisions}
             self.at_models = {"engine": self.precision_models[self.engine_precision], "reference": model.eval()}
-        flops, accounting = task_flops(task, self.forward, steps=int((adversary or {}).get("steps", 0)))
+        flops, accounting = task_flops(task, self.forward, steps=adversary.steps if adversary is not None else 0)
         n = eng["images"]
 
         def record(p: str, mode: str) -> dict:
@@ -233,7 +235,8 @@ class _Bench:
                            engine_by_precision={p: {m: record(p, m) for m in self.compile_modes}
                                                 for p in self.precisions[1:]},
                            epochs=epochs, timed_epoch=2, engine_epoch_seconds=eng["epoch_seconds"],
-                           reference_epoch_seconds=ref_seconds, method=cfg["method"], adversary=adversary,
+                           reference_epoch_seconds=ref_seconds, method=run.method,
+                           adversary=adversary.model_dump(exclude_unset=True) if adversary is not None else None,
                            same_initial_weights=self.same_init, engine_epoch_overhead_seconds=eng["overhead"],
                            speedup_whole_epoch=_ratio(n, float(eng["epoch_seconds"][1]), n, ref_seconds[1]),
                            engine_epoch=_epoch_breakdown(eng),
@@ -254,42 +257,42 @@ class _Bench:
     def evaluate(self, task: str) -> dict:
         eng_model, ref_model, which = self._eval_models()
         x, y, hwc, ynp, dev = self.test_x, self.test_y, self.test_hwc, self.test_np, self.dev
-        batch = eval_batch_size(ours.evaluation(self.params, "pgd20")["batch_size"], dev)
+        batch = eval_batch_size(ours.evaluation(self.params, "pgd20").batch_size, dev)
         w = WARMUP_IMAGES
         if task == "pgd20_eval":
             ev = ours.evaluation(self.params, "pgd20")
 
             def ref_run(n):
-                return reference.eval_pgd(ref_model, hwc[:n], ynp[:n], eps=ev["eps"], alpha=ev["alpha"],
-                                          steps=int(ev["steps"]), batch_size=batch, device=dev)
+                return reference.eval_pgd(ref_model, hwc[:n], ynp[:n], eps=ev.eps, alpha=ev.alpha,
+                                          steps=ev.steps, batch_size=batch, device=dev)
         else:
             # One seed for both sides (pyautoattack's), and pyautoattack's batches of the same size.
             ev = ours.evaluation(self.params, "autoattack", **AUTOATTACK_CUSTOM, seed=self.seed)
-            aa_batch = eval_batch_size(ev.get("batch_size"), dev)
+            aa_batch = eval_batch_size(ev.batch_size, dev)
 
             def ref_run(n):
                 return reference.eval_autoattack(ref_model, hwc[:n], ynp[:n], attack=ev,
-                                                 batch_size=aa_batch, device=dev, seed=int(ev["seed"]))
+                                                 batch_size=aa_batch, device=dev, seed=ev.seed)
         ours.timed_predict(eng_model, x[:w], y[:w], ev, device=dev, seed=self.seed)
         ref_run(w)
         eng_s, eng_pred = ours.timed_predict(eng_model, x, y, ev, device=dev, seed=self.seed)
         ref_s, ref_pred = ref_run(len(y))
         if task == "pgd20_eval":
             self.cache["engine_pgd20"] = eng_pred.pred
-            flops, accounting = task_flops(task, self.forward, steps=int(ev["steps"]))
+            flops, accounting = task_flops(task, self.forward, steps=ev.steps)
         else:
             attacked = float(np.mean(eng_pred.broken_by != "clean"))
-            flops, accounting = task_flops(task, self.forward, iterations=int(ev["iterations"]), attacked=attacked)
+            flops, accounting = task_flops(task, self.forward, iterations=ev.iterations, attacked=attacked)
         n = len(y)
-        extra = {"per_sample": per_sample_identity(eng_pred.pred, ref_pred, ynp, int(ev["seed"]))} \
+        extra = {"per_sample": per_sample_identity(eng_pred.pred, ref_pred, ynp, ev.seed)} \
             if task == "autoattack_eval" else {}
         return self._sides(task, (n, eng_s), (n, ref_s), flops, accounting, evaluated_model=which,
                            precision_note=EVALUATION_PRECISION_NOTE,
-                           attack={k: ev[k] for k in ev if k not in ("shards", "test_per_class")},
+                           attack=ev.model_dump(exclude_unset=True, exclude={"shards", "test_per_class"}),
                            robust_accuracy={"engine": ours.accuracy(eng_pred.pred, y),
                                             "reference": ours.accuracy(ref_pred, y)}, **extra)
 
-    def _pgd20(self, model: torch.nn.Module, ev: dict) -> np.ndarray:
+    def _pgd20(self, model: torch.nn.Module, ev: AnyEvaluation) -> np.ndarray:
         return ours.timed_predict(model, self.test_x, self.test_y, ev, device=self.dev, seed=self.seed)[1].pred
 
     def accuracy(self) -> dict:

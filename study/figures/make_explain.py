@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from study.config.run_ids import typed_run
 from study.evaluate.records import read_records
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
@@ -148,9 +149,8 @@ def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[s
     # Seeds: mean of the per-seed matrices (logit scales differ between seeds; each is normalised first).
     panels = {("clean" if e == "clean" else eval_name(e)) + (f" · mean of {len(per_eval[e])} seeds"
               if len(per_eval[e]) > 1 else ""): np.nanmean(np.stack(per_eval[e]), axis=0) for e in order}
-    cfg = meta0["run_config"]
-    return panels, meta0["class_names"], class_groups(cfg["dataset"]), run_title(cfg["dataset"], cfg["model"],
-                                                                                 cfg["method"])
+    run = typed_run(meta0["run_config"])
+    return panels, meta0["class_names"], class_groups(run.dataset), run_title(run.dataset, run.model, run.method)
 
 
 def draw_discrepancy(table: Path, out_stem: str | Path, *, runs: Sequence[str] | None = None, by: str | None = None,
