@@ -258,7 +258,7 @@ def test_zoo_config_sources_files_and_weights_folder(ci_params, torchvision_weig
     for bad, says in (({"file": None}, "source is 'torchvision', file None"),
                       ({"source": "robustbench"}, "source is 'robustbench', file 'torchvision/"),
                       ({"dataset": "cifar10"}, "dataset 'cifar10' \\(valid: imagenet\\)"),
-                      ({"source": "hub"}, "source 'hub'; valid: robustbench, torchvision")):
+                      ({"source": "hub"}, "models\\[0\\].source: 'hub' is not valid; expected one of robustbench")):
         params["zoo"]["models"] = [{**TORCHVISION, **bad}]
         with pytest.raises(ConfigError, match=says):
             plan_zoo(params)

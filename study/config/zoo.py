@@ -17,91 +17,101 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from study.config.core import ConfigError, dataset_variant
+from study.config.params import typed_params
 from study.config.plan import RunSpec
+from study.config.types import Zoo, ZooEntry, ZooImageNet, parse
 
 ZOO_PREFIX = "zoo-"
 ZOO_GROUP = "zoo"
-ZOO_SOURCES = ("robustbench", "torchvision")
-#: how the ImageNet validation subset is prepared when zoo.imagenet says nothing
-IMAGENET_DEFAULTS = {"per_class": None, "image_size": 224}
+
+
+def _zoo(params: Mapping) -> Zoo | None:
+    return typed_params(params).zoo
+
+
+def _entry(entry: Mapping | ZooEntry) -> ZooEntry:
+    return entry if isinstance(entry, ZooEntry) else parse(ZooEntry, entry, "zoo entry")
 
 
 def zoo_weights_dir(params: Mapping) -> str | None:
     """The weights folder the zoo reads: the config key zoo.weights_dir, else the env."""
     from study.models.weights import WEIGHTS_ENV
 
-    return (params.get("zoo") or {}).get("weights_dir") or os.environ.get(WEIGHTS_ENV) or None
+    zoo = _zoo(params)
+    return (zoo.weights_dir if zoo is not None else None) or os.environ.get(WEIGHTS_ENV) or None
 
 
 def zoo_imagenet_options(params: Mapping) -> dict:
-    """`study prepare --options` of the ImageNet validation subset (zoo.imagenet)."""
-    return {**IMAGENET_DEFAULTS, **((params.get("zoo") or {}).get("imagenet") or {})}
+    """`study prepare --options` of the ImageNet validation subset (zoo.imagenet, its defaults the type's)."""
+    zoo = _zoo(params)
+    return (zoo.imagenet if zoo is not None else ZooImageNet()).model_dump()
 
 
-def zoo_source(entry: Mapping) -> str:
+def zoo_source(entry: Mapping | ZooEntry) -> str:
     """Who builds the entry's network: robustbench (the default) or torchvision (with its `file`)."""
-    source = entry.get("source", "robustbench")
-    if source not in ZOO_SOURCES:
-        raise ConfigError(f"zoo entry {entry['name']}: source {source!r}; valid: {', '.join(ZOO_SOURCES)}")
-    if (source == "torchvision") != bool(entry.get("file")):
-        raise ConfigError(f"zoo entry {entry['name']}: `file` (its weights file in the folder) is given with "
-                          f"source torchvision and only then; here source is {source!r}, file {entry.get('file')!r}")
-    if source == "torchvision" and entry["dataset"] != "imagenet":
-        raise ConfigError(f"zoo entry {entry['name']}: torchvision's models classify ImageNet; dataset "
-                          f"{entry['dataset']!r} (valid: imagenet)")
-    return source
+    entry = _entry(entry)
+    if (entry.source == "torchvision") != bool(entry.file):
+        raise ConfigError(f"zoo entry {entry.name}: `file` (its weights file in the folder) is given with "
+                          f"source torchvision and only then; here source is {entry.source!r}, file {entry.file!r}")
+    if entry.source == "torchvision" and entry.dataset != "imagenet":
+        raise ConfigError(f"zoo entry {entry.name}: torchvision's models classify ImageNet; dataset "
+                          f"{entry.dataset!r} (valid: imagenet)")
+    return entry.source
 
 
-def zoo_weights_file(entry: Mapping) -> str:
+def zoo_weights_file(entry: Mapping | ZooEntry) -> str:
     """The entry's file in the weights folder (robustbench's layout, or the torchvision entry's `file`)."""
+    entry = _entry(entry)
     if zoo_source(entry) == "torchvision":
-        return entry["file"]
-    return f"{entry['dataset']}/{entry['threat_model']}/{entry['name']}.pt"
+        return str(entry.file)
+    return f"{entry.dataset}/{entry.threat_model}/{entry.name}.pt"
 
 
-def zoo_run_config(entry: Mapping) -> dict:
+def zoo_run_config(entry: Mapping | ZooEntry) -> dict:
     """The run config of one zoo entry; `data` (default: RobustBench's dataset) is what it is evaluated on."""
     from study.data.registry import get_dataset_info
 
-    data = entry.get("data", entry["dataset"])
+    entry = _entry(entry)
+    data = entry.data or entry.dataset
     source = zoo_source(entry)
     return {
         "dataset": data,
-        "data_variant": entry.get("variant") or get_dataset_info(data).variants[0],
+        "data_variant": entry.variant or get_dataset_info(data).variants[0],
         "train_per_class": None,
-        "model": entry["name"],
+        "model": entry.name,
         "method": source,
         "seed": 0,
         "optimizer": {"name": "pretrained", "lr": 0.0, "weight_decay": 0.0},
         "schedule": {"name": "pretrained"},
         "epochs": 0,
         # robustbench's entries keep their three fields only, so their run configs are those of before
-        "zoo": {"dataset": entry["dataset"], "threat_model": entry["threat_model"], "name": entry["name"],
-                **({"source": source, "file": entry["file"]} if source != "robustbench" else {})},
+        "zoo": {"dataset": entry.dataset, "threat_model": entry.threat_model, "name": entry.name,
+                **({"source": source, "file": entry.file} if source != "robustbench" else {})},
     }
 
 
-def zoo_run_id(entry: Mapping) -> str:
-    data = entry.get("data", entry["dataset"])
-    on = "" if data == entry["dataset"] else f"-on-{data}"
-    return f"{ZOO_PREFIX}{entry['dataset']}-{entry['threat_model']}-{entry['name']}{on}"
+def zoo_run_id(entry: Mapping | ZooEntry) -> str:
+    entry = _entry(entry)
+    data = entry.data or entry.dataset
+    on = "" if data == entry.dataset else f"-on-{data}"
+    return f"{ZOO_PREFIX}{entry.dataset}-{entry.threat_model}-{entry.name}{on}"
 
 
-def _weights_present(entry: Mapping, weights_dir: str | None) -> bool:
+def _weights_present(entry: ZooEntry, weights_dir: str | None) -> bool:
     return weights_dir is not None and (Path(weights_dir).expanduser() / zoo_weights_file(entry)).is_file()
 
 
-def _check_image_size(params: Mapping, entry: Mapping) -> None:
+def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
     """RobustBench's architectures take their dataset's image size (CIFAR's 32 px: a fixed
     final pooling); evaluated on other data, that data must have the same size."""
     from study.data.registry import get_dataset_info
 
-    data = entry.get("data", entry["dataset"])
-    wanted, size = get_dataset_info(entry["dataset"]).image_size, get_dataset_info(data).image_size
+    data = entry.data or entry.dataset
+    wanted, size = get_dataset_info(entry.dataset).image_size, get_dataset_info(data).image_size
     if data == "synthetic":  # generated at the size the params give (as plan.run_config passes them)
-        size = params["data"]["synthetic"].get("image_size", size)
+        size = typed_params(params).data.synthetic.image_size
     if size != wanted:
-        raise ConfigError(f"zoo entry {entry['name']}: RobustBench's {entry['dataset']} models take {wanted}x{wanted} "
+        raise ConfigError(f"zoo entry {entry.name}: RobustBench's {entry.dataset} models take {wanted}x{wanted} "
                           f"images, its data {data} has {size}x{size}"
                           + (f" (set data.synthetic.image_size: {wanted})" if data == "synthetic" else ""))
 
@@ -109,25 +119,28 @@ def _check_image_size(params: Mapping, entry: Mapping) -> None:
 def plan_zoo(params: Mapping) -> list[RunSpec]:
     """The zoo's runs; with `require_weights` only those whose weights file is in the folder
     (a preset that must not grow when no weights are placed, such as the demo)."""
-    zoo = params.get("zoo") or {}
+    typed = typed_params(params)
+    zoo = typed.zoo
+    if zoo is None:
+        return []
     weights_dir = zoo_weights_dir(params)
     runs = []
-    for entry in zoo.get("models") or []:
-        if zoo.get("require_weights") and not _weights_present(entry, weights_dir):
+    for entry in zoo.models:
+        if zoo.require_weights and not _weights_present(entry, weights_dir):
             continue
-        evaluations = entry.get("evaluations") or (zoo.get("evaluations") or {}).get(entry["threat_model"])
+        evaluations = entry.evaluations or getattr(zoo.evaluations, entry.threat_model)
         if not evaluations:
-            raise ConfigError(f"zoo entry {entry['name']}: no evaluations (give `evaluations`, or "
-                              f"zoo.evaluations.{entry['threat_model']})")
+            raise ConfigError(f"zoo entry {entry.name}: no evaluations (give `evaluations`, or "
+                              f"zoo.evaluations.{entry.threat_model})")
         _check_image_size(params, entry)
         for ev in evaluations:
-            if ev not in params["evaluations"]:
-                raise ConfigError(f"zoo entry {entry['name']}: unknown evaluation {ev!r}; "
-                                  f"defined in params 'evaluations': {', '.join(sorted(params['evaluations']))}")
+            if ev not in typed.evaluations:
+                raise ConfigError(f"zoo entry {entry.name}: unknown evaluation {ev!r}; "
+                                  f"defined in params 'evaluations': {', '.join(sorted(typed.evaluations))}")
         # An entry without its own variant takes the study's (data.variants, "auto" resolved).
-        variant = entry.get("variant") or dataset_variant(params, entry.get("data", entry["dataset"]))
-        runs.append(RunSpec(zoo_run_id(entry), zoo_run_config({**entry, "variant": variant}), [ZOO_GROUP],
-                            list(evaluations)))
+        variant = entry.variant or dataset_variant(params, entry.data or entry.dataset)
+        runs.append(RunSpec(zoo_run_id(entry), zoo_run_config(entry.model_copy(update={"variant": variant})),
+                            [ZOO_GROUP], list(evaluations)))
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"zoo.models lists a model twice: {sorted({i for i in ids if ids.count(i) > 1})}")
@@ -136,13 +149,14 @@ def plan_zoo(params: Mapping) -> list[RunSpec]:
 
 def zoo_checked(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
     """Zoo runs that get the checks against false robustness (zoo.checks: threat models)."""
-    wanted = set((params.get("zoo") or {}).get("checks") or [])
-    return [r for r in runs if r.config["zoo"]["threat_model"] in wanted]
+    zoo = _zoo(params)
+    wanted = set(zoo.checks) if zoo is not None else set()
+    return [r for r in runs if r.run.zoo.threat_model in wanted]
 
 
 def zoo_corrupted(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
     """Zoo runs evaluated on CIFAR-10-C (zoo.corruptions, on the datasets robustness.corruptions corrupts)."""
-    if not (params.get("zoo") or {}).get("corruptions"):
+    typed = typed_params(params)
+    if typed.zoo is None or not typed.zoo.corruptions or typed.robustness.corruptions is None:
         return []
-    datasets = ((params.get("robustness") or {}).get("corruptions") or {}).get("datasets") or []
-    return [r for r in runs if r.dataset in datasets]
+    return [r for r in runs if r.dataset in typed.robustness.corruptions.datasets]
