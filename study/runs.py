@@ -57,9 +57,9 @@ def setting_tuple(cfg: Mapping) -> tuple:
     return tuple(setting[c] for c in SETTING_COLUMNS)
 
 
-def identity(run_id: str, cfg: Mapping) -> dict:
+def identity(run_id: str, cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
     """The columns that say which run a table row comes from (and its training setting)."""
-    run = typed_run(cfg)
+    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
     return {
         "run_id": run_id,
         "dataset": run.dataset,

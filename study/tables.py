@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from study.config.types import AveragingPolicy, RunConfig, ZooRunConfig
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
 from study.names import checkpoint_of, zoo_model_name
-from study.runs import SETTING_COLUMNS, identity
+from study.runs import SETTING_COLUMNS, identity, typed_run
 
 #: the columns a seed aggregate is keyed by
 SEED_KEYS = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval", "checkpoint"]
@@ -60,10 +61,10 @@ def build_tables(
         config_path = path.parent / "config.json"
         if not config_path.exists():
             raise FileNotFoundError(f"{path} has no config.json beside it; is it a run directory?")
-        cfg = json.loads(config_path.read_text())
-        ident = identity(path.parent.name, cfg)
+        run = typed_run(json.loads(config_path.read_text()))
+        ident = identity(path.parent.name, run)
         frame = pd.read_csv(path)
-        averaged[path.parent.name] = averaged_epochs(cfg, frame)
+        averaged[path.parent.name] = averaged_epochs(run, frame)
         epoch_frames.append(frame.assign(**ident)[[*ident, *frame.columns]])
     epochs_df = pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()
     # which rows of a weight-averaging method are not averaged at all (0: FAWA took no epoch in)
@@ -79,11 +80,12 @@ def build_tables(
     return paths
 
 
-def averaged_epochs(cfg: dict, epochs: pd.DataFrame) -> float:
+def averaged_epochs(run: RunConfig | ZooRunConfig, epochs: pd.DataFrame) -> float:
     """How many epochs a run's weight averaging (EMA, FAWA) took in, from its epochs.csv; NaN
     for a method that does not average. 0 is a run whose averaging never accepted an epoch:
     its model is the un-averaged one (the engine warned, validation.json says so)."""
-    kind = ((cfg.get("method_config") or {}).get("averaging") or {}).get("type", "none")
+    averaging = run.method_config.averaging if isinstance(run, RunConfig) else None
+    kind = (averaging or AveragingPolicy()).type
     if kind == "none" or "averaged" not in epochs:
         return float("nan")
     return float(epochs.loc[epochs["averaged"] == 1, "epoch"].nunique())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
+from study.config.types import RunConfig, ZooRunConfig
 from study.runs import setting_tuple
 
 Panels = dict[tuple, tuple[list[str], dict]]
@@ -26,6 +27,9 @@ class Run(Protocol):  # study.config.RunSpec
     @property
     def dataset(self) -> str: ...
 
+    @property
+    def run(self) -> RunConfig | ZooRunConfig: ...
+
 
 def is_mitigation_run(run: Run) -> bool:
     """Runs of the groups of `kind: mitigation` are figure 13's and stay out of the other figures."""
@@ -34,7 +38,7 @@ def is_mitigation_run(run: Run) -> bool:
 
 def plain_runs(runs: Sequence[Run]) -> list[Run]:
     """The runs of the class-wise figures: neither figure 12's (constructed data) nor figure 13's."""
-    return [r for r in runs if not r.config.get("constructed") and not is_mitigation_run(r)]
+    return [r for r in runs if not (isinstance(r.run, RunConfig) and r.run.constructed) and not is_mitigation_run(r)]
 
 
 def grouped(runs: Sequence[Run], key: Callable[[Run], Hashable]) -> dict:
