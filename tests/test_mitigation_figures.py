@@ -100,3 +100,9 @@ def test_figures_draw_and_make_writes_the_table(tmp_path):
     assert len(drawn) == 1 and title == "PGD-AT + CFA", "only methods whose state varies"
     assert note == ["⚠ run too short to compare (2 epochs)"]
     assert drawn[0].lines[1].get_ydata().tolist() == [1.0, 2.0], "epsilon relative to the base"
+    # the command's path: the epochs table (no `eval`, no `checkpoint` column) drawn from its file
+    table = tmp_path / "epochs.csv"
+    epochs.assign(dataset="synthetic", model="small_cnn").to_csv(table, index=False)
+    written = make_figure("policy_epochs", table, tmp_path / "policy", dataset="synthetic", model="small_cnn",
+                          method="all", methods=["at", "pgd_at_cfa"])
+    assert {p.suffix for p in written} == {".png", ".pdf"}

@@ -117,7 +117,8 @@ def _mitigation_rows(table: Path, dataset: str, model: str,
     """Figure 13's rows of one (dataset, model), its methods (all in the table if None), its title."""
     rows = pd.read_csv(table)
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
-    rows = rows.assign(checkpoint=table_checkpoints(rows))
+    if "eval" in rows.columns or "checkpoint" in rows.columns:  # the epochs table has neither: no checkpoint
+        rows = rows.assign(checkpoint=table_checkpoints(rows))
     if rows.empty:
         raise ValueError(f"no rows for dataset={dataset} model={model} in {table}")
     methods = list(methods) if methods else list(dict.fromkeys(rows["method"]))
