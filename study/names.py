@@ -308,8 +308,10 @@ def norm_title(norm: str | None) -> str:
 def evaluation_settings(params: Mapping, dataset: str | None = None) -> dict[str, dict]:
     """Every evaluation's settings from the params (per_dataset applied), for `eval_settings=`."""
     from study.config.methods import resolve_evaluation
+    from study.config.params import typed_params
 
-    names = set(params.get("evaluations") or {})
-    if dataset is not None:
-        names |= set(((params.get("per_dataset") or {}).get(dataset) or {}).get("evaluations") or {})
+    typed = typed_params(params)
+    names = set(typed.evaluations)
+    if dataset is not None and dataset in typed.per_dataset:
+        names |= set(typed.per_dataset[dataset].evaluations)
     return {name: resolve_evaluation(params, name, dataset) for name in sorted(names)}

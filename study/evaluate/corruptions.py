@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from study.config.run_ids import typed_run
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import check_image_size, corrupt
 from study.data.download import file_checksums
@@ -111,7 +112,8 @@ def evaluate_corruptions(
             frames.append(frame)
             acc = float((frame["pred"] == frame["label"]).mean())
             print(f"{corruption} {severity}: {100 * acc:.1f}% [{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
-    meta = {"run_id": run_dir.name, "run_config": cfg, "dataset": cfg["dataset"], "data_variant": cfg["data_variant"],
+    run = typed_run(cfg)
+    meta = {"run_id": run_dir.name, "run_config": cfg, "dataset": run.dataset, "data_variant": run.data_variant,
             "corruption_variant": variant, "class_names": list(splits.class_names),
             "evaluation": {"name": "corruptions", "type": "corruptions", "corruptions": list(corruptions),
                            "severities": [int(s) for s in severities], "per_class": per_class, "seed": seed,

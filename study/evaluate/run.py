@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from study.config.run_ids import typed_run
 from study.config.types import EvaluationJob, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
@@ -54,9 +55,11 @@ def evaluate_checkpoint(
     workflow's evaluate job of a run: all its evaluations in one process)."""
     run_dir = Path(run_dir)
     cfg = json.loads((run_dir / "config.json").read_text())
-    if (splits.meta.get("dataset"), splits.meta.get("variant")) != (cfg["dataset"], cfg["data_variant"]):
+    run = typed_run(cfg)
+    # splits.meta: the data file's record
+    if (splits.meta.get("dataset"), splits.meta.get("variant")) != (run.dataset, run.data_variant):
         raise ValueError(
-            f"{run_dir.name} was trained on {cfg['dataset']} ({cfg['data_variant']}) but the data given is "
+            f"{run_dir.name} was trained on {run.dataset} ({run.data_variant}) but the data given is "
             f"{splits.meta.get('dataset')} ({splits.meta.get('variant')})"
         )
     dev = select_device(device)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
+from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation, typed_evaluation
 from study.metrics.trust import not_counted
 from study.names import split_record_name, table_checkpoints
 from study.published import PUBLISHED_EPOCHS, Published
@@ -40,16 +41,17 @@ GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
     """clean, pgd or autoattack (at the published L-inf 8/255) with the PGD step count; None otherwise."""
     try:
-        ev = resolve_evaluation(params, name, dataset)
+        ev = typed_evaluation(resolve_evaluation(params, name, dataset))
     except ConfigError:
         return None, math.nan
-    if ev["type"] == "clean":
+    if isinstance(ev, CleanEvaluation):
         return "clean", math.nan
-    eps = float(ev.get("eps", math.nan))
-    if ev.get("norm") != "linf" or not math.isclose(eps, PUBLISHED_EPS, rel_tol=1e-6):
+    if ev.norm != "linf" or not math.isclose(ev.eps, PUBLISHED_EPS, rel_tol=1e-6):
         return None, math.nan
-    if ev["type"] in ("pgd", "autoattack"):
-        return ev["type"], float(ev.get("steps", math.nan))
+    if isinstance(ev, PgdEvaluation):
+        return "pgd", float(ev.steps)
+    if isinstance(ev, AutoAttackEvaluation):
+        return "autoattack", math.nan
     return None, math.nan
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from study.config.params import typed_params
 from study.io import atomic_write_text
 from study.provenance import git_commit
 from study.reproduction.comparison import compare
@@ -22,7 +23,7 @@ def reproduction_markdown(classwise: pd.DataFrame, params: Mapping, commit: str 
                           day: str | None = None) -> str:
     """The report of one class-wise table (results/tables/classwise.csv) under the configured params."""
     values, deltas = compare(classwise, params)
-    return render(values, deltas, str(params.get("preset") or "none"), commit or _commit(),
+    return render(values, deltas, typed_params(params).preset or "none", commit or _commit(),
                   day or date.today().isoformat())
 
 
