@@ -166,7 +166,7 @@ def cmd_figure(args) -> int:
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
                           records=args.records, by=args.by, methods=args.methods,
-                          threat_model=args.threat_model, reference=args.reference)
+                          threat_model=args.threat_model, reference=args.reference, preset=args.preset)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -434,6 +434,8 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
     p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
     p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
+    p.add_argument("--preset", default=None,
+                   help="figure 13: the preset whose method definitions say what each method is compared with")
     p.add_argument("--threat-model", default=None, help="RobustBench threat model of a zoo panel (Linf, L2)")
     p.add_argument("--reference", default=None,
                    help="the study's class-wise table, for our PGD-AT runs beside the zoo (zoo_ranks)")

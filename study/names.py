@@ -42,6 +42,7 @@ DATASET_NAMES = {
 }
 MODEL_NAMES = {
     "small_cnn": "Small CNN",
+    "small_cnn_s2": "Small CNN-S2",
     "lenet": "LeNet",
     "vgg16": "VGG-16",
     "vgg19": "VGG-19",

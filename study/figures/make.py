@@ -30,14 +30,16 @@ def make_figure(
     methods: Sequence[str] | None = None,
     threat_model: str | None = None,
     reference: str | Path | None = None,
+    preset: str | None = None,
 ) -> list[Path]:
     """One figure of kind `kind` from a table (or, for the record kinds, per-sample records);
-    `runs` keeps only those runs (one training setting when the study has several)."""
+    `runs` keeps only those runs (one training setting when the study has several); `preset`
+    (figure 13) is the preset whose method definitions name each method's comparison."""
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
     spec = FIGURE_KINDS[kind]
     options = {"dataset": dataset, "model": model, "method": method, "evaluations": evaluations, "runs": runs,
-               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference}
+               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference, "preset": preset}
     missing = [f"--{name}" for name in spec.needs if options[name] is None]
     if missing:
         raise ValueError(f"figure {kind} needs {', '.join(missing)}")
@@ -142,15 +144,16 @@ def _with_flagged_seeds(summary: pd.DataFrame, flagged: pd.DataFrame) -> pd.Data
     return out
 
 
-def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "params.yaml") -> dict[str, str | None]:
+def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "params.yaml",
+                         preset: str | None = None) -> dict[str, str | None]:
     """Each method's own-form baseline among `methods` (study.config.present_baseline), from the
-    method definitions of params.yaml (`base`, `compare_with`: no preset changes them); none
-    where params.yaml is not there or does not define a method."""
+    method definitions (`base`, `compare_with`) of params.yaml and `preset` (the demo's fine-tunes
+    are compared with `at`); none where params.yaml is not there or does not define a method."""
     from study.config import ConfigError, load_params, present_baseline
 
     if not Path(params_path).exists():
         return {}
-    params = load_params(params_path)
+    params = load_params(params_path, {"preset": preset} if preset else None)
     out = {}
     for method in methods:
         try:
@@ -161,7 +164,7 @@ def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "para
 
 
 def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: str,
-                    methods: Sequence[str] | None = None, **_) -> list[Path]:
+                    methods: Sequence[str] | None = None, preset: str | None = None, **_) -> list[Path]:
     """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
     from study.figures.mitigation import mitigation_table, plot_mitigation
     from study.figures.trust import left_out_note, split_counted
@@ -174,7 +177,7 @@ def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: s
                              width=45)
     if counted.empty and not flagged.empty:
         raise ValueError(f"figure 13 of {dataset}/{model}: nothing counted is left to draw; {left_out}")
-    summary = mitigation_table(rows, methods, mitigation_baselines(methods))
+    summary = mitigation_table(rows, methods, mitigation_baselines(methods, preset=preset))
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
         _with_flagged_seeds(summary, flagged).to_csv(tmp, index=False)
     return [*save_figure(plot_mitigation(summary, title=title, left_out=left_out), out_stem), Path(f"{out_stem}.csv")]

@@ -120,12 +120,14 @@ def robustness(runs: Sequence[Run], method: str | None = None, of_method: str | 
     return {key: (ids, _options(key, runs=ids)) for key, ids in panels.items()}
 
 
-def mitigation(runs: Sequence[Run]) -> Panels:
+def mitigation(runs: Sequence[Run], preset: str | None = None) -> Panels:
     """Figure 13: one panel per (dataset, model) with every method of the mitigation groups, in
-    the order the groups list them."""
+    the order the groups list them; `preset`, whose method definitions (`compare_with`) say what
+    each method is compared with, is passed on to the figure."""
     panels = grouped([r for r in runs if is_mitigation_run(r)], lambda r: dataset_model_method(r, "all"))
+    more = {"preset": preset} if preset else {}
     return {key: ([r.run_id for r in members],
-                  _options(key, methods=list(dict.fromkeys(r.config["method"] for r in members))))
+                  _options(key, methods=list(dict.fromkeys(r.config["method"] for r in members)), **more))
             for key, members in panels.items()}
 
 

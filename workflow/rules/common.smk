@@ -260,7 +260,7 @@ FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, s
                              "features", "Robust and non-robust features", "{dataset}__{model}",
                              (("examples", "__examples.png", "features_examples"),
                               ("examples_pdf", "__examples.pdf", None))),
-    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN),
+    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN, config.get("preset")),
                                "mitigation", _MITIGATION, extra=(("table", ".csv", None),)),
     "fig13_policy_epochs": Figure("figure policy_epochs", "epochs", lambda: panels.mitigation(PLAN),
                                   "policy_epochs", _MITIGATION),
