@@ -194,8 +194,8 @@ def test_bad_scopes_and_references_are_refused(synthetic_splits):
         resolve_scopes([Check("x", "flag", "", scope="everything")], {"clean": {"type": "clean"}}, PGD)
     images, labels, _ = _subset(synthetic_splits, 1)
     model = NearestMean(_means(synthetic_splits))
-    with pytest.raises(ValueError, match="must be a PGD evaluation.*got type 'square' without alpha, steps"):
+    with pytest.raises(ValueError, match="must be a PGD evaluation; got type 'square'"):
         model_checks(model, images, labels, SQUARE, [1.0])
-    with pytest.raises(ValueError, match="norm 'l1' is not supported; valid: linf, l2"):
+    with pytest.raises(ValueError, match="norm: 'l1' is not valid; expected one of linf, l2"):
         model_checks(model, images, labels, {**PGD, "norm": "l1"}, [1.0])
 

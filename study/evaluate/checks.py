@@ -30,7 +30,6 @@ them through its `scope` (SCOPES), resolved against the checked checkpoint's eva
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,12 +40,12 @@ import torch
 from torch import nn
 
 from study.attacks.pgd import pgd_attack
+from study.config.types import PgdEvaluation, typed_evaluation
 from study.data.augment import to_float
 from study.names import split_record_name
 from study.predict import predict
 
 WHITE_BOX = ("pgd", "autoattack")
-NORMS = ("linf", "l2")
 SCOPES = {
     "all": "every evaluation of the checked checkpoint",
     "attacks": "every evaluation under attack",
@@ -99,39 +98,37 @@ class PGDAccuracy:
         self.model, self.x, self.y, self.seed = model, x, y, seed
         self._done: dict[str, float] = {}
 
-    def __call__(self, attack: Mapping) -> float:
-        norm = attack.get("norm", "linf")
-        if norm not in NORMS:
-            raise ValueError(f"PGD norm {norm!r} is not supported; valid: {', '.join(NORMS)}")
-        key = json.dumps(dict(attack), sort_keys=True, default=str)
+    def __call__(self, attack: PgdEvaluation) -> float:
+        key = attack.model_dump_json()
         if key not in self._done:
             g = torch.Generator(device=self.x.device).manual_seed(self.seed)
-            adv = pgd_attack(self.model, self.x, self.y, eps=float(attack["eps"]), alpha=float(attack["alpha"]),
-                             steps=int(attack["steps"]), restarts=int(attack.get("restarts", 1)), norm=norm,
-                             random_start=attack.get("random_start", True), generator=g)
+            adv = pgd_attack(self.model, self.x, self.y, eps=attack.eps, alpha=attack.alpha, steps=attack.steps,
+                             restarts=attack.restarts, norm=attack.norm, random_start=attack.random_start,
+                             generator=g)
             with torch.no_grad():
                 pred = self.model(adv).argmax(1)
             self._done[key] = float((pred == self.y).float().mean())
         return self._done[key]
 
 
-def _scaled(pgd: Mapping, eps: float) -> dict:
+def _scaled(pgd: PgdEvaluation, eps: float) -> PgdEvaluation:
     """The reference attack at another eps, its step scaled alike."""
-    if eps == float(pgd["eps"]):
-        return dict(pgd)  # the very attack, so that its accuracy is computed once
-    return {**pgd, "eps": eps, "alpha": float(pgd["alpha"]) * eps / float(pgd["eps"])}
+    if eps == pgd.eps:
+        return pgd  # the very attack, so that its accuracy is computed once
+    return pgd.model_copy(update={"eps": eps, "alpha": pgd.alpha * eps / pgd.eps})
 
 
 def model_checks(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, pgd: Mapping, eps_factors: Sequence[float],
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, pgd: Mapping | PgdEvaluation,
+    eps_factors: Sequence[float],
     *, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed: int = 0,
 ) -> list[Check]:
     """Run the model on uint8 `images` (a small subset, on the model's device) as the
     evaluation does, with `pgd` the reference PGD evaluation (type, norm, eps, alpha, steps)."""
-    missing = [k for k in ("eps", "alpha", "steps") if k not in pgd]
-    if pgd.get("type", "pgd") != "pgd" or missing:
-        raise ValueError(f"the reference of the checks must be a PGD evaluation with eps, alpha and steps; got type "
-                         f"{pgd.get('type')!r}" + (f" without {', '.join(missing)}" if missing else ""))
+    reference = typed_evaluation(pgd)
+    if not isinstance(reference, PgdEvaluation):
+        raise ValueError(f"the reference of the checks must be a PGD evaluation; got type {reference.type!r}")
+    pgd = reference
     x, y = to_float(images), labels
     with torch.no_grad():
         logits = model(x).float()
@@ -145,7 +142,7 @@ def model_checks(
                         "a sample's output does not depend on its batch" if same else
                         "outputs change with the batch: training-mode BatchNorm or a randomized model", scope="all"))
     accuracy = PGDAccuracy(model, x, y, seed)
-    eps_grid = [float(pgd["eps"]) * f for f in sorted(eps_factors)]
+    eps_grid = [pgd.eps * f for f in sorted(eps_factors)]
     accs = [accuracy(_scaled(pgd, e)) for e in eps_grid]
     rises = [(eps_grid[i], eps_grid[i + 1]) for i in range(len(accs) - 1)
              if accs[i + 1] > accs[i] + thresholds.falls_tolerance]
@@ -158,15 +155,15 @@ def model_checks(
     return checks
 
 
-def large_eps_breaks(accuracy: PGDAccuracy, pgd: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Check:
+def large_eps_breaks(accuracy: PGDAccuracy, pgd: PgdEvaluation, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Check:
     """PGD at a very large eps must break about every sample: any model is fooled once the
     attacker may move that far, unless its gradients do not lead anywhere (masking)."""
-    norm = pgd.get("norm", "linf")
+    norm = pgd.norm
     # Beyond this radius the ball holds the whole [0, 1] cube: a larger eps adds nothing.
     cover = 1.0 if norm == "linf" else math.sqrt(accuracy.x[0].numel())
-    eps = min(thresholds.large_eps_factor * float(pgd["eps"]), cover)
-    steps = max(int(pgd["steps"]), thresholds.large_eps_steps)
-    attack = {**pgd, "eps": eps, "alpha": 2.5 * eps / steps, "steps": steps, "restarts": 1}
+    eps = min(thresholds.large_eps_factor * pgd.eps, cover)
+    steps = max(pgd.steps, thresholds.large_eps_steps)
+    attack = pgd.model_copy(update={"eps": eps, "alpha": 2.5 * eps / steps, "steps": steps, "restarts": 1})
     acc, limit = accuracy(attack), thresholds.large_eps_max_acc
     values = {"eps": eps, "steps": steps, "accuracy": acc, "max_accuracy": limit, "n": len(accuracy.y)}
     detail = (f"PGD-{steps} at eps {eps:.4g} ({norm}) leaves {100 * acc:.1f}% accuracy "
@@ -176,17 +173,17 @@ def large_eps_breaks(accuracy: PGDAccuracy, pgd: Mapping, thresholds: Thresholds
     return Check("large_eps_breaks", _status(acc <= limit, "flag"), detail, values, scope="gradient")
 
 
-def more_steps_no_stronger(accuracy: PGDAccuracy, pgd: Mapping, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Check:
+def more_steps_no_stronger(accuracy: PGDAccuracy, pgd: PgdEvaluation,
+                           thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Check:
     """A much stronger PGD (more steps, restarts) must not find many more adversarial
     examples than the reference PGD: if it does, the reported PGD accuracy is too high."""
-    eps = float(pgd["eps"])
-    strong = {**pgd, "steps": thresholds.strong_steps, "restarts": thresholds.strong_restarts,
-              "alpha": thresholds.strong_alpha * eps, "random_start": True}
+    strong = pgd.model_copy(update={"steps": thresholds.strong_steps, "restarts": thresholds.strong_restarts,
+                                    "alpha": thresholds.strong_alpha * pgd.eps, "random_start": True})
     ref, acc, tol = accuracy(pgd), accuracy(strong), thresholds.strong_tolerance
     values = {"reference_accuracy": ref, "strong_accuracy": acc, "tolerance": tol, "n": len(accuracy.y),
-              "strong": {k: strong[k] for k in ("steps", "restarts", "alpha")}}
-    detail = (f"PGD-{strong['steps']} x {strong['restarts']} restarts: {100 * acc:.1f}% vs the reference "
-              f"PGD-{pgd['steps']}'s {100 * ref:.1f}% (tolerance {100 * tol:.0f} points)")
+              "strong": {"steps": strong.steps, "restarts": strong.restarts, "alpha": strong.alpha}}
+    detail = (f"PGD-{strong.steps} x {strong.restarts} restarts: {100 * acc:.1f}% vs the reference "
+              f"PGD-{pgd.steps}'s {100 * ref:.1f}% (tolerance {100 * tol:.0f} points)")
     if acc < ref - tol:
         detail += ": the reference PGD is too weak"
     return Check("more_steps_no_stronger", _status(acc >= ref - tol, "flag"), detail, values, scope="reference")
