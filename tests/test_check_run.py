@@ -15,8 +15,8 @@ from study.robustness_tables import robustness_tables
 from study.tables import build_tables
 
 RUN_CONFIG = {"dataset": "synthetic", "data_variant": "default", "model": "lenet", "method": "standard", "seed": 0,
-              "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4}, "schedule": {"name": "cosine"},
-              "epochs": 2}
+              "method_config": {"adversary": None}, "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4},
+              "schedule": {"name": "constant"}, "epochs": 2, "batch_size": 64, "epoch_eval": {"per_class": 5}}
 CLEAN = {"name": "clean", "type": "clean", "test_per_class": 3}
 PGD3 = {"name": "pgd3", "type": "pgd", "norm": "linf", "eps": 8 / 255, "alpha": 3 / 255, "steps": 3, "restarts": 1,
         "test_per_class": 3}
