@@ -260,11 +260,13 @@ def eval_settings_of(key: str, settings: Mapping | None = None) -> dict:
 
 def eval_norm(key: str, settings: Mapping | None = None) -> str | None:
     """Threat model of an evaluation: 'linf', 'l2', ... or None for clean (and corruptions)."""
+    # `found`: an evaluation's settings, or those a record's key spells out (fgsm, apgd, bim:
+    # types the configuration's union lacks), so it stays a mapping
     found = eval_settings_of(key, settings)
-    if found.get("type", "clean") == "clean":
+    if found.get("type", "clean") == "clean":  # see `found`
         return None
-    norm = found.get("norm")
-    if norm is None and str(found.get("type")) in _LINF_BY_DEFAULT:
+    norm = found.get("norm")  # see `found`
+    if norm is None and str(found.get("type")) in _LINF_BY_DEFAULT:  # see `found`
         return "linf"
     return norm
 
@@ -273,16 +275,16 @@ def eval_name(key: str, settings: Mapping | None = None) -> str:
     """'pgd20' with its settings -> 'PGD-20, L∞ 8/255'; 'pgd_l2_05' -> 'PGD, L2 0.5'; 'clean' -> 'Clean'.
     The best checkpoint's records ('pgd20@best') add '(best checkpoint)'."""
     base, checkpoint = split_record_name(key)
-    found = eval_settings_of(key, settings)
-    kind = str(found.get("type", ""))
+    found = eval_settings_of(key, settings)  # a mapping, as in eval_norm
+    kind = str(found.get("type", ""))  # see `found`
     if kind == "clean":
         name = "Clean"
     elif kind in ATTACK_NAMES:
         name = ATTACK_NAMES[kind]
-        if kind in ("pgd", "fgsm", "apgd", "bim") and found.get("steps"):
+        if kind in ("pgd", "fgsm", "apgd", "bim") and found.get("steps"):  # see `found`
             name += f"-{found['steps']}"
-        norm = found.get("norm")
-        budget = format_eps(found.get("eps"), norm)
+        norm = found.get("norm")  # see `found`
+        budget = format_eps(found.get("eps"), norm)  # see `found`
         if norm in NORM_NAMES and budget:
             name += f", {NORM_NAMES[norm]} {budget}"
         elif norm in NORM_NAMES:
@@ -296,7 +298,7 @@ def eval_label(key: str, settings: Mapping | None = None) -> str:
     """Legend label: 'clean accuracy' for clean, 'robustness (PGD-20, L∞ 8/255)' for an attack."""
     base, checkpoint = split_record_name(key)
     suffix = f", {CHECKPOINT_NAMES[checkpoint]}" if checkpoint != "last" else ""
-    if eval_settings_of(base, settings).get("type") == "clean":
+    if eval_settings_of(base, settings).get("type") == "clean":  # a mapping, as in eval_norm
         return "clean accuracy" + suffix
     return f"robustness ({eval_name(base, settings)}){suffix}"
 

@@ -69,7 +69,7 @@ def dataset_params(params: Mapping, dataset: str) -> dict:
     Precedence, lowest first: params.yaml, preset, per_dataset entry (params.yaml's, then the
     preset's, merged key by key), an experiment group's own `train` and `grid`.
     """
-    over = (params.get("per_dataset") or {}).get(dataset)
+    over = (params.get("per_dataset") or {}).get(dataset)  # raw: the entry is merged as written, then typed
     if not over:
         return dict(params)
     out = dict(params)
@@ -94,8 +94,9 @@ def resolve_auto_variants(params: Mapping) -> dict:
     reference check to report."""
     from study.data.registry import AUTO_VARIANT, DATASETS, resolve_variant
 
-    data = params.get("data") or {}
-    variants = data.get("variants") or {}
+    # raw: `auto` is resolved in the params as loaded, before they are typed
+    data = params.get("data") or {}  # raw, see above
+    variants = data.get("variants") or {}  # raw, see above
     if AUTO_VARIANT not in variants.values():
         return dict(params)
     raw_dir = Path(data["root"]) / "raw"
@@ -112,5 +113,5 @@ def dataset_variant(params: Mapping, dataset: str) -> str:
     """The variant of `dataset` the study uses (data.variants, else the registry's first)."""
     from study.data.registry import get_dataset_info
 
-    variants = params.get("data", {}).get("variants", {}) or {}
+    variants = params.get("data", {}).get("variants", {}) or {}  # raw: called per planned run, no full parse
     return variants.get(dataset, get_dataset_info(dataset).variants[0])

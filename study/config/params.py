@@ -132,7 +132,7 @@ def load_params(
     # A front end that already merged the overrides in their raw form (Snakemake's config
     # holds `train.epochs` as a top-level key) leaves copies the schema would reject.
     params = {k: v for k, v in params.items() if "." not in str(k)}
-    preset = overrides.get("preset", params.get("preset"))
+    preset = overrides.get("preset", params.get("preset"))  # loading: the preset picks the overlay before typing
     sources = [] if base is not None else [str(params_path)]
     if preset is not None:
         preset_file = Path(presets_dir) / f"{preset}.yaml"
@@ -167,7 +167,7 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
     # workflow documents and that is generated from them (study.config.schema), so the two agree.
     typed_params(params)
     validate_params(params, schema_path)
-    for dataset in params.get("per_dataset") or {}:
+    for dataset in params.get("per_dataset") or {}:  # raw: each dataset's merge of the raw params is typed below
         # The merged settings of each dataset must be as valid as the global ones.
         try:
             typed_params(dataset_params(params, dataset))
@@ -181,7 +181,7 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
 def check_no_method_selection(params: Mapping) -> None:
     """The checkpoint rule belongs to the comparison, not to a method: a method's `selection`
     is refused with one line naming where it now lives."""
-    for name, method in (params.get("methods") or {}).items():
+    for name, method in (params.get("methods") or {}).items():  # raw: a key the type would refuse, named first
         if isinstance(method, Mapping) and "selection" in method:
             raise ConfigError(f"methods.{name}.selection: the checkpoint rule is the comparison's, not a method's; "
                               "set it as train.selection (params.yaml's train section or the experiment group's "

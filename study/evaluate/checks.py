@@ -313,16 +313,19 @@ def record_checks(
     return checks
 
 
+# The records' evaluation settings as they recorded them (a record written by an older run may
+# predate a field), and the reference in the same form, compared key by key.
 def _same_budget(a: Mapping, b: Mapping) -> bool:
-    return a.get("norm", "linf") == b.get("norm", "linf") and abs(float(a["eps"]) - float(b["eps"])) < 1e-9
+    same_norm = a.get("norm", "linf") == b.get("norm", "linf")  # as recorded, see above
+    return same_norm and abs(float(a["eps"]) - float(b["eps"])) < 1e-9
 
 
 def _iterations(ev: Mapping) -> int:
-    return int(ev.get("steps", 0)) * int(ev.get("restarts", 1))
+    return int(ev.get("steps", 0)) * int(ev.get("restarts", 1))  # as recorded, see _same_budget
 
 
 def _in_scope(scope: str, name: str, ev: Mapping, reference: Mapping) -> bool:
-    kind = ev.get("type", "clean")
+    kind = ev.get("type", "clean")  # as recorded, see _same_budget
     if scope == "all":
         return True
     if scope == "attacks":
@@ -331,7 +334,7 @@ def _in_scope(scope: str, name: str, ev: Mapping, reference: Mapping) -> bool:
         return kind in WHITE_BOX
     if scope == "reference":
         # A PGD no stronger than the reference (same budget, no more iterations) is as suspect as it.
-        return kind == "pgd" and (split_record_name(name)[0] == reference.get("name") or (
+        return kind == "pgd" and (split_record_name(name)[0] == reference.get("name") or (  # as recorded
             _same_budget(ev, reference) and _iterations(ev) <= _iterations(reference)))
     raise ValueError(f"unknown check scope {scope!r}; valid: {', '.join(SCOPES)}")
 
