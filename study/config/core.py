@@ -84,6 +84,7 @@ def configured_mirror(params: Mapping) -> str | None:
     `data.mirror`, else None."""
     from study.data.download import MIRROR_ENV
 
+    # raw: core sits below the types (they import it), and this runs while the params load
     return os.environ.get(MIRROR_ENV) or (params.get("data") or {}).get("mirror") or None
 
 
