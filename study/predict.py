@@ -94,8 +94,7 @@ def predict_on_device(
     n = images.shape[0]
     for start in tqdm(range(0, n, batch_size), desc=desc, disable=not progress, mininterval=5):
         x = to_float(images[start : start + batch_size].to(device, non_blocking=True))
-        if cuda:
-            x = x.contiguous(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)  # the layout the model trained in (study.train.setup)
         y = labels[start : start + batch_size].to(device, non_blocking=True)
         x_eval, broken_by = run_attack_detailed(model, x, y, attack, generator)
         if broken_by is not None:

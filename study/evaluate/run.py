@@ -102,8 +102,7 @@ def evaluate_model(
     images, labels = splits.test_x[idx], splits.test_y[idx]
     device = torch.device(device)
     cudnn_benchmark = set_cudnn_benchmark(device)
-    if device.type == "cuda":
-        model = model.to(memory_format=torch.channels_last)  # as training runs it; predict's inputs too
+    model = model.to(memory_format=torch.channels_last)  # as training runs it; predict's inputs too
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,

@@ -57,10 +57,7 @@ def augmented_batch(state: RunState, idx: torch.Tensor) -> tuple[torch.Tensor, t
     xb, yb = state.x_train[idx], state.y_train[idx]
     if augment.crop_padding or augment.flip:
         xb = random_crop_flip(xb, padding=augment.crop_padding, flip=augment.flip, generator=state.dev_gen)
-    x = to_float(xb)
-    if state.dev.type == "cuda":
-        x = x.contiguous(memory_format=torch.channels_last)
-    return x, yb
+    return to_float(xb).contiguous(memory_format=torch.channels_last), yb
 
 
 def device_batches(state: RunState) -> list[torch.Tensor]:
