@@ -35,9 +35,17 @@ def sha(obj: object) -> str:
 
 
 def load(root: Path, preset: str) -> dict:
+    import yaml
+
     from study.config import load_params
 
-    return load_params(root / "params.yaml", {"preset": preset}, presets_dir=root / "workflow/presets",
+    # A variant `auto` resolves by what data/raw and the mirror hold on this machine: the pins
+    # take the JPEG variant for it, whatever is at hand.
+    variants = (yaml.safe_load((root / f"workflow/presets/{preset}.yaml").read_text()).get("data") or {}).get(
+        "variants") or {}
+    fixed = {name: "jpeg" for name, variant in variants.items() if variant == "auto"}
+    overrides = {"preset": preset, **({"data": {"variants": fixed}} if fixed else {})}
+    return load_params(root / "params.yaml", overrides, presets_dir=root / "workflow/presets",
                        schema_path=root / "workflow/schemas/params.schema.yaml")
 
 
