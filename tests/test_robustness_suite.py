@@ -138,3 +138,8 @@ def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_r
     _, pred = aa.run_standard_evaluation(x, y, batch_size=ev.batch_size)
     library = (pred == y).numpy()
     assert ours.tolist() == library.tolist()
+    # the model and the batch in channels_last, as training and predict hold them: the same answer
+    # (the library reshapes with view(), which a channels_last batch would refuse)
+    _, broken_cl = autoattack_batch(model.to(memory_format=torch.channels_last),
+                                    x.contiguous(memory_format=torch.channels_last), y, ev, attack_list(ev))
+    assert (broken_cl == "").tolist() == library.tolist()

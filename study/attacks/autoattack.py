@@ -63,6 +63,7 @@ def autoattack_batch(
     """(adversarial batch, broken_by per sample: 'clean', an attack name, or '' if robust).
     Which attack broke a sample is kept on the device and read back once, at the end (each
     attack of the cascade still reads which samples are left: it runs on those only)."""
+    x = x.contiguous()  # the library reshapes with view(): the standard layout, not channels_last
     with torch.no_grad():
         logits = model(x)
     robust = logits.argmax(1) == y
