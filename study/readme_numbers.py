@@ -69,7 +69,8 @@ def target_lines(summary: pd.DataFrame, classwise: pd.DataFrame | None, dataset:
                      & (classwise["train_data"] == "original")]
     if rows.empty:
         return lines
-    lines.append(f"Test images per class: {int(rows['n'].min())}.")
+    targets = rows[rows["eval"].isin([ev for _, ev in DEMO_TARGETS])]
+    lines.append(f"Test images per class of the targets' evaluations: {int(targets['n'].min())}.")
     parts = []
     for ev in ("clean", "pgd20"):
         part = rows[rows["eval"] == ev]

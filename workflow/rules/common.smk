@@ -132,6 +132,16 @@ def run_resource(estimate, **kwargs):
     return lambda wildcards: estimate(run_of(wildcards).config, **kwargs)
 
 
+# Training jobs start longest first, and a run that others fine-tune before any: its children,
+# their evaluations and figure 13 wait on it (on two CPU cores, the demo's PGD-AT model).
+FINE_TUNED = {r.init_from for r in PLAN if r.init_from}
+
+
+def train_priority(wildcards):
+    run = run_of(wildcards)
+    return (1000 if run.run_id in FINE_TUNED else 0) + resources_estimate.train_minutes(run.config)
+
+
 # ---------------------------------------------------------------- evaluations
 # One evaluate job per run and checkpoint writes the records of all its evaluations in one
 # process (torch's import and the model's load once): <evaluation>.parquet (last checkpoint),

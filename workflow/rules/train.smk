@@ -20,6 +20,7 @@ rule train:
         init_from=init_from_arg,
         compile=config.get("speed", {}).get("compile", "auto"),
     threads: MODEL_THREADS
+    priority: train_priority
     resources:
         **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=8000),
                         runtime=run_resource(resources_estimate.train_minutes)),
