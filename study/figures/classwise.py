@@ -243,7 +243,18 @@ def plot_classwise(
         # colour in every panel.
         handles = {h.get_label(): h for ax in axes[0 if not stacked else slice(None, None, 2), :].ravel()
                    for h in ax.get_legend_handles_labels()[0]}
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(len(handles), 5),
-                   frameon=False, title=context["note"], title_fontsize=8)
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=_legend_columns(list(handles), fig.get_figwidth()), frameon=False, title=context["note"],
+                   title_fontsize=8)
         fig.suptitle(display_title(title) if title is not None else _default_title(table))
     return fig
+
+
+def _legend_columns(labels: list[str], width_in: float, at_most: int = 5) -> int:
+    """As many legend columns as fit the figure's width (a legend wider than the figure is cut
+    off at its edges): about 11 characters of legend text an inch, each entry with its marker."""
+    columns = min(len(labels), at_most)
+    while columns > 1 and max(sum(len(label) + 6 for label in labels[i:i + columns])
+                              for i in range(0, len(labels), columns)) > 11 * width_in:
+        columns -= 1
+    return max(columns, 1)
