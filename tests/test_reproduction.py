@@ -308,6 +308,15 @@ def test_runs_at_a_reduced_scale_are_marked_and_still_compared(params):
     assert rank_row.reduced_scale == ("3 epochs, fewer than the published recipe's 200 (the claim states none)",
                                       "350 training images per class, not all")
     assert rank_row.verdict == "agrees at reduced scale"
+    # the demo's CPU recipe also trains with a one-cycle schedule on the JPEG copy of CIFAR-10: its
+    # ranking is still compared; the same differences on a full-scale run are a recipe difference
+    demo_like = ranking.assign(schedule="cyclic", data_variant="jpeg")
+    (demo_row,) = rows_of(values_of(demo_like, params), "xu_pgd_at_rank_clean")
+    assert "cifar10 jpeg variant, not official" in demo_row.differences
+    assert demo_row.verdict == "agrees at reduced scale"
+    full_scale = runs("pgd_at", {"clean": AT_CLEAN}).assign(schedule="cyclic", data_variant="jpeg")
+    (other,) = rows_of(values_of(full_scale, params), "xu_pgd_at_rank_clean")
+    assert other.verdict == "recipe differs: not compared"
     # at the published scale and with no other difference nothing is marked
     (full_rank,) = rows_of(values_of(runs("pgd_at", {"clean": AT_CLEAN}), params), "xu_pgd_at_rank_clean")
     assert full_rank.reduced_scale == () and full_rank.verdict == "agrees"

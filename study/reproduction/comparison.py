@@ -5,8 +5,9 @@ A row whose recipe differs from the published one is not compared as equal: its 
 "recipe differs". Protocol notes that do not change what is measured (our best checkpoint is
 chosen on a validation split, the papers' on the test set; fewer seeds) are stated beside it. A
 row whose evaluation a check flagged or failed is not counted (study.metrics.trust) and says so.
-A ranking whose runs differ from the published recipe in scale only (fewer epochs or training
-images) is still compared: its verdict says "at reduced scale".
+A ranking whose runs differ from the published recipe only as a CPU-scale recipe does (fewer
+epochs or training images, a one-cycle schedule, another copy of the same data:
+matching.cpu_recipe) is still compared: its verdict says "at reduced scale".
 A row agrees when our interval meets the published value's (mean +- 1.96 sd where the paper gives
 sd); a ranking agrees when rho's interval lies above 0."""
 
@@ -25,6 +26,7 @@ from study.reproduction.matching import (
     baseline_of,
     candidates,
     closest_groups,
+    cpu_recipe,
     flagged,
     notes,
     scale_reductions,
@@ -61,6 +63,8 @@ class Row:
     seeds: int = 0
     difference_of: str = ""  # difference rows: "<method> minus <baseline>"
     reduced_scale: tuple[str, ...] = ()
+    #: the differences that a CPU-scale recipe makes (matching.cpu_recipe), scale reductions included
+    cpu_recipe: tuple[str, ...] = ()
 
     @property
     def published_value(self) -> float | None:
@@ -84,7 +88,7 @@ class Row:
         if self.flagged:
             return "flagged by checks: not counted"
         ranking = self.published.statistic == "rank"
-        if self.differences and ranking and set(self.differences) <= set(self.reduced_scale):
+        if self.differences and ranking and self.reduced_scale and set(self.differences) <= set(self.cpu_recipe):
             # a ranking is a direction, which a smaller recipe can show; a value's size it cannot
             return ("agrees" if self.estimate.lo > 0 else "does not agree") + " at reduced scale"
         if self.differences:
@@ -116,7 +120,7 @@ def _value_row(p: Published, rows: pd.DataFrame, differences: tuple[str, ...]) -
             differences = (*differences, "none of the published classes in these runs")
     n_seeds = int(rows["seed"].nunique())
     return Row(p, setting(rows), estimate, classes, differences, notes(p, n_seeds), flagged(rows), n_seeds,
-               reduced_scale=scale_reductions(p, rows.iloc[0]))
+               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]))
 
 
 def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
@@ -131,7 +135,7 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     return Row(p, setting(rows, base), estimate, (), differences, notes(p, estimate.seeds), flags, estimate.seeds,
                difference_of=f"{rows['method'].iloc[0]} minus {base['method'].iloc[0]}",
-               reduced_scale=scale_reductions(p, rows.iloc[0]))
+               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]))
 
 
 def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[Row]]:
