@@ -241,10 +241,10 @@ def _set(tree: dict, path: str, value) -> None:
 
 CONFIG_FAULTS = {
     # key path in the ci preset -> (bad value, what the message must name)
-    "negative eps": ("methods.pgd_at.adversary.eps", -0.1, ["methods.pgd_at.adversary.eps", "-0.1",
-                                                             "less than the minimum of 0"]),
-    "NaN eps": ("evaluations.pgd3.eps", math.nan, ["evaluations.pgd3.eps", "nan", "not a finite number"]),
-    "lr 0": ("train.optimizer.lr", 0, ["train.optimizer.lr", "0 is less than or equal to the minimum of 0"]),
+    "negative eps": ("methods.pgd_at.adversary.eps", -0.1, ["methods.pgd_at.adversary.eps: -0.1 is not valid",
+                                                             ">= 0"]),
+    "NaN eps": ("evaluations.pgd3.eps", math.nan, ["evaluations.pgd3.eps: nan is not valid", "a number >= 0"]),
+    "lr 0": ("train.optimizer.lr", 0, ["train.optimizer.lr: 0 is not valid", "a number > 0"]),
 }
 
 
@@ -427,13 +427,25 @@ def _subcommands_with_device():
     return {name: p for name, p in sub.choices.items() if any("--device" in a.option_strings for a in p._actions)}
 
 
+def _typed_examples() -> dict[str, dict]:
+    """A valid value of each typed JSON argument (named by its type), from the ci preset."""
+    from study.config import load_params, resolve_evaluation
+
+    ci = load_params(overrides={"preset": "ci"})
+    return {"EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
+            "Construct": ci["features"]["construct"], "SyntheticData": ci["data"]["synthetic"]}
+
+
 def _dummy_argv(name, sub_parser) -> list[str]:
     from study.cli import _json_arg
 
+    typed = _typed_examples()
     argv = [name]
     for action in sub_parser._actions:
         if action.required and action.option_strings:
-            argv += [action.option_strings[0], "{}" if action.type is _json_arg else "x"]
+            kind = getattr(action.type, "__name__", "")
+            value = json.dumps(typed[kind]) if kind in typed else "{}" if action.type is _json_arg else "x"
+            argv += [action.option_strings[0], value]
         elif not action.option_strings and action.dest != "help":
             argv.append("x")
     return argv

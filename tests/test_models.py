@@ -8,6 +8,7 @@ from study.models import MODEL_NAMES, Normalize, build_model, count_flops
 SHAPES = [(3, 32), (1, 28), (3, 64)]
 FEATURE_DIMS = {
     "small_cnn": 128,
+    "small_cnn_s2": 256,
     "resnet18": 512,
     "preact_resnet18": 512,
     "lenet": 84,
