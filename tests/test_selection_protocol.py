@@ -84,8 +84,8 @@ def test_a_baselines_best_checkpoint_follows_the_groups_rule(tmp_path, paper_run
     at = next(r for r in _mitigation(paper_runs) if r.config["method"] == "at")
     (tmp_path / "validation.json").write_text("{}")
     model = torch.nn.Linear(2, 2)
-    state = SimpleNamespace(cfg=at.config, run=at.run, epochs=4, run_dir=tmp_path, best={"score": -math.inf, "epoch": None},
-                            model=model, arch={"name": "linear"})
+    state = SimpleNamespace(cfg=at.config, run=at.run, epochs=4, run_dir=tmp_path,
+                            best={"score": -math.inf, "epoch": None}, model=model, arch={"name": "linear"})
     for epoch, correct in enumerate(([5, 5], [10, 10], [10, 2], [7, 4]), start=1):
         choose_best(state, epoch, _val_stats(correct), model, has_attack=True)
     record = json.loads((tmp_path / "validation.json").read_text())
