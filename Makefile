@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup demo test test-compile lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
+.PHONY: setup demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,16 @@ demo: setup
 	@echo "figures: results/figures/ (manifest: results/figures/all); reproduction: results/reproduction.md"
 
 # The inductor test (the real compiler's C++ code generation: 15-60 s of CPU for one tiny step)
-# is its own step, `make test-compile`, so that `make test` keeps its budget; CI runs both.
+# and the end-to-end pipeline tests (marked slow: the ci preset's whole DAG through Snakemake and
+# DVC, the zoo's jobs, the bench's processes: minutes on 2 cores) are their own steps,
+# `make test-compile` and `make test-pipeline`, so that `make test` keeps its budget; CI runs all three.
 test: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not inductor"; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not inductor and not slow"; \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+test-pipeline: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "slow and not inductor"; \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no end-to-end test: failing" >&2; exit 1; fi; exit $$rc
 
 test-compile: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -m inductor; rc=$$?; \

@@ -198,6 +198,7 @@ def test_cli_bench_names_the_valid_tasks(tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow
 def test_bench_times_compile_settings_profiles_and_concurrent_runs(tmp_path, monkeypatch):
     """--compile, --profile and --concurrent on the standard epoch: what each writes, not how fast."""
     # Capture without code generation keeps this cheap; the compiled path is the same.
