@@ -201,7 +201,7 @@ def test_inductor_compiles_the_pgd_at_step_whole_and_matches_eager(ci_params, sy
     states = []
     for mode in ("off", "auto"):
         state = _state(ci_params, small, "pgd_at", tmp_path / mode, train_per_class=2, batch_size=8, validation=None)
-        state.adversary.cfg["steps"] = 1
+        state.adversary.cfg = state.adversary.cfg.model_copy(update={"steps": 1})  # the typed config is frozen
         torch.manual_seed(0)
         state.model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
                                           torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
