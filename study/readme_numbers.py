@@ -24,11 +24,16 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _original(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The table's rows of models trained on the dataset itself (not on a constructed one)."""
+    return table[(table["dataset"] == dataset) & (table["train_data"] == "original")]
+
+
 def baseline_table(summary: pd.DataFrame, dataset: str, evaluations: list[str], methods: list[str]) -> str:
     """One row per (method, evaluation) of the dataset's small_cnn baseline runs."""
     rows = ["| model | evaluation | mean class accuracy | worst class | best class | max - min |",
             "|---|---|---|---|---|---|"]
-    runs = summary[(summary["dataset"] == dataset) & (summary["train_data"] == "original")]
+    runs = _original(summary, dataset)
     for method in methods:
         for ev in evaluations:
             hit = runs[(runs["method"] == method) & (runs["eval"] == ev)]
@@ -53,7 +58,7 @@ def _interval(row: pd.Series) -> str:
 def target_lines(summary: pd.DataFrame, classwise: pd.DataFrame | None, dataset: str) -> list[str]:
     """Each target with the value reached; the test images per class; whether the 95% intervals
     of the PGD-AT model's best and worst class are apart, per evaluation."""
-    runs = summary[(summary["dataset"] == dataset) & (summary["train_data"] == "original")]
+    runs = _original(summary, dataset)
     reached = []
     for (method, ev), floor in DEMO_TARGETS.items():
         hit = runs[(runs["method"] == method) & (runs["eval"] == ev)]
@@ -65,8 +70,8 @@ def target_lines(summary: pd.DataFrame, classwise: pd.DataFrame | None, dataset:
     lines = ["Targets: " + "; ".join(reached) + "."] if reached else []
     if classwise is None:
         return lines
-    rows = classwise[(classwise["dataset"] == dataset) & (classwise["method"] == "pgd_at")
-                     & (classwise["train_data"] == "original")]
+    rows = _original(classwise, dataset)
+    rows = rows[rows["method"] == "pgd_at"]
     if rows.empty:
         return lines
     targets = rows[rows["eval"].isin([ev for _, ev in DEMO_TARGETS])]

@@ -8,6 +8,7 @@ messages seen here."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -427,6 +428,7 @@ def _subcommands_with_device():
     return {name: p for name, p in sub.choices.items() if any("--device" in a.option_strings for a in p._actions)}
 
 
+@functools.cache
 def _typed_examples() -> dict[str, dict]:
     """A valid value of each typed JSON argument (named by its type), from the ci preset."""
     from study.config import load_params, resolve_evaluation

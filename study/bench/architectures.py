@@ -60,8 +60,10 @@ def _study(*args: str) -> tuple[float, float]:
 def _class_accuracies(records: Path) -> list[float]:
     import pandas as pd
 
-    df = pd.read_parquet(records)
-    return [float(a) for a in (df["label"] == df["pred"]).groupby(df["label"]).mean()]
+    from study.data.classes import CIFAR10_CLASS_NAMES
+    from study.metrics.classwise import class_accuracy
+
+    return class_accuracy(pd.read_parquet(records), CIFAR10_CLASS_NAMES)["acc"].astype(float).tolist()
 
 
 def _train_and_evaluate(job: tuple[str, str, dict], data: Path, work: Path, test_per_class: int) -> dict:
