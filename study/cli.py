@@ -531,6 +531,28 @@ def _add_readme_numbers(sub) -> None:
     p.set_defaults(func=cmd_readme_numbers)
 
 
+def cmd_comparisons(args) -> int:
+    from study.config.comparisons import comparisons_markdown, rewrite_section
+
+    section = comparisons_markdown(args.params, args.presets_dir)
+    if args.write:
+        doc = Path(args.doc)
+        doc.write_text(rewrite_section(doc.read_text(), section))
+        print(f"wrote {doc}", file=sys.stderr)
+    else:
+        print(section, end="")
+    return 0
+
+
+def _add_comparisons(sub) -> None:
+    p = sub.add_parser("comparisons", help="every compared pair of methods and its declared difference, per preset")
+    p.add_argument("--params", default="params.yaml", help="the study's params.yaml")
+    p.add_argument("--presets-dir", default="workflow/presets")
+    p.add_argument("--doc", default="docs/methods.md", help="the file whose marked list --write rewrites")
+    p.add_argument("--write", action="store_true", help="rewrite the marked list in --doc (default: print it)")
+    p.set_defaults(func=cmd_comparisons)
+
+
 class _Parser(argparse.ArgumentParser):
     """A bad argument gives one line (which argument, what it got, where the valid ones are),
     not the usage block: the last line of a job's log says what went wrong."""
@@ -550,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_zoo(sub)
     _add_bench(sub)
     _add_readme_numbers(sub)
+    _add_comparisons(sub)
     return parser
 
 

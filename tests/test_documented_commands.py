@@ -36,6 +36,8 @@ SHELL_FENCES = {"bash", "sh", "console", "shell"}
 CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
+    (r"study comparisons", "run"),
+    (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/test_declared_comparisons.py checks it)
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)
     (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/test_readme_numbers.py runs it)
     # minutes to hours, or a GPU machine: the target exists, its recipe expands

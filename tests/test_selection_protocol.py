@@ -19,7 +19,7 @@ from study.io import load_torch
 from study.train.policies import EpochStats, TradesLoss
 from study.train.policies.averaging import FAWA
 from study.train.records import eligible_epoch, validation_score
-from study.train.validation import validation_split
+from study.train.validation import held_per_class, validation_split
 
 ROOT = Path(__file__).resolve().parents[1]
 CFA_RULE = {"score": "mean_plus_worst", "from_epoch": 0.5}
@@ -157,7 +157,12 @@ def test_validation_per_class_holds_out_that_many_of_each_class(paper_runs):
     assert val[:25].tolist() == list(range(15, 40))  # the last 25 of class 0
     assert train.numel() == 45
     cifar100 = _mitigation(paper_runs, "mitigation_cifar100")
-    assert {json.dumps(r.config["validation"]) for r in cifar100} == {'{"per_class": 25}'}
+    # 25 of CIFAR-100's 500 per class, written as the share that FRL's own 6% replaces
+    frl = {r.config["method"] for r in cifar100 if r.config["method"].startswith("frl_")}
+    assert frl and {json.dumps(r.config["validation"]) for r in cifar100 if r.config["method"] not in frl} == \
+        {'{"fraction": 0.05}'}
+    assert held_per_class({"fraction": 0.05}, 500) == 25
+    assert {held_per_class(r.config["validation"], 500) for r in cifar100 if r.config["method"] in frl} == {30}
 
 
 def test_fawa_and_the_selection_index_read_the_same_worst_class_statistic():

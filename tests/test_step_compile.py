@@ -36,7 +36,7 @@ FAMILIES = {
     "standard": "standard",               # no adversary
     "pgd_at": "pgd_at",                   # PGD, fixed eps
     "trades": "trades",                   # KL attack from x + 0.001 N(0,1), CE + beta KL
-    "fat": "fat",                         # early-stopped PGD with step noise
+    "fat": "fat",                         # early-stopped PGD (CFA's loop: train-mode BatchNorm)
     "classwise_eps": "pgd_at_cfa_nowa",   # CFA: per-class eps and class-wise beta
     "targeted": "pgd_at_fairtat",         # FAIR-TAT: targeted attack, targets from the CFP
     "reweighting": "frl_reweight",        # FRL: class weights on the loss terms

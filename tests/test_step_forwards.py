@@ -26,18 +26,25 @@ EXPECTED = {
     "at": [*ATTACK_TRAIN, "train adv", "step", "train clean"],
     # yaodongyu/TRADES train_trades_cifar10.py:train: trades_loss, backward, step; nothing after
     "trades": [*KL_ATTACK, *TRADES],
+    # PKU-ML/CFA attack.py:fat_loss (train mode: train_epoch's model.train()), model(x + delta),
+    # opt.step(), then train_epoch's clean forward
+    "fat": [*ATTACK_TRAIN, "train adv", "step", "train clean"],
     # FAT.py:train: earlystop (model.eval()), model.train(), model(output_adv), step
-    "fat": [*ATTACK_EVAL, "train adv"],
+    "fat_zjfheart": [*ATTACK_EVAL, "train adv"],
     # CFA: its loss's forwards, then train_epoch's clean forward after opt.step()
     "pgd_at_cfa": [*ATTACK_TRAIN, "train adv", "step", "train clean"],
     "trades_cfa": [*KL_ATTACK, *TRADES, "step", "train clean"],
     "trades_normalized": [*KL_ATTACK, *TRADES, "step", "train clean"],
-    "fat_cfa": [*ATTACK_EVAL, "train adv", "step", "train clean"],   # FAT's attack kept (docs/methods.md)
+    "fat_cfa": [*ATTACK_TRAIN, "train adv", "step", "train clean"],   # `fat`: CFA's loop
     # TejaswiniMedi/FAIR-TAT target_train_new.py:train_epoch: attack(...) (cw_pgd_loss: model(x + delta)),
     # output_clean = model(normalize(x)), opt.step(), clean_output = model(normalize(x))
     "pgd_at_fairtat": [*ATTACK_TRAIN, "train adv", "train clean", "step", "train clean"],
     "trades_fairtat": [*ATTACK_EVAL, *TRADES, "train clean", "step", "train clean"],   # targeted: CE attack
-    "fat_fairtat": [*ATTACK_EVAL, "train adv", "train clean", "step", "train clean"],
+    "fat_fairtat": [*ATTACK_TRAIN, "train adv", "train clean", "step", "train clean"],
+    # the FAIR-TAT methods' controls: their loop without the targets
+    "pgd_at_margins": [*ATTACK_TRAIN, "train adv", "train clean", "step", "train clean"],
+    "trades_margins": [*KL_ATTACK, *TRADES, "train clean", "step", "train clean"],
+    "fat_margins": [*ATTACK_TRAIN, "train adv", "train clean", "step", "train clean"],
     # hannxu123/fair_robust utils_frl*.py:train_model: trades_adv (eval), model(data), model(x_adv),
     # model(data), step
     "frl_reweight": [*KL_ATTACK, *TRADES],
@@ -54,7 +61,7 @@ def _sequence(repo_root, method: str, compiled: bool) -> list[str]:
     model = bn_model()
     definition = paper_method(repo_root, method, steps=2) if method != "standard" else paper_method(repo_root, method)
     x, y = torch.rand(6, 3, 2, 2), torch.tensor([0, 1, 2, 0, 1, 2])
-    classwise = any(k in method for k in ("cfa", "fairtat", "remargin"))
+    classwise = any(k in method for k in ("cfa", "fairtat", "margin"))
     run_step(step_state(definition, model, 3), x, y, compiled=compiled,
              class_eps=torch.full((3,), 8 / 255) if classwise else None)
     assert model.training, "the model is back in train mode"

@@ -7,7 +7,11 @@ import copy
 from collections.abc import Iterable, Mapping
 
 from study.config.core import ConfigError, dataset_params, deep_merge, parse_fraction
-from study.config.types import EvaluateSettings, Method, MethodEntry, parse
+from study.config.types import EvaluateSettings, Method, MethodEntry, TrainSettings, parse
+
+#: the heads of a `differs_in` path: a policy, or a run-level key (`train.<setting>`)
+POLICIES = tuple(Method.model_fields)
+RUN_LEVEL = ("init_from", "validation_attack", "train")
 
 # The policies that only make sense with an adversary, and their value that needs none.
 _ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
@@ -34,13 +38,14 @@ def method_entry(params: Mapping, name: str) -> MethodEntry:
 
 def resolve_method(params: Mapping, name: str) -> dict:
     """The policies of a method (study.train.policies), fractions resolved; without the
-    run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run)
-    and `compare_with` (which method it is compared with: `comparison_baseline`).
+    run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run),
+    `compare_with` (which method it is compared with: `comparison_baseline`) and `differs_in`
+    (what differs from it: study.config.comparisons), which no run reads.
 
     The mapping holds the keys as written (a run config's `method_config`: the types' defaults
     would change its run id); `Method` reads it."""
     method = method_definition(params, name)
-    for run_level in ("train", "init_from", "validation_attack", "compare_with"):
+    for run_level in ("train", "init_from", "validation_attack", "compare_with", "differs_in"):
         method.pop(run_level, None)
     adv = method.get("adversary")  # the entry as written, fractions still strings
     if adv:
@@ -117,11 +122,25 @@ def check_method(params: Mapping, name: str) -> None:
         if other is not None and other not in methods:
             raise ConfigError(f"method {name!r}: {key} names unknown method {other!r}; "
                               f"defined: {', '.join(sorted(methods))}")
+    if definition.differs_in is not None:
+        check_differs_in(name, definition.differs_in)
     method = _resolved(params, name)
     adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items()
                 if getattr(method, k) is not None and getattr(method, k).type != plain]
     if method.adversary is None and adaptive:
         raise ConfigError(f"method {name!r}: policies {adaptive} need an adversary; the method has adversary: null")
+
+
+def check_differs_in(name: str, paths: Iterable[str]) -> None:
+    """Each `differs_in` path starts with a policy, a run-level key or `train.<setting>`."""
+    for path in paths:
+        head, _, rest = path.partition(".")
+        if head not in (*POLICIES, *RUN_LEVEL):
+            raise ConfigError(f"method {name!r}: differs_in names {path!r}; valid heads: "
+                              f"{', '.join((*POLICIES, *RUN_LEVEL))} (a dotted sub-key names one field)")
+        if head == "train" and rest.split(".")[0] not in TrainSettings.model_fields:
+            raise ConfigError(f"method {name!r}: differs_in names {path!r}; valid train settings: "
+                              f"{', '.join(TrainSettings.model_fields)}")
 
 
 def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -> dict:

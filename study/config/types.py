@@ -339,6 +339,10 @@ class MethodEntry(_Policies):
     #: the method it is compared with in figure 13 and the reproduction report (default: the
     #: nearest plain method of its base chain)
     compare_with: str | None = None
+    #: what differs between this method's runs and those of the method it is compared with:
+    #: policies, policy fields (`adversary.bn_stats`), `init_from`, `validation_attack`,
+    #: `train.<setting>` (study.config.comparisons checks it against the run configs)
+    differs_in: Annotated[list[str], Field(min_length=1)] | None = None
 
 
 class Method(_Policies):

@@ -1,0 +1,222 @@
+"""Declared comparisons: every pair of methods that figure 13 or the reproduction report
+compares (a method and the method it is compared with, study.config.methods.present_baseline)
+names what differs between its two arms (`differs_in` in the method's params entry), and
+`comparison_differences` finds what does differ, from the two run configs as the plan builds
+them for the group that runs them.
+
+A path is a policy (`adversary`, `targets`, `epsilon`, `loss`, `weights`, `averaging`,
+`regularizer`), one of its fields (`adversary.bn_stats`), or a run-level key: `init_from`,
+`validation_attack`, `train.<setting>` (`train.epochs`, `train.optimizer.lr`). A declared path
+covers the paths under it.
+
+    study comparisons            the per-preset list docs/methods.md shows
+    study comparisons --write    rewrite that list in docs/methods.md
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from study.config.core import ConfigError
+from study.config.grid import grid_combinations
+from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_entry, present_baseline
+from study.config.params import available_presets, load_params, typed_params
+from study.config.plan import run_config
+from study.config.types import ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
+
+#: run config key -> the declared path it is reported under
+_RUN_KEYS = {"epochs": "train.epochs", "batch_size": "train.batch_size", "train_per_class": "train.train_per_class",
+             "optimizer": "train.optimizer", "schedule": "train.schedule", "augment": "train.augment",
+             "validation": "train.validation", "selection": "train.selection", "precision": "train.precision",
+             "tf32": "train.tf32", "init_from": "init_from", "init_checkpoint": "init_from"}
+#: the same by construction in a group's runs, or a name: never a difference of the method
+_IDENTITY = ("method", "dataset", "data_variant", "model", "seed", "synthetic", "constructed")
+#: the settings each schedule reads: a key left behind by a preset's merge from another
+#: schedule (a constant schedule's `milestones`) changes nothing in the run
+_SCHEDULE_READS = {"step": ("milestones", "gamma"), "cyclic": ("peak",), "constant": ()}
+
+DOC = Path("docs/methods.md")
+START, END = "<!-- declared comparisons: start -->", "<!-- declared comparisons: end -->"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One compared pair of one experiment group: what its method declares and what differs."""
+
+    group: str
+    method: str
+    baseline: str
+    declared: tuple[str, ...]
+    actual: frozenset[str]
+
+    @property
+    def undeclared(self) -> list[str]:
+        """Differences no declared path covers."""
+        return sorted(p for p in self.actual if not any(covers(d, p) for d in self.declared))
+
+    @property
+    def unfounded(self) -> list[str]:
+        """Declared paths under which nothing differs."""
+        return [d for d in self.declared if not any(covers(d, p) for p in self.actual)]
+
+
+def covers(declared: str, path: str) -> bool:
+    return path == declared or path.startswith(declared + ".")
+
+
+def declared_differences(params: Mapping, method: str) -> tuple[str, ...]:
+    """A compared method's `differs_in`; a one-line ConfigError where it has none."""
+    declared = method_entry(params, method).differs_in
+    if declared is None:
+        raise ConfigError(f"method {method!r} is compared with another method but declares no `differs_in`; "
+                          f"list what differs, e.g. differs_in: [epsilon, averaging] (heads: "
+                          f"{', '.join((*POLICIES, *RUN_LEVEL))})")
+    check_differs_in(method, declared)
+    return tuple(declared)
+
+
+def _group(params: Mapping, name: str) -> ExperimentGroup:
+    groups = typed_params(params).experiments
+    for group in groups:
+        if group.group == name:
+            return group
+    raise ConfigError(f"unknown experiment group {name!r}; defined: {', '.join(g.group for g in groups)}")
+
+
+def _present(params: Mapping, group: ExperimentGroup) -> list[str]:
+    """The methods a group lists, then the runs planned for it that it does not list (the
+    parents its methods fine-tune)."""
+    present = list(group.methods)
+    for method in group.methods:
+        parent = method_entry(params, method).init_from
+        while parent is not None and parent not in present:
+            present.append(parent)
+            parent = method_entry(params, parent).init_from
+    return present
+
+
+def group_baseline(params: Mapping, group: ExperimentGroup, method: str) -> str | None:
+    """The method `method` is compared with in `group`, where that group runs one."""
+    return present_baseline(params, method, _present(params, group))
+
+
+def comparison_differences(params: Mapping, method: str, group: str | None = None,
+                           baseline: str | None = None) -> set[str]:
+    """The paths where the runs of `method` and of the method it is compared with differ, both
+    built as the plan builds them for `group` (default: the first group that runs both), over
+    the group's datasets and grid cells."""
+    candidates = [_group(params, group)] if group is not None else typed_params(params).experiments
+    for typed in candidates:
+        if method not in typed.methods:
+            continue
+        other = baseline or group_baseline(params, typed, method)
+        if other is not None:
+            return _differences(params, typed, method, other)
+    where = f"group {group!r}" if group is not None else "any experiment group"
+    raise ConfigError(f"method {method!r}: no method it is compared with runs in {where}")
+
+
+def _differences(params: Mapping, group: ExperimentGroup, method: str, baseline: str) -> set[str]:
+    found: set[str] = set()
+    model, seed = group.models[0], group.seeds[0]
+    for dataset in group.dataset_names:
+        for cell in grid_combinations(group):
+            arms = [run_config(params, group, model, name, seed, dataset=dataset, cell=cell)
+                    for name in (method, baseline)]
+            if not all("validation" in cfg for cfg in arms):
+                # a run without a split has no checkpoint rule: the split's difference says it
+                arms = [{k: v for k, v in cfg.items() if k != "selection"} for cfg in arms]
+            found |= _diff(*(_comparable(cfg) for cfg in arms))
+    return found
+
+
+def _comparable(cfg: Mapping) -> dict:
+    """A run config under the declared paths, each setting typed (a default written out is no
+    difference) and a missing policy as its type's default."""
+    out: dict[str, Any] = {}
+    method = Method.model_validate(cfg["method_config"]).model_dump(by_alias=True)
+    for policy in POLICIES:
+        value = method[policy]
+        if value is None and policy != "adversary":
+            kind = next(t for t in get_args(Method.model_fields[policy].annotation) if t is not type(None))
+            value = kind().model_dump(by_alias=True)
+        out[policy] = value
+    train: dict[str, Any] = {}
+    for key, value in cfg.items():
+        if key in _IDENTITY or key in ("method_config", "epoch_eval"):
+            continue
+        if key == "optimizer":
+            value = OptimizerSettings.model_validate(value).model_dump()
+        elif key == "schedule":
+            typed = ScheduleSettings.model_validate(value)
+            value = {"name": typed.name, **{k: getattr(typed, k) for k in _SCHEDULE_READS[typed.name]}}
+        target = _RUN_KEYS.get(key, f"train.{key}")
+        if target.startswith("train."):
+            train[target.split(".", 1)[1]] = value
+        else:
+            out.setdefault(target, {})[key] = value
+    epoch_eval = dict(cfg.get("epoch_eval") or {})
+    out["validation_attack"] = epoch_eval.pop("validation_attack", None)
+    train["epoch_eval"] = epoch_eval
+    out["train"] = train
+    return out
+
+
+def _diff(a: Any, b: Any, path: str = "") -> set[str]:
+    if a == b:
+        return set()
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        # another type of policy (or schedule, optimizer) is a difference of the whole
+        kind = next((k for k in ("type", "name") if k in a and k in b), None)
+        if path and kind is not None and a[kind] != b[kind]:
+            return {path}
+        found: set[str] = set()
+        for key in sorted(set(a) | set(b), key=str):
+            found |= _diff(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
+        return found
+    return {path}
+
+
+def comparisons(params: Mapping) -> list[Comparison]:
+    """Every compared pair of every experiment group: each method of a group whose comparison
+    baseline the group runs (lists it, or trains it for a fine-tune), its declared and actual
+    differences."""
+    out = []
+    for group in typed_params(params).experiments:
+        for method in group.methods:
+            baseline = group_baseline(params, group, method)
+            if baseline is None:
+                continue
+            declared = declared_differences(params, method)
+            actual = _differences(params, group, method, baseline)
+            out.append(Comparison(group.group, method, baseline, declared, frozenset(actual)))
+    return out
+
+
+def preset_params(preset: str | None, params_path: Path | str = "params.yaml",
+                  presets_dir: Path | str = "workflow/presets") -> dict:
+    """params.yaml with a preset's overlay, or bare (preset None: no overlay)."""
+    return load_params(params_path, {"preset": preset}, presets_dir=presets_dir)
+
+
+def comparisons_markdown(params_path: Path | str = "params.yaml",
+                         presets_dir: Path | str = "workflow/presets") -> str:
+    """The declared pairs of every preset, as docs/methods.md lists them."""
+    lines = ["| preset | group | method | compared with | declared difference |", "|---|---|---|---|---|"]
+    for preset in available_presets(Path(presets_dir)):
+        for c in comparisons(preset_params(preset, params_path, presets_dir)):
+            lines.append(f"| {preset} | {c.group} | `{c.method}` | `{c.baseline}` | "
+                         f"{', '.join(f'`{d}`' for d in c.declared)} |")
+    return "\n".join(lines) + "\n"
+
+
+def rewrite_section(text: str, section: str) -> str:
+    """`text` with the part between the markers replaced by `section`."""
+    if START not in text or END not in text:
+        raise ConfigError(f"{DOC} has no {START} ... {END} markers")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{section}{END}{tail}"
