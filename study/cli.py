@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from study.names import CHECKPOINTS
+
 
 def _json_arg(text: str) -> dict:
     """Inline JSON, or @path to a JSON file."""
@@ -356,8 +358,9 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
                    help="resolved evaluation (JSON or @file); repeat with an --out each for several")
     p.add_argument("--out", required=True, action="append", help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
-    p.add_argument("--checkpoint", default="last", choices=["last", "best"],
-                   help="last (model.pt) or best on validation (model_best.pt; recorded as <evaluation>@best)")
+    p.add_argument("--checkpoint", default="last", choices=list(CHECKPOINTS),
+                   help="last (model.pt), best on validation (model_best.pt; recorded as <evaluation>@best) or "
+                        "published (model_published.pt, the published protocol; <evaluation>@published)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")
@@ -376,8 +379,9 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--strong-restarts", type=_positive_int, default=2, help="its random restarts")
     p.add_argument("--out", required=True, help="checks.json")
     p.add_argument("--table", required=True, help="checks.csv")
-    p.add_argument("--checkpoint", default="last", choices=["last", "best"],
-                   help="checkpoint checked: last (model.pt) or best (model_best.pt); only its records are compared")
+    p.add_argument("--checkpoint", default="last", choices=list(CHECKPOINTS),
+                   help="checkpoint checked: last (model.pt), best (model_best.pt) or published "
+                        "(model_published.pt); only its records are compared")
     p.add_argument("--strict", action="store_true", help="exit 1 when a check fails (after writing the results)")
     p.set_defaults(func=cmd_check)
 

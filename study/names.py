@@ -1,8 +1,9 @@
 """Names: what an evaluation's records are called, and the display names of methods,
 evaluations, datasets and models.
 
-An evaluation's records are named `<evaluation>` for the last checkpoint and `<evaluation>@best`
-for the best on validation (the stem of the record's file, and the `eval` column of the tables).
+An evaluation's records are named `<evaluation>` for the last checkpoint, `<evaluation>@best`
+for the best on validation and `<evaluation>@published` for the best on the test subset by the
+published protocol (the stem of the record's file, and the `eval` column of the tables).
 `record_name` and `split_record_name` are the only code that formats and parses that name; every
 other reader takes the checkpoint from its field (a record's `evaluation.checkpoint`, a table's
 `checkpoint` column).
@@ -91,9 +92,14 @@ NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
 _LINF_BY_DEFAULT = {"pgd", "autoattack", "aa", "square", "fgsm", "apgd", "bim", "fab"}
 # Datasets built after Ilyas et al. 2019 (docs/study.md#figures, 12), named as in the paper.
 CONSTRUCTED_NAMES = {"d_rand": "D_rand", "d_det": "D_det", "d_nr": "D_NR", "d_r": "D_R"}
-CHECKPOINT_NAMES = {"best": "best checkpoint", "last": "last checkpoint"}
-#: the checkpoints a run is evaluated at: `last` (model.pt), `best` on validation (model_best.pt)
-CHECKPOINTS = ("last", "best")
+CHECKPOINT_NAMES = {"best": "best checkpoint", "last": "last checkpoint",
+                    "published": "best on the test set, published protocol"}
+#: the checkpoints a run is evaluated at: `last` (model.pt), `best` on validation (model_best.pt),
+#: `published`: best on the test subset by the published protocol (model_published.pt)
+CHECKPOINTS = ("last", "best", "published")
+#: the checkpoints the study's own comparisons read: chosen without the test set. `published`
+#: is chosen on it and stands only beside a published value chosen the same way (docs/methods.md)
+STUDY_CHECKPOINTS = ("last", "best")
 _CHECKPOINT_MARK = "@"
 
 _EVAL_KEY = re.compile(r"^(?P<attack>[a-z]+?)(?P<steps>\d+)?(?:_(?P<norm>linf|l2|l1)_?(?P<eps>\d+))?$")
@@ -220,7 +226,7 @@ def _known_checkpoint(checkpoint: object, name: object) -> str:
 
 def record_name(evaluation: str, checkpoint: str = "last") -> str:
     """The name of an evaluation's records at a checkpoint: ('pgd20', 'last') -> 'pgd20',
-    ('pgd20', 'best') -> 'pgd20@best'."""
+    ('pgd20', 'best') -> 'pgd20@best', ('pgd20', 'published') -> 'pgd20@published'."""
     checkpoint = _known_checkpoint(checkpoint, evaluation)
     return str(evaluation) if checkpoint == "last" else f"{evaluation}{_CHECKPOINT_MARK}{checkpoint}"
 

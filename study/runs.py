@@ -22,13 +22,17 @@ from study.config.types import RunConfig, ZooRunConfig, parse
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
     import torch
 
-#: the model files of a run: `last` (final weights) and `best` (best on validation)
-CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt"}
+#: the model files of a run: `last` (final weights), `best` (best on validation) and
+#: `published` (best on the test subset by the published protocol, where the run keeps one)
+CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt", "published": "model_published.pt"}
 CONFIG_FILE = "config.json"
 STATE_FILE = "checkpoint.pt"
 EPOCHS_FILE = "epochs.csv"
 META_FILE = "meta.json"
 VALIDATION_FILE = "validation.json"
+#: the published protocol's evidence beside model_published.pt: every epoch's index, the
+#: candidates and the epoch chosen
+PUBLISHED_FILE = "published.json"
 
 #: the columns that name a run's training setting (everything but dataset, model, method, seed)
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
@@ -123,8 +127,8 @@ def _model_blob(path: Path) -> dict:
 def load_trained_model(
     run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: str = "last"
 ) -> tuple[torch.nn.Module, dict]:
-    """The final (`last`) or best-on-validation (`best`) model of a finished run, in eval
-    mode, with its architecture record."""
+    """The final (`last`), best-on-validation (`best`) or published-protocol (`published`)
+    model of a finished run, in eval mode, with its architecture record."""
     if checkpoint not in CHECKPOINT_FILES:
         raise ValueError(f"unknown checkpoint {checkpoint!r}; valid: {', '.join(CHECKPOINT_FILES)}")
     path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]

@@ -18,10 +18,12 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from study.runs import CHECKPOINT_FILES
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROFILE = ROOT / "workflow/profiles/slurm"
-TRAINING_RULES = {"train", "train_validated", "zoo_run"}
+TRAINING_RULES = {"train", "train_validated", "train_published", "train_validated_published", "zoo_run"}
 
 
 def _dry_run(*options: str) -> str:
@@ -92,8 +94,8 @@ def test_training_declares_every_run_file_that_other_jobs_read(ci_jobs):
         for run in _option_values(shell, "--run-dir") + _option_values(shell, "--source-run"):
             if job["rule"] not in TRAINING_RULES:
                 reads.append((job, f"{run}/config.json", False))  # study.runs: the run's config
-                best = "--checkpoint best" in shell or "--checkpoint=best" in shell
-                reads.append((job, f"{run}/{'model_best' if best else 'model'}.pt", True))
+                named = re.search(r"--checkpoint[ =](\w+)", shell)
+                reads.append((job, f"{run}/{CHECKPOINT_FILES[named[1] if named else 'last']}", True))
         reads += [(job, path, True) for path in _option_values(shell, "--init-from")]
         reads += [(job, str(Path(path).parent / "config.json"), False) for path in _option_values(shell, "--epochs")]
     missing = [f"{j['rule']} reads {f}, no rule's output" for j, f, _ in reads if f not in produced]
@@ -107,11 +109,17 @@ def test_training_declares_every_run_file_that_other_jobs_read(ci_jobs):
     # the ci DAG has them: @best evaluations, and a fine-tuning run (FRL) from its parent's best checkpoint
     best_readers = {j["rule"] for j, f, _ in reads if f.endswith("/model_best.pt")}
     assert any(r.startswith("evaluate_") for r in best_readers), best_readers  # the @best evaluations
-    assert any(f.endswith("/model_best.pt") for j in ci_jobs if j["rule"] == "train_validated" for f in j["input"])
-    # model_best.pt: written by exactly the runs with a validation split (train_validated)
+    assert any(f.endswith("/model_best.pt") for j in ci_jobs if j["rule"].startswith("train_validated")
+               for f in j["input"])
+    # and @published evaluations, of model_published.pt
+    published_readers = {j["rule"] for j, f, _ in reads if f.endswith("/model_published.pt")}
+    assert any(r.startswith("evaluate_") and r.endswith("_at_published") for r in published_readers), published_readers
+    # model_best.pt: written by exactly the runs with a validation split (train_validated*);
+    # model_published.pt by those that keep the published protocol's (train_*published)
     for job in ci_jobs:
-        if job["rule"] in ("train", "train_validated"):
-            assert any(f.endswith("/model_best.pt") for f in job["output"]) == (job["rule"] == "train_validated")
+        if job["rule"] in TRAINING_RULES - {"zoo_run"}:
+            assert any(f.endswith("/model_best.pt") for f in job["output"]) == job["rule"].startswith("train_validated")
+            assert any(f.endswith("/model_published.pt") for f in job["output"]) == job["rule"].endswith("published")
             assert any(f.endswith("/config.json") for f in job["output"])
 
 

@@ -19,6 +19,7 @@ import yaml
 from study.config import group_datasets, method_definition
 from study.data.registry import get_dataset_info
 from study.figures.registry import FIGURE_KINDS
+from study.names import record_name
 from study.runs import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def _shards(params) -> dict[str, int]:
 def _whole(run, checkpoint: str, shards: dict[str, int]) -> list[str]:
     """The evaluations of a run that its one evaluate job of `checkpoint` writes: all of them but
     the sharded ones of the last checkpoint (a job per shard and a merge each)."""
-    return sorted(e for e in run.evaluations if checkpoint == "best" or shards.get(e, 1) == 1)
+    return sorted(e for e in run.evaluations if checkpoint != "last" or shards.get(e, 1) == 1)
 
 
 def _evaluate_jobs(params, runs) -> tuple[int, int]:
@@ -145,10 +146,14 @@ def _evaluate_count(counts: dict[str, int]) -> int:
                if rule.startswith("evaluate_") and rule != "evaluate_all")
 
 
+#: the training rules: train, and those of runs that also write model_best.pt (a validation
+#: split), model_published.pt (the published protocol) or both
+TRAIN_RULES = ("train", "train_validated", "train_published", "train_validated_published")
+
+
 def _train_count(counts: dict[str, int]) -> int:
-    """Training jobs in job stats: rule train, and train_validated (runs with a validation split,
-    which also write model_best.pt)."""
-    return counts.get("train", 0) + counts.get("train_validated", 0)
+    """Training jobs in job stats (TRAIN_RULES)."""
+    return sum(counts.get(rule, 0) for rule in TRAIN_RULES)
 
 
 def _zoo(params):
@@ -228,14 +233,14 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
               for seed in g["seeds"]}
     mitigation = [r for r in runs if _is_mitigation(r)]
     assert {(r.dataset, r.config["model"], r.config["method"], r.config["seed"]) for r in mitigation} == wanted
-    assert len(mitigation) == len(wanted) and all(r.checkpoints == ["last", "best"] for r in mitigation)
+    assert len(mitigation) == len(wanted) and all(r.checkpoints == ["last", "best", "published"] for r in mitigation)
     assert "cifar10-official.pt" in out
 
 
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
     out = paper_dry_run
     jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
-    gpu_rules = r"\s*(local)?rule (train|train_validated|evaluate_(?!all:)\w+|construct):"
+    gpu_rules = rf"\s*(local)?rule ({'|'.join(TRAIN_RULES)}|evaluate_(?!all:)\w+|construct):"
     gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
     counts = _job_counts(out)
     assert len(gpu_jobs) == _train_count(counts) + _evaluate_count(counts) + counts.get("construct", 0)
@@ -331,7 +336,7 @@ def _expected_logs(params, runs) -> set[str]:
         where = f"results/logs/evaluate/{r.run_id}"
         for c in r.checkpoints:
             if whole := _whole(r, c, shards):
-                logs.add(f"{where}/{'+'.join(whole)}{'@best' if c == 'best' else ''}.log")
+                logs.add(f"{where}/{record_name('+'.join(whole), c)}.log")
         for e in (e for e in r.evaluations if "last" in r.checkpoints and shards.get(e, 1) > 1):
             logs |= {f"{where}/shards/{e}/{i}-of-{shards[e]}.log" for i in range(shards[e])}
             logs.add(f"{where}/{e}-merge.log")
@@ -412,7 +417,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     # row per (run, evaluation) in the attack table, corruptions per class
     _, checked, corrupted = _robustness_runs(params, runs)
     for run in checked:
-        for at in ("@best" if c == "best" else "" for c in run.checkpoints):
+        for at in ("" if c == "last" else f"@{c}" for c in run.checkpoints):
             checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
             assert checks["status"] in ("pass", "flag"), checks
     attacks = pd.read_csv(project / "results/tables/attacks.csv")

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 from conftest import SHARED_FIXTURE_GROUPS
-from test_workflow import _evaluate_count, _job_counts
+from test_workflow import TRAIN_RULES, _evaluate_count, _job_counts
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, attack_steps, evaluate_minutes, mem_mb, train_minutes
@@ -27,7 +27,7 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
     assert [m.args for m in request.node.iter_markers("xdist_group")] == [("paper_dag",)]
     model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
     counts = _job_counts(out)
-    model_rules = ("train", "train_validated", "check", "corruptions", "construct")
+    model_rules = (*TRAIN_RULES, "check", "corruptions", "construct")
     assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts)
     for job in model_jobs:
         resources = re.search(r"resources: (.*)", job).group(1)

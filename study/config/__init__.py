@@ -5,6 +5,7 @@
     grid      the cells of an experiment group's grid
     methods   method (`base` chains) and evaluation resolution
     plan      the runs, constructions and feature runs of the configured study
+    protocols the checkpoint selection protocols (validation; published: published_protocol)
 
 Run ids, training settings and run files live in `study.runs`. The names below are the
 package's public face, so callers need not know which module holds what.

@@ -8,13 +8,16 @@ import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import get_args
 
 from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
 from study.config.params import typed_params
+from study.config.protocols import published_selection
 from study.config.run_ids import construction_key, run_id, typed_run
 from study.config.types import (
+    Checkpoint,
     ExperimentGroup,
     Features,
     MethodEntry,
@@ -32,6 +35,8 @@ _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
 #: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
 #: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
 DEFAULT_TF32 = Tf32Settings().model_dump()
+#: every checkpoint a run may be evaluated at, in the plan's order
+CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
 
 
 @dataclass
@@ -40,8 +45,9 @@ class RunSpec:
     config: dict
     groups: list[str] = field(default_factory=list)
     evaluations: list[str] = field(default_factory=list)
-    #: checkpoints to evaluate: `last` (model.pt) and, for runs with a validation split,
-    #: `best` (model_best.pt, chosen on validation robust accuracy)
+    #: checkpoints to evaluate: `last` (model.pt), for runs with a validation split `best`
+    #: (model_best.pt, chosen on validation), for runs that keep one `published`
+    #: (model_published.pt, the published protocol on the test subset)
     checkpoints: list[str] = field(default_factory=lambda: ["last"])
     #: the kinds of its experiment groups (`mitigation`: figure 13's runs, checked by default)
     kinds: list[str] = field(default_factory=list)
@@ -164,6 +170,9 @@ def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, de
         # the checkpoint rule is the comparison's (the group's train.selection), the same for
         # every method of the group, baselines included
         extra["selection"] = train.selection.model_dump()
+    if (published := published_selection(train, f"experiment group {_group_of(group)[0]!r} on {dataset}")) is not None:
+        # the published protocol's checkpoint (model_published.pt): only runs that keep one name it
+        extra["published_selection"] = published.model_dump()
     if train.precision != "fp32":
         extra["precision"] = train.precision
     tf32 = train.tf32.model_dump()
@@ -204,12 +213,18 @@ def _group_configs(params: Mapping, group: ExperimentGroup):
                             yield dataset, name, cfg
 
 
+#: what a run config needs for each checkpoint it may be evaluated at, and the setting that gives it
+_CHECKPOINT_NEEDS = {"best": ("validation", "a validation split (train.validation)"),
+                     "published": ("published_selection", "the published protocol (train.published_selection)")}
+
+
 def _wanted_checkpoints(group: ExperimentGroup, cfg: Mapping) -> list[str]:
-    has_val = "validation" in cfg
-    wanted = group.checkpoints or (["last", "best"] if has_val else ["last"])
-    if "best" in wanted and not has_val:
-        raise ConfigError(f"experiment group {group.group!r}: checkpoint 'best' "
-                          "needs a validation split (train.validation)")
+    kept = ["last", *(c for c, (key, _) in _CHECKPOINT_NEEDS.items() if key in cfg)]
+    wanted = group.checkpoints or kept
+    for checkpoint in wanted:
+        if checkpoint not in kept:
+            raise ConfigError(f"experiment group {group.group!r}: checkpoint {checkpoint!r} "
+                              f"needs {_CHECKPOINT_NEEDS[checkpoint][1]}")
     return list(wanted)
 
 
@@ -244,7 +259,7 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
     if typed.features is not None:
         _add_feature_runs(params, runs)
     for rid, spec in runs.items():
-        spec.checkpoints = [c for c in ("last", "best") if c in checkpoints.get(rid, {"last"})]
+        spec.checkpoints = [c for c in CHECKPOINTS if c in checkpoints.get(rid, {"last"})]
     return list(runs.values())
 
 

@@ -33,7 +33,9 @@ OptimizerName = Literal["sgd", "adam"]
 ScheduleName = Literal["step", "cyclic", "constant"]
 SelectionScore = Literal["mean", "mean_plus_worst"]
 Precision = Literal["fp32", "bf16"]
-Checkpoint = Literal["last", "best"]
+#: `last` (model.pt), `best` on validation (model_best.pt), `published`: best on the test
+#: subset by the published protocol (model_published.pt; PublishedSelection)
+Checkpoint = Literal["last", "best", "published"]
 #: `plain`: a comparison of the class-wise figures; `mitigation`: figure 13's methods, checked
 #: against false robustness by default and kept out of the other figures
 GroupKind = Literal["plain", "mitigation"]
@@ -401,6 +403,23 @@ class SelectionSettings(Config):
     from_epoch: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
+class PublishedSelection(Config):
+    """The published protocol: how CFA's code (Wei et al. 2023, PKU-ML/CFA train.py) chose the
+    checkpoints behind its Table 1, kept as model_published.pt beside the study's own best. It
+    reads the TEST subset's per-epoch records (robust accuracy under train.epoch_eval.attack),
+    so a value it picks is biased upwards and is only ever set beside a published best value,
+    never compared as equal with a value chosen on validation (docs/methods.md)."""
+
+    #: CFA's index: mean plus worst-class robust accuracy (or the mean alone)
+    index: SelectionScore = "mean_plus_worst"
+    #: candidates: eligible epochs whose index is within `band` of the best index so far
+    #: (CFA saves each as a file; the highest index is the one chosen)
+    band: Annotated[float, Field(ge=0, le=1)] = 0.02
+    #: eligible epochs: epoch > from_epoch * epochs (CFA's `epoch >= 0.5 * args.epochs`, 0-based);
+    #: below 1, so the last epoch is always eligible
+    from_epoch: Annotated[float, Field(ge=0, lt=1)] = 0.5
+
+
 class ValidationFraction(Config):
     fraction: Annotated[float, Field(gt=0, lt=1)]
 
@@ -425,6 +444,8 @@ class TrainSettings(Config):
     #: TF32 on a GPU (Ampere+), set for every run
     tf32: Tf32Settings = Tf32Settings()
     selection: SelectionSettings = SelectionSettings()
+    #: the published protocol's settings: runs that keep model_published.pt (None: none)
+    published_selection: PublishedSelection | None = None
     optimizer: OptimizerSettings
     schedule: ScheduleSettings
     augment: AugmentSettings
@@ -478,7 +499,8 @@ class ExperimentGroup(Config):
     #: (mapping values merge at their path)
     grid: Annotated[dict[Annotated[str, Field(pattern=_DOTTED)], Annotated[list, Field(min_length=1)]],
                     Field(min_length=1)] | None = None
-    #: the checkpoints to evaluate (default both where the runs have a validation split)
+    #: the checkpoints to evaluate (default: last, best where the runs have a validation split,
+    #: published where they keep one, train.published_selection)
     checkpoints: Annotated[list[Checkpoint], Field(min_length=1)] | None = None
 
     def model_post_init(self, context: Any) -> None:
@@ -756,6 +778,8 @@ class RunConfig(Config):
     synthetic: SyntheticData | None = None
     validation: Validation | None = None
     selection: SelectionSettings = SelectionSettings()
+    #: keep model_published.pt by the published protocol (absent: the run keeps none)
+    published_selection: PublishedSelection | None = None
     precision: Precision = "fp32"
     tf32: Tf32Settings = Tf32Settings()
     #: the run id of the run this one fine-tunes, and which of its checkpoints

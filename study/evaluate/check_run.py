@@ -1,7 +1,8 @@
 """`study check`: the checks against false robustness of one checkpoint of a run, written beside its records.
 
-A run's `last` checkpoint (model.pt) and its `best` on validation (model_best.pt) are
-checked apart: records of `<evaluation>@best` belong to the best checkpoint, records
+A run's `last` checkpoint (model.pt), its `best` on validation (model_best.pt) and its
+`published` (model_published.pt) are checked apart: records of `<evaluation>@best` belong
+to the best checkpoint, those of `<evaluation>@published` to the published one, records
 without `@` to the last, and only those of the checked checkpoint reach the record checks.
 """
 
@@ -65,7 +66,7 @@ def check_run(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     device: str = "cpu",
 ) -> dict:
-    """Run every check on `checkpoint` ('last' or 'best') of the run and on its records;
+    """Run every check on `checkpoint` ('last', 'best' or 'published') of the run and on its records;
     write checks.json (status, values, the evaluations each check concerns) and checks.csv
     (one row per check)."""
     if checkpoint not in CHECKPOINT_FILES:

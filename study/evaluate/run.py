@@ -33,7 +33,8 @@ def evaluate_run(
     checkpoint: str = "last",
 ) -> Path:
     """Classify the test set (or its first `test_per_class` per class) clean or under attack,
-    with the run's `last` model or its `best` on validation (evaluation named `<name>@best`).
+    with the run's `last` model, its `best` on validation (evaluation named `<name>@best`) or
+    its `published` (the published protocol on the test subset; `<name>@published`).
 
     `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
     its own attack seed; `study merge-shards` joins the parts into one record."""

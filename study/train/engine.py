@@ -12,6 +12,7 @@ a fixed seed, finishes with the same records as an uninterrupted run.
       for each epoch:
         train_epoch: batches -> adversary -> loss policy -> step   (study.train.epoch)
         end_epoch: validation, averaging, records, policies, best  (study.train.records)
+                   and the published protocol's checkpoint  (study.train.published_protocol)
         save_state: checkpoint.pt and epochs.csv
       finish_run: model.pt and meta.json
 """
@@ -31,10 +32,20 @@ from study.data.splits import Splits
 from study.device import describe, set_tf32, tf32_flags
 from study.io import atomic_write_json
 from study.provenance import provenance
-from study.runs import CHECKPOINT_FILES, EPOCHS_FILE, META_FILE, STATE_FILE, VALIDATION_FILE, run_key, save_model
+from study.runs import (
+    CHECKPOINT_FILES,
+    EPOCHS_FILE,
+    META_FILE,
+    PUBLISHED_FILE,
+    STATE_FILE,
+    VALIDATION_FILE,
+    run_key,
+    save_model,
+)
 from study.train.checkpoint import rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
 from study.train.policies import EpochStats
+from study.train.published_protocol import choose_published
 from study.train.records import (
     EPOCH_COLUMNS,
     class_accuracy,
@@ -160,6 +171,8 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
         epoch_eval = state.run.epoch_eval
         has_attack = bool(epoch_eval.validation_attack or epoch_eval.attack)
         choose_best(state, epoch, val_out, out_model, has_attack=has_attack)
+    if state.run.published_selection is not None:
+        keep_published(state, epoch, out_model)
 
 
 def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: bool) -> None:
@@ -178,6 +191,21 @@ def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: boo
     record["epochs"] = [e for e in record.get("epochs", []) if e["epoch"] < epoch] + [{**parts, "eligible": eligible}]
     record["best_epoch"] = state.best["epoch"]
     atomic_write_json(path, record)
+
+
+def keep_published(state: RunState, epoch: int, out_model: torch.nn.Module) -> int | None:
+    """Keep `model_published.pt` by the published protocol on the test subset's records so far,
+    and its evidence (every epoch's index, the candidates, the choice) in published.json. The
+    choice is recomputed from the records, which a resumed run has, so no state of its own is
+    saved; an earlier epoch's choice stays on disk from that epoch. Returns the chosen epoch."""
+    run = state.run
+    choice = choose_published(state.records, state.epochs, run.published_selection)
+    if choice.chosen_epoch == epoch:
+        save_model(state.run_dir / CHECKPOINT_FILES["published"], out_model, state.model, state.arch, state.cfg, epoch)
+    attack = run.epoch_eval.attack.model_dump() if run.epoch_eval.attack is not None else None
+    atomic_write_json(state.run_dir / PUBLISHED_FILE,
+                      choice.record(run.published_selection, state.epochs, attack, run.epoch_eval.per_class))
+    return choice.chosen_epoch
 
 
 def save_state(state: RunState, epoch: int) -> None:
@@ -239,6 +267,9 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         "validation_images": int(state.y_val.numel()) if has_val else 0,
         "best_epoch": state.best["epoch"] if has_val else None,
         "best_val_score": state.best["score"] if has_val else None,
+        # model_published.pt's epoch (the published protocol, on the test subset; published.json)
+        "published_epoch": (choose_published(state.records, state.epochs, state.run.published_selection).chosen_epoch
+                            if state.run.published_selection is not None else None),
         "init_from": state.run.init_from,
         # the TF32 switches the run trained under (a GPU's "fp32"; no effect on a CPU)
         "tf32": tf32_flags(),

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+# the eligibility rule is the configuration's, shared by both selection protocols (study.config.protocols)
+from study.config.protocols import eligible_epoch as eligible_epoch
 from study.config.types import AnyEvaluation, RunConfig
 from study.io import atomic_write_text
 from study.metrics.worst import weakest_class, worst_value
@@ -96,13 +98,6 @@ def selection_of(run: RunConfig) -> dict:
     worst-class robust accuracy, CFA's index) and `from_epoch` (epochs after from_epoch x
     epochs may be chosen), as validation.json records it."""
     return run.selection.model_dump()
-
-
-def eligible_epoch(epoch: int, epochs: int, from_epoch: float) -> bool:
-    """Whether 1-based `epoch` of `epochs` may be the best checkpoint: after the first
-    from_epoch x epochs, as CFA's train.py counts (0-based `epoch >= 0.5 * args.epochs`:
-    with 200 epochs the 101st is the first)."""
-    return epoch > from_epoch * epochs + 1e-9
 
 
 def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:

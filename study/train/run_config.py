@@ -32,6 +32,14 @@ def _names(run: RunConfig) -> list[str]:
     return problems
 
 
+def _protocols(run: RunConfig) -> list[str]:
+    # the published protocol's index is robust accuracy on the test subset: without an epoch
+    # attack the records hold none, and the run would fail after its first epoch
+    if run.published_selection is not None and run.epoch_eval.attack is None:
+        return ["published_selection: needs epoch_eval.attack (robust accuracy on the test subset)"]
+    return []
+
+
 def parse_run_config(cfg: Any) -> RunConfig:
     """The run config as its type; ValueError naming every problem of `cfg` at once."""
     if not isinstance(cfg, Mapping):
@@ -46,7 +54,7 @@ def parse_run_config(cfg: Any) -> RunConfig:
     except ConfigError as err:
         raise ValueError("; ".join(["run config: " + "; ".join(problems), str(err).removeprefix("run config: ")])
                          if problems else str(err)) from None
-    problems += _names(run)
+    problems += _names(run) + _protocols(run)
     if problems:
         raise ValueError("run config: " + "; ".join(dict.fromkeys(problems)))
     return run

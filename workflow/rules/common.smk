@@ -14,7 +14,8 @@ from study.config import (ConfigError, configured_mirror, constructions, load_pa
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
-from study.names import record_name
+from study.names import CHECKPOINTS, record_name
+from study.runs import CHECKPOINT_FILES
 
 _BASE = Path(workflow.basedir) / "workflow"
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
@@ -81,6 +82,12 @@ def run_data(wildcards):
     con = run.config.get("constructed")
     return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
 
+def runs_keeping(validation, published):
+    """The ids of the runs that keep (or not) a best checkpoint on validation and the published
+    protocol's: the training rule of each combination declares exactly its files."""
+    return one_of(r.run_id for r in PLAN if bool(r.config.get("validation")) == validation
+                  and bool(r.config.get("published_selection")) == published)
+
 def parent_checkpoint(wildcards):
     """The parent's checkpoint a fine-tuning method (FRL) starts from, as the run config names it
     (init_checkpoint): its best on validation (model_best.pt), or its last; None without a parent."""
@@ -145,13 +152,14 @@ def train_priority(wildcards):
 # ---------------------------------------------------------------- evaluations
 # One evaluate job per run and checkpoint writes the records of all its evaluations in one
 # process (torch's import and the model's load once): <evaluation>.parquet (last checkpoint),
-# <evaluation>@best.parquet (best on validation). A sharded evaluation of the last checkpoint
-# runs a job per shard, shards/<evaluation>/<i>-of-<n>.parquet, joined by merge_shards.
+# <evaluation>@best.parquet (best on validation), <evaluation>@published.parquet (the published
+# protocol's). A sharded evaluation of the last checkpoint runs a job per shard,
+# shards/<evaluation>/<i>-of-<n>.parquet, joined by merge_shards.
 EVALUATED = {e for run in PLAN + ZOO for e in run.evaluations}
 SHARDED = {e for e in EVALUATED if int(config["evaluations"].get(e, {}).get("shards", 1)) > 1}
 EVALUATION_SETS = {}  # (evaluations, checkpoint) -> ids of the runs whose evaluate job that is
 for _run, _cp in ((r, c) for r in PLAN + ZOO for c in r.checkpoints):
-    if _set := tuple(sorted(e for e in _run.evaluations if _cp == "best" or e not in SHARDED)):
+    if _set := tuple(sorted(e for e in _run.evaluations if _cp != "last" or e not in SHARDED)):
         EVALUATION_SETS.setdefault((_set, _cp), []).append(_run.run_id)
 
 
@@ -190,7 +198,7 @@ def runs_of_groups(groups):
     return [r for r in PLAN if set(r.groups) & set(groups) and not r.config.get("constructed")]
 
 
-# Runs in figures 3 and 11; runs checked (both checkpoints): those and every mitigation run;
+# Runs in figures 3 and 11; runs checked (every checkpoint): those and every mitigation run;
 # runs evaluated on CIFAR-10-C: those of the corruption groups trained on a dataset it corrupts.
 _CC = ROBUSTNESS.get("corruptions") or {}
 ROBUSTNESS_RUNS = runs_of_groups(ROBUSTNESS["groups"])
@@ -198,6 +206,10 @@ CHECKED_RUNS = (runs_of_groups(ROBUSTNESS["checks"]["groups"]) if "groups" in RO
                 ROBUSTNESS_RUNS + [r for r in PLAN if r not in ROBUSTNESS_RUNS and "mitigation" in r.kinds])
 CORRUPTION_RUNS = [r for r in runs_of_groups(_CC.get("groups") or ROBUSTNESS["groups"])
                    if r.dataset in _CC.get("datasets", [])]
+def checked_checkpoint(wildcards):
+    """The checkpoint a check job checks: its `at` ('', '@best', '@published') names it."""
+    return wildcards.at.removeprefix("@") or "last"
+
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
 CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/{record_name('checks', c)}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]

@@ -7,9 +7,9 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
 
     rule:
         name:
-            f"evaluate_{'_'.join(_evs)}{'_at_best' if _cp == 'best' else ''}"
+            f"evaluate_{'_'.join(_evs)}{'' if _cp == 'last' else f'_at_{_cp}'}"
         input:
-            model=f"{RESULTS}/runs/{{run_id}}/{'model_best' if _cp == 'best' else 'model'}.pt",  # the one read
+            model=f"{RESULTS}/runs/{{run_id}}/{CHECKPOINT_FILES[_cp]}",  # the one read
             data=run_data,
         output:
             **{e: eval_file("{run_id}", e, _cp) for e in _evs},
@@ -81,7 +81,7 @@ rule merge_shards:
 
 rule tables:
     input:
-        records=[eval_file(r.run_id, ev, cp) for cp in ("last", "best") for r in PLAN if cp in r.checkpoints
+        records=[eval_file(r.run_id, ev, cp) for cp in CHECKPOINTS for r in PLAN if cp in r.checkpoints
                  for ev in r.evaluations],
         epochs=[f"{run_dir(r.run_id)}/epochs.csv" for r in PLAN],
         checks=CHECK_FILES,

@@ -5,14 +5,14 @@
 
 rule check:
     input:
-        model=lambda w: f"{RESULTS}/runs/{w.run_id}/{'model_best' if w.at else 'model'}.pt",  # the one checked
+        model=lambda w: f"{RESULTS}/runs/{w.run_id}/{CHECKPOINT_FILES[checked_checkpoint(w)]}",  # the one checked
         data=run_data,
-        records=lambda w: [eval_file(w.run_id, ev, "best" if w.at else "last") for ev in run_of(w).evaluations],
+        records=lambda w: [eval_file(w.run_id, ev, checked_checkpoint(w)) for ev in run_of(w).evaluations],
     output:
         checks=f"{RESULTS}/evaluations/{{run_id}}/checks{{at}}.json",
         table=f"{RESULTS}/evaluations/{{run_id}}/checks{{at}}.csv",
     wildcard_constraints:
-        at="|@best",
+        at="|@best|@published",
     log:
         f"{RESULTS}/logs/check/{{run_id}}{{at}}.log",
     params:
@@ -20,7 +20,7 @@ rule check:
         pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
         per_class=ROBUSTNESS["checks"]["per_class"],
         eps_factors=" ".join(str(f) for f in ROBUSTNESS["checks"]["eps_factors"]),
-        checkpoint=lambda w: "best" if w.at else "last",
+        checkpoint=checked_checkpoint,
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
         strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
     threads: MODEL_THREADS

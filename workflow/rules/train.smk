@@ -32,20 +32,45 @@ rule train:
 
 
 # A run with a validation split also writes its best checkpoint on validation, model_best.pt,
-# which its @best evaluations and checks and a fine-tuning run that starts from it read: the
-# same job, under a rule that declares that file as well (a rule's outputs are those of every
-# run it trains).
+# which its @best evaluations and checks and a fine-tuning run that starts from it read; a run
+# with train.published_selection writes model_published.pt, the published protocol's (its
+# @published evaluations): the same job, under a rule that declares those files as well (a
+# rule's outputs are those of every run it trains, so each combination has its own rule).
+_TRAINED = f"{RESULTS}/runs/{{run_id}}"
+
+
 use rule train as train_validated with:
     output:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
-        epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
-        config=f"{RESULTS}/runs/{{run_id}}/config.json",
-        best=f"{RESULTS}/runs/{{run_id}}/model_best.pt",
+        model=f"{_TRAINED}/model.pt",
+        epochs=f"{_TRAINED}/epochs.csv",
+        config=f"{_TRAINED}/config.json",
+        best=f"{_TRAINED}/model_best.pt",
     wildcard_constraints:
-        run_id=one_of(r.run_id for r in PLAN if r.config.get("validation")),
+        run_id=runs_keeping(validation=True, published=False),
 
 
-ruleorder: train_validated > train
+use rule train as train_published with:
+    output:
+        model=f"{_TRAINED}/model.pt",
+        epochs=f"{_TRAINED}/epochs.csv",
+        config=f"{_TRAINED}/config.json",
+        published=f"{_TRAINED}/model_published.pt",
+    wildcard_constraints:
+        run_id=runs_keeping(validation=False, published=True),
+
+
+use rule train as train_validated_published with:
+    output:
+        model=f"{_TRAINED}/model.pt",
+        epochs=f"{_TRAINED}/epochs.csv",
+        config=f"{_TRAINED}/config.json",
+        best=f"{_TRAINED}/model_best.pt",
+        published=f"{_TRAINED}/model_published.pt",
+    wildcard_constraints:
+        run_id=runs_keeping(validation=True, published=True),
+
+
+ruleorder: train_validated_published > train_validated > train_published > train
 
 
 rule train_all:
