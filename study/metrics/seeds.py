@@ -128,3 +128,61 @@ def seed_summary(
     out["ci_lo"], out["ci_hi"] = accuracy_seed_interval(out["_mean"], out["_std"], out["n_seeds"], out["_n"], z=z)
     return out.rename(columns={"_mean": value, "_std": f"{value}_std", "_n": n})[
         [*by, "n_seeds", value, f"{value}_std", n, "ci_lo", "ci_hi"]]
+
+
+# ---- Comparing with a published value measured on the same, whole test set ----
+#
+# A published value (CFA's Table 1) is a mean over the paper's seeds on the whole CIFAR-10 test set;
+# its standard deviation is over seeds on that same fixed test set. Where our runs, too, are scored
+# on the whole test set with at least two seeds, the question "is our value the published one on
+# this test set" has no test-sampling term: the test set is the same on both sides, and what varies
+# is training (and the attacks' random starts), which the spread over seeds measures. The interval
+# is then a t interval over seeds alone (Welch for a difference of two methods). With one seed no
+# spread can be estimated, and on a subset of the test set our value is a sample of the whole one:
+# there the test-sampling term is added as above (MOVER with Wilson, `accuracy_seed_interval`).
+
+
+def _t(z: float, df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(NormalDist().cdf(z), df))
+
+
+def whole_test_set_interval(values: Sequence[float], n: float, whole_test_set: bool,
+                            z: float = 1.96) -> tuple[float, float]:
+    """95% interval (at `z`) of the mean of per-seed accuracies `values`, each measured on `n`
+    test samples: over seeds alone where `whole_test_set` and there are two or more seeds, else
+    `accuracy_seed_interval` (seeds and test sampling)."""
+    v = np.asarray(values, dtype=float)
+    k, m = v.size, float(v.mean())
+    if k < 1:
+        raise ValueError("values must hold at least one seed's value")
+    if whole_test_set and k >= 2:
+        half = _t(z, k - 1) * float(v.std(ddof=1)) / np.sqrt(k)
+        return max(m - half, 0.0), min(m + half, 1.0)
+    sd = float(v.std(ddof=1)) if k > 1 else float("nan")
+    lo, hi = accuracy_seed_interval(m, sd, k, float(n), z=z)
+    return float(lo), float(hi)
+
+
+def difference_interval(a: Sequence[float], a_n: float, b: Sequence[float], b_n: float, whole_test_set: bool,
+                        z: float = 1.96) -> tuple[float, float, float]:
+    """(mean(a) - mean(b), lo, hi): the difference of two methods' per-seed accuracies. Whole test
+    set, two or more seeds each: Welch's t interval (Welch-Satterthwaite degrees of freedom). Else
+    MOVER (Newcombe 2011) of each side's `whole_test_set_interval`, which keeps each side's asymmetry."""
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    value = float(va.mean() - vb.mean())
+    if whole_test_set and va.size >= 2 and vb.size >= 2:
+        qa, qb = va.var(ddof=1) / va.size, vb.var(ddof=1) / vb.size
+        se = float(np.sqrt(qa + qb))
+        if se == 0.0:
+            return value, value, value
+        df = (qa + qb) ** 2 / (qa**2 / (va.size - 1) + qb**2 / (vb.size - 1))
+        half = _t(z, df) * se
+        return value, value - half, value + half
+    a_lo, a_hi = whole_test_set_interval(va, a_n, False, z)
+    b_lo, b_hi = whole_test_set_interval(vb, b_n, False, z)
+    ma, mb = float(va.mean()), float(vb.mean())
+    lo = value - float(np.hypot(ma - a_lo, b_hi - mb))
+    hi = value + float(np.hypot(a_hi - ma, mb - b_lo))
+    return value, lo, hi

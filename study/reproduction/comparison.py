@@ -1,15 +1,14 @@
 """The report's rows: each published value beside one run group of ours (or none: not in this
-preset), and each published value that has a baseline as the method minus its baseline.
+preset), and each published value that has a baseline as the method minus its control.
 
 A row whose recipe differs from the published one is not compared as equal: its verdict is
-"recipe differs". Protocol notes that do not change what is measured (our best checkpoint is
-chosen on a validation split, the papers' on the test set; fewer seeds) are stated beside it. A
-row whose evaluation a check flagged or failed is not counted (study.metrics.trust) and says so.
-A ranking whose runs differ from the published recipe only as a CPU-scale recipe does (fewer
-epochs or training images, a one-cycle schedule, another copy of the same data:
-matching.cpu_recipe) is still compared: its verdict says "at reduced scale".
-A row agrees when our interval meets the published value's (mean +- 1.96 sd where the paper gives
-sd); a ranking agrees when rho's interval lies above 0."""
+"recipe differs". The checkpoint protocol is part of the recipe: a published "best" value was
+chosen on the test set (the `published` protocol); ours chosen on a validation split is another
+protocol, stated and not compared as equal. A row whose evaluation a check flagged or failed is
+not counted (study.metrics.trust) and says so. A ranking or named-class claim whose runs differ
+from the recipe only as a CPU-scale recipe does (matching.cpu_recipe) is still compared: its
+verdict says "at reduced scale". Every compared row reads agrees, inconclusive or differs
+(study.reproduction.verdicts) and states the smallest difference it could detect."""
 
 from __future__ import annotations
 
@@ -20,38 +19,52 @@ from dataclasses import dataclass
 import pandas as pd
 
 from study.published import BY_ID, PUBLISHED, Published
+from study.reproduction import verdicts
 from study.reproduction.matching import (
     annotate,
     baseline_group,
     baseline_of,
     candidates,
     closest_groups,
+    control_substitution,
     cpu_recipe,
     flagged,
     notes,
+    protocol_differences,
+    protocol_of,
+    redefinitions,
     scale_reductions,
     setting,
+    whole_test_set,
 )
 from study.reproduction.statistics import (
     ClassAccuracy,
     Estimate,
     accuracy_estimate,
     class_estimate,
-    difference,
+    difference_estimate,
     per_seed,
     rank_correlation,
     ranked,
+    weakest_probability,
 )
 
-Z95 = 1.96
+#: verdicts of rows that are not compared, by what keeps them out
+NOT_IN_PRESET = "not in this preset"
+RECIPE_DIFFERS = "recipe differs: not compared"
+FLAGGED = "flagged by checks: not counted"
+REDUCED = " at reduced scale"
+#: the claims about a class order (a direction, which a smaller recipe can show)
+ORDER_STATISTICS = ("rank", "weakest")
 
 
 @dataclass(frozen=True)
 class Row:
     """One line of the report: a published value and one run group of ours (or none: not in this
     preset). For a difference row (`published.baseline` set) ours and the published value are
-    the method minus its baseline. `reduced_scale`: how the runs were trained at a smaller scale
-    than the published recipe (fewer epochs or training images, as the demo preset's CPU recipe)."""
+    the method minus its control. `reduced_scale`: how the runs were trained at a smaller scale
+    than the published recipe (fewer epochs or training images, as the demo preset's CPU recipe).
+    `protocol`: how our checkpoint was chosen (study.reproduction.matching.protocol_of)."""
 
     published: Published
     setting: str = ""
@@ -65,6 +78,7 @@ class Row:
     reduced_scale: tuple[str, ...] = ()
     #: the differences that a CPU-scale recipe makes (matching.cpu_recipe), scale reductions included
     cpu_recipe: tuple[str, ...] = ()
+    protocol: str = ""
 
     @property
     def published_value(self) -> float | None:
@@ -82,72 +96,110 @@ class Row:
         return math.hypot(p.sd, base.sd) if p.sd is not None and base.sd is not None else None
 
     @property
+    def compared(self) -> bool:
+        """Whether the row gets one of the three verdicts (at full or at reduced scale)."""
+        return self.verdict.split(REDUCED)[0] in verdicts.VERDICTS
+
+    @property
     def verdict(self) -> str:
         if self.estimate is None:
-            return "-" if self.setting else "not in this preset"
+            return "-" if self.setting else NOT_IN_PRESET
         if self.flagged:
-            return "flagged by checks: not counted"
-        ranking = self.published.statistic == "rank"
-        if self.differences and ranking and self.reduced_scale and set(self.differences) <= set(self.cpu_recipe):
-            # a ranking is a direction, which a smaller recipe can show; a value's size it cannot
-            return ("agrees" if self.estimate.lo > 0 else "does not agree") + " at reduced scale"
+            return FLAGGED
+        order = self.published.statistic in ORDER_STATISTICS
+        if self.differences and order and self.reduced_scale and set(self.differences) <= set(self.cpu_recipe):
+            # a class order is a direction, which a smaller recipe can show; a value's size it cannot
+            return self._compare() + REDUCED
         if self.differences:
-            return "recipe differs: not compared"
-        if ranking:
-            return "agrees" if self.estimate.lo > 0 else "does not agree"
-        value, sd = self.published_value, self.published_sd or 0.0
-        meets = self.estimate.lo <= value + Z95 * sd and self.estimate.hi >= value - Z95 * sd
-        return "agrees" if meets else "differs"
+            return RECIPE_DIFFERS
+        return self._compare()
+
+    def _compare(self) -> str:
+        e, statistic = self.estimate, self.published.statistic
+        if statistic == "rank":
+            return verdicts.ranking_verdict(e.p_value, e.lo, e.hi, e.detectable)
+        if statistic == "weakest":
+            return verdicts.weakest_verdict(e.value)
+        if self.difference_of:
+            return verdicts.difference_verdict(e.lo, e.hi, self.published_value, self.published_sd)
+        return verdicts.value_verdict(e.lo, e.hi, self.published_value, self.published_sd)
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest difference (or rho, for a ranking) the row's runs could have detected."""
+        e = self.estimate
+        if e is None:
+            return None
+        if self.published.statistic in ORDER_STATISTICS:
+            return e.detectable
+        return verdicts.detectable(e.lo, e.hi)
 
 
-def _value_row(p: Published, rows: pd.DataFrame, differences: tuple[str, ...]) -> Row:
+def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: tuple[str, ...]) -> Row:
     seeds = per_seed(rows)
+    whole = whole_test_set(p, rows)
     classes: tuple[ClassAccuracy, ...] = ()
     if p.statistic == "mean":
-        estimate = accuracy_estimate(seeds["mean"], seeds["n"])
+        estimate = accuracy_estimate(seeds["mean"], seeds["n"], whole)
     elif p.statistic == "worst":
-        estimate = accuracy_estimate(seeds["worst"], seeds["worst_n"])
+        estimate = accuracy_estimate(seeds["worst"], seeds["worst_n"], whole)
     elif p.statistic == "class":
-        estimate = class_estimate(rows, p.class_name)
+        estimate = class_estimate(rows, p.class_name, whole)
         if estimate is None:
             differences = (*differences, f"no class {p.class_name} in these runs")
     else:
         by_class = ranked(rows)
         classes = tuple(ClassAccuracy(str(r.class_name), float(r.acc), float(r.ci_lo), float(r.ci_hi))
                         for r in by_class.itertuples())
-        estimate = rank_correlation(by_class, dict(p.order))
-        if estimate is None:
-            differences = (*differences, "none of the published classes in these runs")
+        if p.statistic == "weakest":
+            estimate = weakest_probability(rows, p.class_name)
+            if estimate is None:
+                differences = (*differences, f"no class {p.class_name} in these runs")
+        else:
+            estimate = rank_correlation(rows, dict(p.order))
+            if estimate is None:
+                differences = (*differences, "none of the published classes in these runs")
     n_seeds = int(rows["seed"].nunique())
-    return Row(p, setting(rows), estimate, classes, differences, notes(p, n_seeds), flagged(rows), n_seeds,
-               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]))
+    first = rows.iloc[0]
+    method = str(first["method"])
+    redefined = redefinitions(params, p, method)
+    return Row(p, setting(rows), estimate, classes, (*differences, *redefined, *protocol_differences(p, rows)),
+               notes(p, n_seeds), flagged(rows), n_seeds, reduced_scale=scale_reductions(p, first),
+               cpu_recipe=(*cpu_recipe(p, first), *redefinitions(params, p, method, cpu_only=True)),
+               protocol=protocol_of(rows))
 
 
 def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
                     differences: tuple[str, ...]) -> Row | None:
-    base_method = baseline_of(params, str(rows["method"].iloc[0]), BY_ID[p.baseline].method)
+    method = str(rows["method"].iloc[0])
+    base_method = baseline_of(params, method, BY_ID[p.baseline].method)
     base = baseline_group(table, params, rows, base_method)
     if base is None:
         return None
     column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
     ours, theirs = per_seed(rows), per_seed(base)
-    estimate = difference(accuracy_estimate(ours[column], ours[n]), accuracy_estimate(theirs[column], theirs[n]))
+    whole = whole_test_set(p, rows) and whole_test_set(p, base)
+    estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole)
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
-    return Row(p, setting(rows, base), estimate, (), differences, notes(p, estimate.seeds), flags, estimate.seeds,
-               difference_of=f"{rows['method'].iloc[0]} minus {base['method'].iloc[0]}",
-               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]))
+    base_name = str(base["method"].iloc[0])
+    stated = (*differences, *redefinitions(params, p, method), *control_substitution(params, p, base_name),
+              *protocol_differences(p, rows))
+    return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
+               flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
+               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
+               protocol=protocol_of(rows))
 
 
 def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[Row]]:
     """(value rows, difference rows): every published value with each closest run group of ours,
     or one row without a run group (not in this preset); and every published value that has a
-    baseline, as the method minus its own-form baseline."""
+    baseline, as the method minus its control."""
     table = annotate(classwise, params)
     values: list[Row] = []
     deltas: list[Row] = []
     for p in PUBLISHED:
         groups = closest_groups(p, candidates(table, params, p))
-        values += [_value_row(p, g, d) for g, d in groups] or [Row(p)]
+        values += [_value_row(params, p, g, d) for g, d in groups] or [Row(p)]
         if p.baseline is not None:
             made = [_difference_row(table, params, p, g, d) for g, d in groups]
             deltas += [r for r in made if r is not None] or [Row(p, difference_of="-")]

@@ -24,16 +24,22 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
-from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation, typed_evaluation
+from study.config.methods import method_entry
+from study.config.types import AutoAttackEvaluation, CleanEvaluation, Method, PgdEvaluation, typed_evaluation
 from study.metrics.trust import not_counted
 from study.names import split_record_name, table_checkpoints
-from study.published import PUBLISHED_EPOCHS, Published
+from study.published import BY_ID, PUBLISHED_EPOCHS, Published
 from study.runs import SETTING_COLUMNS
 
 PUBLISHED_EPS = 8 / 255
 PUBLISHED_RECIPE = {"optimizer": "sgd", "schedule": "step", "weight_decay": 5e-4}
 # Where a preset has no evaluation of the published kind, the one that stands in (a recipe difference).
 STAND_IN = {"autoattack": "pgd"}
+#: the checkpoint chosen on the test set by the paper's rule (the `published` selection protocol)
+PUBLISHED_CHECKPOINT = "published"
+#: how each checkpoint was chosen, in the report's words
+PROTOCOLS = {PUBLISHED_CHECKPOINT: "published: on the test set, the paper's rule",
+             "best": "validation: on our validation split, the group's rule", "last": "last epoch"}
 # One run group is one configuration trained with several seeds.
 GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 
@@ -84,11 +90,18 @@ def equivalent_methods(params: Mapping, present: Iterable[str], references: Iter
 
 
 def candidates(table: pd.DataFrame, params: Mapping, p: Published) -> pd.DataFrame:
-    """Rows of runs of the row's method at its checkpoint, of its evaluation kind (or the stand-in)."""
+    """Rows of runs of the row's method at its checkpoint, of its evaluation kind (or the stand-in).
+    A published "best" value is matched with a run group's `published` checkpoint (chosen on the
+    test set as the paper chose) where the group has one, else with its validation-chosen `best`."""
     methods = equivalent_methods(params, table["method"].unique(), (p.method,))
-    rows = table[table["method"].isin(methods) & (table["checkpoint"] == p.checkpoint)
+    wanted = (PUBLISHED_CHECKPOINT, "best") if p.checkpoint == "best" else (p.checkpoint,)
+    rows = table[table["method"].isin(methods) & table["checkpoint"].isin(wanted)
                  # models trained on a constructed feature dataset are another question
                  & (table["train_data"].fillna("original") == "original")]
+    if p.checkpoint == "best" and not rows.empty:
+        has_published = rows.groupby(GROUP, dropna=False)["checkpoint"].transform(
+            lambda c: (c == PUBLISHED_CHECKPOINT).any())
+        rows = rows[(rows["checkpoint"] == PUBLISHED_CHECKPOINT) == has_published]
     exact = rows[rows["kind"] == p.recipe.kind]
     if exact.empty and p.recipe.kind in STAND_IN:
         return rows[rows["kind"] == STAND_IN[p.recipe.kind]]
@@ -160,13 +173,65 @@ def recipe_differences(p: Published, first: pd.Series) -> tuple[str, ...]:
 
 
 def notes(p: Published, seeds: int) -> tuple[str, ...]:
-    """Protocol notes that do not change what is measured: how the best checkpoint is chosen, fewer seeds."""
-    out = []
-    if p.checkpoint == "best" and p.recipe.selection:
-        out.append(f"best checkpoint on our validation split by the group's rule; the paper's: {p.recipe.selection}")
+    """Notes on what the row rests on: parts of the published recipe that were inferred, fewer seeds."""
+    out = [f"inferred: {part}" for part in p.recipe.inferred]
     if seeds < p.recipe.seeds:
         out.append(f"{seeds} seed{'s' if seeds != 1 else ''}, the paper {p.recipe.seeds}")
     return tuple(out)
+
+
+def protocol_of(rows: pd.DataFrame) -> str:
+    """How the rows' checkpoint was chosen (PROTOCOLS)."""
+    checkpoint = str(rows["checkpoint"].iloc[0])
+    return PROTOCOLS.get(checkpoint, checkpoint)
+
+
+def protocol_differences(p: Published, rows: pd.DataFrame) -> tuple[str, ...]:
+    """A published best value chosen on the test set beside ours chosen on a validation split: a
+    value chosen on the test set is biased upwards, so the two are not compared as equal."""
+    if p.checkpoint == "best" and str(rows["checkpoint"].iloc[0]) != PUBLISHED_CHECKPOINT:
+        paper = p.recipe.selection or "on the test set"
+        return (f"best checkpoint chosen on our validation split; the paper's {paper}",)
+    return ()
+
+
+def whole_test_set(p: Published, rows: pd.DataFrame) -> bool:
+    """Whether every class of the runs was scored on as many test images as the paper scored."""
+    return bool((rows["n"] >= p.recipe.test_per_class).all())
+
+
+def _attack_text(steps: int, alpha: float) -> str:
+    return f"{steps} step{'s' if steps != 1 else ''} of {alpha * 255:.3g}/255"
+
+
+def redefinitions(params: Mapping, p: Published, method: str, cpu_only: bool = False) -> tuple[str, ...]:
+    """How the preset redefines the published method: another training attack (the demo's PGD-AT is
+    one step from a random start, FGSM-RS), a fine-tune of another run in place of training from
+    scratch. `cpu_only`: those a CPU-scale recipe makes (the training attack), which a class
+    order is still compared under."""
+    out = []
+    try:
+        entry, adversary = method_entry(params, method), Method.model_validate(resolve_method(params, method)).adversary
+    except ConfigError:
+        return ()
+    if p.recipe.train_attack is not None and adversary is not None:
+        steps, alpha = p.recipe.train_attack
+        ours_alpha = float(adversary.alpha)
+        if adversary.steps != steps or not math.isclose(ours_alpha, alpha, rel_tol=1e-6):
+            start = " from a random start (FGSM-RS)" if adversary.steps == 1 and adversary.random_start else ""
+            out.append(f"training attack {_attack_text(adversary.steps, ours_alpha)}{start}, "
+                       f"not {_attack_text(steps, alpha)}")
+    if not cpu_only and entry.init_from is not None:
+        out.append(f"fine-tunes the {entry.init_from} run, not trained from scratch")
+    return tuple(out)
+
+
+def control_substitution(params: Mapping, p: Published, control: str) -> tuple[str, ...]:
+    """A difference row whose control is not the published row's baseline method (by policies)."""
+    published = BY_ID[p.baseline].method
+    if control in equivalent_methods(params, [control], (published,)):
+        return ()
+    return (f"control {control}, not {published} (the preset substitutes it)",)
 
 
 def flagged(rows: pd.DataFrame) -> str:

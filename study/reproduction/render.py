@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from study.published import BY_ID, PAPERS, SECTIONS
-from study.reproduction.comparison import Row
+from study.reproduction.comparison import REDUCED, Row
 from study.reproduction.statistics import ClassAccuracy
+from study.reproduction.verdicts import VERDICTS
 
 #: the mark of a row whose runs were trained at a smaller scale than the published recipe
 REDUCED_MARK = "†"
@@ -32,6 +33,8 @@ def _source(row: Row) -> str:
 
 def _published_text(row: Row) -> str:
     p = row.published
+    if p.statistic == "weakest":
+        return f"{p.class_name} the weakest"
     if p.statistic == "rank":
         groups: dict[float, list[str]] = {}
         for name, rank in p.order:
@@ -49,14 +52,32 @@ def _ours_text(row: Row) -> str:
     e = row.estimate
     if e is None:
         return "-"
-    if row.published.statistic == "rank":
-        def listed(classes: Iterable[ClassAccuracy]) -> str:
-            return ", ".join(f"{c.name} {_percent(c.acc)}%" for c in classes)
-        return (f"rho {e.value:.2f} [{e.lo:.2f}, {e.hi:.2f}]; weakest: {listed(row.classes[:4])}; "
-                f"strongest: {listed(row.classes[-3:][::-1])}")
+
+    def listed(classes: Iterable[ClassAccuracy]) -> str:
+        return ", ".join(f"{c.name} {_percent(c.acc)}%" for c in classes)
+
+    statistic = row.published.statistic
+    if statistic == "rank":
+        return (f"rho {e.value:.2f} [{e.lo:.2f}, {e.hi:.2f}], permutation p = {e.p_value:.3f}; "
+                f"weakest: {listed(row.classes[:4])}; strongest: {listed(row.classes[-3:][::-1])}")
+    if statistic == "weakest":
+        return f"P({row.published.class_name} weakest) = {e.value:.2f}; weakest: {listed(row.classes[:4])}"
     if row.difference_of:
         return f"{100 * e.value:+.1f} pts [{100 * e.lo:+.1f}, {100 * e.hi:+.1f}]"
     return f"{_percent(e.value)}% [{_percent(e.lo)}, {_percent(e.hi)}]"
+
+
+def _detects_text(row: Row) -> str:
+    """The smallest difference the row's runs could have detected (a two-sided 5% test, 80% power)."""
+    d = row.detectable
+    if d is None or d != d:  # NaN: no interval to read it from
+        return "-"
+    statistic = row.published.statistic
+    if statistic == "rank":
+        return f"rho ≥ {d:.2f}"
+    if statistic == "weakest":
+        return f"a gap of {100 * d:.1f} pts"
+    return f"{100 * d:.1f} pts"
 
 
 def _runs_text(row: Row) -> str:
@@ -80,38 +101,71 @@ _HOW_TO_READ = (
     "Each row sets one published value beside one run group of ours. Published: the value with the "
     "standard deviation over the paper's seeds where it gives one (fractions as percent; a class "
     "ranking as the published order, weakest first, ties where the paper names none). Ours: the mean "
-    "over seeds with its 95% interval (a t interval over seeds combined with one seed's Wilson "
-    "interval; Wilson alone for one seed); for a ranking, Spearman's rho with the published order and "
-    "its bootstrap interval. Recipe: how our runs differ from the published recipe (a row that differs "
-    "is not compared as equal), and notes on the protocol. Verdict: agrees when our interval meets the "
-    "published value's (mean ± 1.96 sd), or for a ranking when rho's interval lies above 0; a flagged "
-    "evaluation is not counted (study.metrics.trust)."
+    "over seeds with its 95% interval (over seeds alone where our runs are scored on the paper's whole "
+    "test set with two or more seeds; with test sampling added on a subset or for one seed); for a "
+    "ranking, Spearman's rho with the published order, its seed-aware bootstrap interval and its "
+    "p-value against random class orders; for a claim about one class, the probability that it is the "
+    "weakest. Detects: the smallest difference our runs could have detected (a two-sided 5% test with "
+    "80% power; for a ranking, the rho random orders exceed 5% of the time). Protocol: how our "
+    "checkpoint was chosen. Recipe: how our runs differ from the published recipe (such a row is not "
+    "compared as equal), what was inferred, and notes. Verdict: *agrees*, *inconclusive* or *differs*. "
+    "A value differs when our interval excludes the published band (mean ± 1.96 sd) and agrees when it "
+    "meets the band and lies within 2 points of it; a difference agrees when our interval meets the band "
+    "and excludes 0 on the published side; a ranking agrees when rho's permutation p ≤ 0.05 and its "
+    "whole interval lies above the rho random orders exceed 5% of the time, and differs when rho's "
+    "interval lies at or below 0; a named class agrees as the weakest at probability ≥ 0.95 and "
+    "differs at ≤ 0.05; anything else is inconclusive. A flagged evaluation is not counted "
+    "(study.metrics.trust)."
 )
 
-_TABLE_HEAD = ["| published (source) | published | our runs | ours [95% interval] | seeds | recipe | verdict |",
-               "|---|---|---|---|---|---|---|"]
+_TABLE_HEAD = ["| published (source) | published | our runs | ours [95% interval] | seeds | detects | protocol "
+               "| recipe | verdict |",
+               "|---|---|---|---|---|---|---|---|---|"]
+
+
+def _not_run_line(rows: list[Row]) -> str:
+    """The published rows a preset does not run, as one line: their row names (before the first comma)."""
+    names = list(dict.fromkeys(r.published.row.split(",")[0] for r in rows))
+    return (f"Not in this preset: {len(rows)} published value{'s' if len(rows) != 1 else ''} "
+            f"({'; '.join(names)}).")
 
 
 def table(rows: list[Row]) -> list[str]:
-    """The rows as a markdown table, and the legend of the reduced-scale mark where a row carries it."""
-    lines = list(_TABLE_HEAD)
-    for row in rows:
+    """The rows as a markdown table (those the preset does not run collapsed into one line under
+    it), and the legend of the reduced-scale mark where a row carries it."""
+    shown = [r for r in rows if r.setting or r.estimate is not None]
+    missing = [r for r in rows if r not in shown]
+    lines = list(_TABLE_HEAD) if shown else []
+    for row in shown:
+        compared = row.setting and row.estimate is not None
         cells = [f"{_source(row)} (`{row.published.id}`)", _published_text(row), _runs_text(row), _ours_text(row),
-                 str(row.seeds) if row.seeds else "-", _recipe_text(row) if row.setting else "-", row.verdict]
+                 str(row.seeds) if row.seeds else "-", _detects_text(row) if compared else "-",
+                 row.protocol or "-", _recipe_text(row) if row.setting else "-", row.verdict]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    if any(row.reduced_scale for row in rows):
+    if missing:
+        lines += ["", _not_run_line(missing)]
+    if any(row.reduced_scale for row in shown):
         lines += ["", REDUCED_LEGEND]
     return lines
 
 
 def _summary(rows: list[Row]) -> str:
-    counts: dict[str, int] = {}
+    """The verdicts counted: agrees, inconclusive, differs first (at full and reduced scale together),
+    then the rows not compared, by why."""
+    counts = {verdict: 0 for verdict in VERDICTS}
+    others: dict[str, int] = {}
     for row in rows:
-        key = row.verdict.split(":")[0]
-        counts[key] = counts.get(key, 0) + 1
-    text = "Rows: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) + "."
-    reduced = sum(bool(row.reduced_scale) for row in rows)
-    return text + (f" {reduced} row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
+        word = row.verdict.split(REDUCED)[0]
+        if word in counts:
+            counts[word] += 1
+        else:
+            key = word.split(":")[0]
+            others[key] = others.get(key, 0) + 1
+    text = "Verdicts: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + "."
+    if others:
+        text += " Not compared: " + ", ".join(f"{n} {why}" for why, n in sorted(others.items())) + "."
+    reduced = sum(bool(row.reduced_scale) and row.compared for row in rows)
+    return text + (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
                    f"({REDUCED_MARK})." if reduced else "")
 
 
@@ -124,7 +178,8 @@ def render(values: list[Row], deltas: list[Row], preset: str, commit: str, day: 
     for section in SECTIONS:
         rows = [r for r in values if r.published.id in section.ids]
         lines += [f"## {section.title}", "", *table(rows), ""]
-    lines += ["## Fairness methods against their own-form baselines (Wei et al. 2023, Table 1)", "",
-              "Each +CFA method minus the baseline it is compared with (`compare_with` in params.yaml), "
-              "beside the same difference of the published rows.", "", *table(deltas), ""]
+    lines += ["## Fairness methods against their controls (Wei et al. 2023, Table 1)", "",
+              "Each +CFA method minus the control it is compared with (`compare_with` in params.yaml, "
+              "the pair's declared differences in docs/methods.md), beside the same difference of the "
+              "published rows.", "", *table(deltas), ""]
     return "\n".join(lines)

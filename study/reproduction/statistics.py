@@ -1,6 +1,14 @@
-"""The statistics of the report: a mean over seeds with its seed-aware 95% interval (study.metrics.seeds;
-Wilson for one seed), a difference between two methods by MOVER (Newcombe 2011), and a class
-ranking compared by Spearman's rho with a 95% bootstrap interval over the test samples of each class."""
+"""The statistics of the report: a mean over seeds with its 95% interval (study.metrics.seeds:
+over seeds alone where our runs, like the paper's, are scored on the whole test set with two or
+more seeds; with test sampling added on a subset or for one seed), a difference between two
+methods (Welch, or MOVER), a class ranking compared by Spearman's rho (a permutation test against
+random class orders; a seed-aware bootstrap interval), and the probability that a named class is
+the weakest (the same bootstrap).
+
+The bootstrap is seed-aware: each draw resamples the seeds (with replacement) and averages each
+class over the chosen seeds, then draws the test images of each class again (binomial), once for
+all seeds, since every seed was scored on the same test set. Pooling the seeds' counts instead
+would treat S seeds on one test set as S times the test images."""
 
 from __future__ import annotations
 
@@ -13,19 +21,26 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from study.metrics import seed_aggregate
-from study.metrics.seeds import accuracy_seed_interval
+from study.metrics.seeds import difference_interval, whole_test_set_interval
 from study.reproduction.matching import GROUP
 
 BOOTSTRAP_DRAWS = 2000
+PERMUTATIONS = 10000
 
 
 class Estimate(NamedTuple):
-    """A mean over seeds (or a rank correlation) and its 95% interval."""
+    """A mean over seeds (or a rank correlation, or a probability) and its 95% interval.
+
+    `p_value`: a ranking's permutation p-value; `detectable`: a ranking's smallest rho the
+    permutation test detects, a named-class claim's smallest gap to the next class it detects
+    (NaN where the row's interval says it)."""
 
     value: float
     lo: float
     hi: float
     seeds: int
+    p_value: float = math.nan
+    detectable: float = math.nan
 
 
 class ClassAccuracy(NamedTuple):
@@ -43,28 +58,28 @@ def per_seed(rows: pd.DataFrame) -> pd.DataFrame:
                          "worst": by_seed["acc"].min(), "worst_n": worst_n})
 
 
-def accuracy_estimate(values: pd.Series, n: pd.Series) -> Estimate:
-    """Mean over seeds of an accuracy measured on `n` test samples per seed, seed-aware interval."""
-    seeds = int(values.size)
-    sd = float(values.std(ddof=1)) if seeds > 1 else math.nan
-    lo, hi = accuracy_seed_interval(float(values.mean()), sd, seeds, float(n.mean()))
-    return Estimate(float(values.mean()), float(lo), float(hi), seeds)
+def accuracy_estimate(values: pd.Series, n: pd.Series, whole_test_set: bool = False) -> Estimate:
+    """Mean over seeds of an accuracy measured on `n` test samples per seed, with its interval
+    (study.metrics.seeds.whole_test_set_interval)."""
+    lo, hi = whole_test_set_interval(values.to_numpy(float), float(n.mean()), whole_test_set)
+    return Estimate(float(values.mean()), lo, hi, int(values.size))
 
 
-def difference(a: Estimate, b: Estimate) -> Estimate:
-    """a - b for two independent estimates; MOVER keeps each side's asymmetry."""
-    value = a.value - b.value
-    lo = value - math.hypot(a.value - a.lo, b.hi - b.value)
-    hi = value + math.hypot(a.hi - a.value, b.value - b.lo)
-    return Estimate(value, lo, hi, min(a.seeds, b.seeds))
+def difference_estimate(ours: pd.Series, ours_n: pd.Series, theirs: pd.Series, theirs_n: pd.Series,
+                        whole_test_set: bool = False) -> Estimate:
+    """Our method minus its control, per-seed accuracies of each (study.metrics.seeds.difference_interval)."""
+    value, lo, hi = difference_interval(ours.to_numpy(float), float(ours_n.mean()), theirs.to_numpy(float),
+                                        float(theirs_n.mean()), whole_test_set)
+    return Estimate(value, lo, hi, int(min(ours.size, theirs.size)))
 
 
-def class_estimate(rows: pd.DataFrame, name: str) -> Estimate | None:
+def class_estimate(rows: pd.DataFrame, name: str, whole_test_set: bool = False) -> Estimate | None:
     """The accuracy of class `name` over seeds; None when the runs have no such class."""
     per_class = rows[rows["class_name"] == name]
     if per_class.empty:
         return None
-    return accuracy_estimate(per_class["acc"].reset_index(drop=True), per_class["n"].reset_index(drop=True))
+    return accuracy_estimate(per_class["acc"].reset_index(drop=True), per_class["n"].reset_index(drop=True),
+                             whole_test_set)
 
 
 def ranked(rows: pd.DataFrame) -> pd.DataFrame:
@@ -74,25 +89,84 @@ def ranked(rows: pd.DataFrame) -> pd.DataFrame:
     return per_class[per_class["acc"].notna()].sort_values("acc", kind="stable")
 
 
-def rank_correlation(classes: pd.DataFrame, order: Mapping[str, float], seed: int = 0) -> Estimate | None:
-    """Spearman's rho of our class accuracies (`classes`, from `ranked`) with the published order,
-    with a 95% percentile bootstrap interval: each class's correct count drawn again from its test samples."""
-    names = [n for n in classes["class_name"] if n in order]
-    if len(names) < 3:
-        return None
-    table = classes.set_index("class_name").loc[names]
-    published = np.array([order[n] for n in names], dtype=float)
-    acc, n = table["acc_pooled"].to_numpy(float), table["n"].to_numpy(float)
+class ClassDraws(NamedTuple):
+    """The classes of one run group: names, the mean over seeds of each, and bootstrap draws of it."""
 
-    def rho(values: np.ndarray) -> np.ndarray:
-        ours = rankdata(values, axis=-1)
-        a = ours - ours.mean(axis=-1, keepdims=True)
-        b = rankdata(published) - rankdata(published).mean()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (a @ b) / np.sqrt((a * a).sum(axis=-1) * (b @ b))
+    names: tuple[str, ...]
+    observed: np.ndarray  # (classes,)
+    draws: np.ndarray  # (BOOTSTRAP_DRAWS, classes)
+    seeds: int
 
+
+def class_draws(rows: pd.DataFrame, seed: int = 0, draws: int = BOOTSTRAP_DRAWS) -> ClassDraws:
+    """The seed-aware bootstrap of a run group's class accuracies (module docstring). Classes
+    without test samples in some seed are left out."""
+    measured = rows[rows["acc"].notna() & (rows["n"] > 0)]
+    seeds, seed_at = np.unique(measured["seed"].to_numpy(), return_inverse=True)
+    classes, class_at = np.unique(measured["class"].to_numpy(), return_inverse=True)
+    acc, n = np.full((seeds.size, classes.size), np.nan), np.full((seeds.size, classes.size), np.nan)
+    acc[seed_at, class_at] = measured["acc"].to_numpy(float)
+    n[seed_at, class_at] = measured["n"].to_numpy(float)
+    complete = ~(np.isnan(acc).any(axis=0) | np.isnan(n).any(axis=0))
+    name_of = dict(zip(measured["class"], measured["class_name"].astype(str), strict=True))
+    names = tuple(name_of[c] for c in classes[complete])
+    acc, n = acc[:, complete], n[:, complete]
     rng = np.random.default_rng(seed)
-    draws = rng.binomial(n.astype(int), acc, size=(BOOTSTRAP_DRAWS, len(names))) / np.maximum(n, 1)
-    boot = rho(draws)
+    k = acc.shape[0]
+    observed = acc.mean(axis=0)
+    means = acc[rng.integers(k, size=(draws, k))].mean(axis=1)
+    if k > 1:
+        # resampling S seeds spreads their mean by sqrt((S - 1) / S) of its standard error (the
+        # plug-in variance): widened back, so that 3 seeds do not look 1.2 times as sure as they are
+        means = observed + np.sqrt(k / (k - 1)) * (means - observed)
+    # the test images, drawn again once per draw and shared by every seed: the seeds were scored on
+    # one test set, so its sampling error does not shrink with their number
+    size = np.rint(n.mean(axis=0)).astype(np.int64)
+    means = means + rng.binomial(size, observed, size=(draws, observed.size)) / np.maximum(size, 1) - observed
+    return ClassDraws(names, observed, means, k)
+
+
+def _rho(ours: np.ndarray, published_ranks: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of `ours` (values) with each row of `published_ranks` (ranks)."""
+    a = rankdata(ours, axis=-1)
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = published_ranks - published_ranks.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+
+def rank_correlation(rows: pd.DataFrame, order: Mapping[str, float], seed: int = 0) -> Estimate | None:
+    """Spearman's rho of our class accuracies (mean over seeds) with the published order: its
+    seed-aware 95% bootstrap interval, its p-value against random class orders (the published
+    ranks permuted over the classes) and the rho those orders reach in 5% of cases (`detectable`).
+    None for fewer than three published classes in the runs."""
+    classes = class_draws(rows, seed)
+    keep = [i for i, name in enumerate(classes.names) if name in order]
+    if len(keep) < 3:
+        return None
+    published = rankdata([order[classes.names[i]] for i in keep])
+    observed = float(_rho(classes.observed[keep], published))
+    boot = _rho(classes.draws[:, keep], published)
     lo, hi = np.nanpercentile(boot, [2.5, 97.5])
-    return Estimate(float(rho(acc)), float(lo), float(hi), int(classes["n_seeds"].max()))
+    rng = np.random.default_rng(seed + 1)
+    null = _rho(classes.observed[keep], rng.permuted(np.tile(published, (PERMUTATIONS, 1)), axis=1))
+    p_value = (1 + int(np.sum(null >= observed - 1e-12))) / (1 + PERMUTATIONS)
+    return Estimate(observed, float(lo), float(hi), classes.seeds, p_value, float(np.quantile(null, 0.95)))
+
+
+def weakest_probability(rows: pd.DataFrame, name: str, seed: int = 0) -> Estimate | None:
+    """The probability that class `name` is the weakest of the run group, over the seed-aware
+    bootstrap (ties share the draw), as `value` (and `lo`, `hi`); `detectable`: the smallest
+    gap between it and the weakest other class that the runs detect (2.8 bootstrap standard
+    deviations of that gap). None when the runs have no such class."""
+    classes = class_draws(rows, seed)
+    if name not in classes.names:
+        return None
+    i = classes.names.index(name)
+    lowest = classes.draws.min(axis=1)
+    ties = (classes.draws == lowest[:, None]).sum(axis=1)
+    probability = float(np.mean(np.where(classes.draws[:, i] == lowest, 1.0 / ties, 0.0)))
+    others = np.delete(classes.draws, i, axis=1).min(axis=1)
+    gap_sd = float(np.std(classes.draws[:, i] - others, ddof=1))
+    return Estimate(probability, probability, probability, classes.seeds,
+                    detectable=(1.96 + 0.8416) * gap_sd)
