@@ -194,11 +194,11 @@ def published_run(tmp_path_factory, synthetic_splits, ci_params):
     evaluate_run(run_dir, synthetic_splits, {**resolve_evaluation(ci_params, "clean"), "test_per_class": 2}, record,
                  device="cpu", progress=False, checkpoint="published")
     tables = build_tables([record], [run_dir / "epochs.csv"], root / "tables")
-    return run_dir, tables
+    return run_dir, tables, cfg
 
 
 def test_the_run_keeps_the_epoch_its_records_choose(published_run):
-    run_dir, _ = published_run
+    run_dir, _, _ = published_run
     epochs = pd.read_csv(run_dir / "epochs.csv")
     # by hand from epochs.csv: mean over the subset's images plus the weakest of its 10 classes
     index = {e: (g["robust_acc"] * g["n"]).sum() / g["n"].sum() + g["robust_acc"].min()
@@ -216,7 +216,22 @@ def test_the_run_keeps_the_epoch_its_records_choose(published_run):
 
 
 def test_the_published_records_are_the_published_rows_of_the_tables(published_run):
-    _, tables = published_run
+    _, tables, _ = published_run
     classwise = pd.read_csv(tables["classwise"])
     assert set(classwise["checkpoint"]) == {"published"}
     assert set(classwise["eval"]) == {"clean@published"}
+
+
+def test_a_resumed_run_chooses_as_an_uninterrupted_one(published_run, tmp_path, synthetic_splits):
+    """The choice is recomputed from the records a resumed run reads back: stopped after the first
+    eligible epoch and continued, the run keeps the same epoch, with the same evidence."""
+    from study.train.engine import train_run
+
+    run_dir, _, cfg = published_run
+    resumed = tmp_path / "run"
+    assert not train_run(cfg, synthetic_splits, resumed, device="cpu", progress=False, stop_after=2).finished
+    assert json.loads((resumed / "published.json").read_text())["chosen_epoch"] == 2  # the only eligible one yet
+    train_run(cfg, synthetic_splits, resumed, device="cpu", progress=False)
+    assert (json.loads((resumed / "published.json").read_text())
+            == json.loads((run_dir / "published.json").read_text()))
+    assert load_torch(resumed / "model_published.pt")["epoch"] == load_torch(run_dir / "model_published.pt")["epoch"]

@@ -311,6 +311,20 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     assert "zoo_run" not in counts and not set(ZOO_FIGURES) & set(counts)
 
 
+def test_ci_dag_evaluates_the_published_checkpoint_of_the_runs_whose_group_lists_it(project, ci_dry_run):
+    """ci's mitigation_last lists `published`: its runs' training declares model_published.pt and
+    an evaluate job per run reads it, with `--checkpoint published`, into <evaluation>@published."""
+    _, runs, _ = _plan(project, "ci")
+    listed = {r.run_id for r in runs if "published" in r.checkpoints}
+    assert listed and all("published_selection" in r.config for r in runs if r.run_id in listed)
+    evaluated = set(re.findall(r"--run-dir results/runs/(\S+) [^\n]*--checkpoint published", ci_dry_run))
+    assert evaluated == listed
+    for run_id in listed:
+        assert f"results/evaluations/{run_id}/pgd3@published.parquet" in ci_dry_run
+    counts = _job_counts(ci_dry_run)
+    assert counts["train_validated_published"] == sum("published_selection" in r.config for r in runs)
+
+
 def test_figure_rules_draw_every_registered_kind(ci_dry_run):
     """`study figure KIND` of every figure rule names a kind of study/figures/registry.py, and
     every kind there is drawn by some figure."""

@@ -82,11 +82,12 @@ def run_data(wildcards):
     con = run.config.get("constructed")
     return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
 
-def runs_keeping(validation, published):
-    """The ids of the runs that keep (or not) a best checkpoint on validation and the published
-    protocol's: the training rule of each combination declares exactly its files."""
-    return one_of(r.run_id for r in PLAN if bool(r.config.get("validation")) == validation
-                  and bool(r.config.get("published_selection")) == published)
+# (keeps model_best.pt, keeps model_published.pt) -> ids of those runs: the training rule of
+# each combination declares exactly its files (train.smk)
+KEPT_CHECKPOINTS = {}
+for _run in PLAN:
+    _kept = (bool(_run.config.get("validation")), bool(_run.config.get("published_selection")))
+    KEPT_CHECKPOINTS.setdefault(_kept, []).append(_run.run_id)
 
 def parent_checkpoint(wildcards):
     """The parent's checkpoint a fine-tuning method (FRL) starts from, as the run config names it

@@ -35,42 +35,51 @@ rule train:
 # which its @best evaluations and checks and a fine-tuning run that starts from it read; a run
 # with train.published_selection writes model_published.pt, the published protocol's (its
 # @published evaluations): the same job, under a rule that declares those files as well (a
-# rule's outputs are those of every run it trains, so each combination has its own rule).
+# rule's outputs are those of every run it trains, so each combination the plan has gets its
+# own rule, and no rule is left without a run).
 _TRAINED = f"{RESULTS}/runs/{{run_id}}"
 
+if KEPT_CHECKPOINTS.get((True, False)):
 
-use rule train as train_validated with:
-    output:
-        model=f"{_TRAINED}/model.pt",
-        epochs=f"{_TRAINED}/epochs.csv",
-        config=f"{_TRAINED}/config.json",
-        best=f"{_TRAINED}/model_best.pt",
-    wildcard_constraints:
-        run_id=runs_keeping(validation=True, published=False),
+    use rule train as train_validated with:
+        output:
+            model=f"{_TRAINED}/model.pt",
+            epochs=f"{_TRAINED}/epochs.csv",
+            config=f"{_TRAINED}/config.json",
+            best=f"{_TRAINED}/model_best.pt",
+        wildcard_constraints:
+            run_id=one_of(KEPT_CHECKPOINTS[(True, False)]),
 
-
-use rule train as train_published with:
-    output:
-        model=f"{_TRAINED}/model.pt",
-        epochs=f"{_TRAINED}/epochs.csv",
-        config=f"{_TRAINED}/config.json",
-        published=f"{_TRAINED}/model_published.pt",
-    wildcard_constraints:
-        run_id=runs_keeping(validation=False, published=True),
+    ruleorder: train_validated > train
 
 
-use rule train as train_validated_published with:
-    output:
-        model=f"{_TRAINED}/model.pt",
-        epochs=f"{_TRAINED}/epochs.csv",
-        config=f"{_TRAINED}/config.json",
-        best=f"{_TRAINED}/model_best.pt",
-        published=f"{_TRAINED}/model_published.pt",
-    wildcard_constraints:
-        run_id=runs_keeping(validation=True, published=True),
+if KEPT_CHECKPOINTS.get((False, True)):
+
+    use rule train as train_published with:
+        output:
+            model=f"{_TRAINED}/model.pt",
+            epochs=f"{_TRAINED}/epochs.csv",
+            config=f"{_TRAINED}/config.json",
+            published=f"{_TRAINED}/model_published.pt",
+        wildcard_constraints:
+            run_id=one_of(KEPT_CHECKPOINTS[(False, True)]),
+
+    ruleorder: train_published > train
 
 
-ruleorder: train_validated_published > train_validated > train_published > train
+if KEPT_CHECKPOINTS.get((True, True)):
+
+    use rule train as train_validated_published with:
+        output:
+            model=f"{_TRAINED}/model.pt",
+            epochs=f"{_TRAINED}/epochs.csv",
+            config=f"{_TRAINED}/config.json",
+            best=f"{_TRAINED}/model_best.pt",
+            published=f"{_TRAINED}/model_published.pt",
+        wildcard_constraints:
+            run_id=one_of(KEPT_CHECKPOINTS[(True, True)]),
+
+    ruleorder: train_validated_published > train
 
 
 rule train_all:
