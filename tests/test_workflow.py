@@ -19,7 +19,7 @@ import yaml
 from study.config import group_datasets, method_definition
 from study.data.registry import get_dataset_info
 from study.figures.registry import FIGURE_KINDS
-from study.names import record_name
+from study.names import STUDY_CHECKPOINTS, record_name
 from study.runs import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -446,8 +446,12 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
         fig13 = pd.read_csv(project / f"results/figures/fig13_mitigation/{dataset}__{model}__all.csv")
         panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
         assert {r.config["method"] for r in panel} == set(fig13[fig13["checkpoint"] == "best"]["method"])
+        # the study's checkpoints only: `published` (chosen on the test set) is no part of figure 13
         for run in panel:
-            assert set(run.checkpoints) == set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
+            drawn = set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
+            assert drawn == set(run.checkpoints) & set(STUDY_CHECKPOINTS)
+        published = pd.read_csv(project / "results/tables/classwise.csv").query("checkpoint == 'published'")
+        assert set(published["run_id"]) == {r.run_id for r in mitigation if "published" in r.checkpoints} != set()
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
