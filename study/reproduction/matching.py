@@ -218,7 +218,8 @@ def redefinitions(params: Mapping, p: Published, method: str, cpu_only: bool = F
         steps, alpha = p.recipe.train_attack
         ours_alpha = float(adversary.alpha)
         if adversary.steps != steps or not math.isclose(ours_alpha, alpha, rel_tol=1e-6):
-            start = " from a random start (FGSM-RS)" if adversary.steps == 1 and adversary.random_start else ""
+            fgsm_rs = adversary.steps == 1 and adversary.random_start and adversary.start_std is None
+            start = " from a uniform random start (FGSM-RS)" if fgsm_rs else ""
             out.append(f"training attack {_attack_text(adversary.steps, ours_alpha)}{start}, "
                        f"not {_attack_text(steps, alpha)}")
     if not cpu_only and entry.init_from is not None:
