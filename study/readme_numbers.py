@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from study.io import atomic_write_text
 from study.names import eval_name, method_name
 
 START, END = "<!-- readme-numbers:start -->", "<!-- readme-numbers:end -->"
@@ -162,4 +163,4 @@ def update_readme(readme: Path, block: str) -> None:
         raise ValueError(f"{readme} has no {START} ... {END} block to fill")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{block}\n{END}{tail}")
+    atomic_write_text(readme, f"{head}{START}\n{block}\n{END}{tail}")

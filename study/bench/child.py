@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from study.io import atomic_write_text
+
 BARRIER_TIMEOUT_S = 600
 
 
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compile", default="off")
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args(argv)
-    Path(args.out).write_text(json.dumps(timed_epoch(args)))
+    atomic_write_text(args.out, json.dumps(timed_epoch(args)))
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from study.config.types import Params
+from study.io import atomic_write_text
 
 SCHEMA_FILE = Path("workflow/schemas/params.schema.yaml")
 _HEADER = ("# Generated from study/config/types.py by `python -m study.config.schema --write`; edit the types,\n"
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = schema_text()
     if args.write:
-        args.out.write_text(text)
+        atomic_write_text(args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from study import names
+from study.io import atomic_path
 from study.names import dataset_name, eval_name, eval_norm, method_name, model_name, split_record_name
 
 # Applied through rc_context only while a figure is being built, so importing this
@@ -269,7 +269,6 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
     truncated figure that looks finished.
     """
     stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     # The last guard of the pixel budget: a figure that grew past it (many facets, long labels)
     # is scaled down as a whole rather than saved as an unreadable strip.
     width, height = fig.get_size_inches()
@@ -280,14 +279,8 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
     try:
         for fmt in FORMATS:
             path = stem.parent / f"{stem.name}.{fmt}"
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            os.close(fd)
-            try:
+            with atomic_path(path) as tmp:  # a failed save: one line naming the file and the cause
                 fig.savefig(tmp, format=fmt, dpi=DPI)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
             written.append(path)
     finally:
         # Figures built here are not registered with pyplot; one the caller made with
