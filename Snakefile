@@ -21,6 +21,7 @@ include: "workflow/rules/robustness.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/zoo.smk"
 include: "workflow/rules/bench.smk"
+include: "workflow/rules/preflight.smk"
 
 
 rule all:

@@ -79,6 +79,17 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_preflight(args) -> int:
+    from study.config import plan_runs
+    from study.config.zoo import plan_zoo
+    from study.preflight import preflight, render
+
+    params = _load(args)
+    runs, zoo = plan_runs(params), plan_zoo(params)
+    print(render(params, preflight(params, runs, zoo), len(runs), len(zoo)))
+    return 0
+
+
 def cmd_prepare(args) -> int:
     from study.data.prepared import prepare_dataset
 
@@ -141,7 +152,7 @@ def cmd_merge_shards(args) -> int:
 def cmd_zoo_run(args) -> int:
     from study.runs import write_zoo_run
 
-    run_dir = write_zoo_run(args.run_dir, args.run_config, args.weights_dir)
+    run_dir = write_zoo_run(args.run_dir, args.run_config, args.weights_dir, download=args.download)
     print(f"{args.run_config['zoo']['name']}: {run_dir} names its weights", file=sys.stderr)
     return 0
 
@@ -313,6 +324,10 @@ def _add_plan_and_data(sub) -> None:
     p.add_argument("--json", action="store_true", help="print every run's resolved config as JSON")
     p.set_defaults(func=cmd_plan)
 
+    p = sub.add_parser("preflight", help="what the plan needs before any job runs: present, to download, missing")
+    _add_params_args(p)
+    p.set_defaults(func=cmd_preflight)
+
     p = sub.add_parser("prepare", help="fetch (mirror or download), verify and prepare a dataset")
     p.add_argument("--dataset", required=True)
     p.add_argument("--variant", required=True)
@@ -469,6 +484,9 @@ def _add_zoo(sub) -> None:
     p = sub.add_parser("zoo-run", help="the run directory of a zoo model (names its weights file)")
     p.add_argument("--run-config", type=_json_arg, required=True, help="the zoo run's config (study.config.zoo)")
     p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
+    p.add_argument("--download", action="store_true",
+                   help="fetch missing weights into the folder first ($STUDY_WEIGHTS_URL_BASE, else robustbench's "
+                        "own download; the workflow asks for it for its own folder data/zoo_weights only)")
     p.add_argument("--run-dir", required=True)
     p.set_defaults(func=cmd_zoo_run)
 

@@ -151,11 +151,12 @@ def load_trained_model(
     return model.to(device).eval(), blob["arch"]
 
 
-def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | None) -> Path:
+def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | None, download: bool = False) -> Path:
     """The run directory of a RobustBench zoo model (study.config.zoo): config.json, and a
     model.pt that names the model and its weights files (with their SHA-256) instead of
     holding weights; `load_trained_model` loads it through robustbench. A missing weights
-    file is an error here, when the job runs."""
+    file is fetched first with `download` (study.models.zoo.check_zoo_weights), and is an
+    error here, when the job runs, otherwise or when the download fails."""
     from study.data.download import file_checksums
     from study.io import atomic_torch_save, atomic_write_json
     from study.models.weights import resolve_weights_dir
@@ -164,7 +165,7 @@ def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | N
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
     zoo = parse(ZooRunConfig, cfg, "zoo run config").zoo
-    files = check_zoo_weights(ZooEntry(**zoo.model_dump()), folder)
+    files = check_zoo_weights(ZooEntry(**zoo.model_dump()), folder, download=download)
     atomic_write_json(run_dir / CONFIG_FILE, dict(cfg))
     # model.pt names the model as the run config writes it (robustbench's entries: three fields)
     blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),

@@ -36,6 +36,7 @@ SHELL_FENCES = {"bash", "sh", "console", "shell"}
 CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
+    (r"study preflight( --preset \w+)?", "run"),  # reads files only: under a second
     (r"study comparisons", "run"),
     (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/test_declared_comparisons.py checks it)
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)

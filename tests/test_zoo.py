@@ -243,11 +243,14 @@ def test_torchvision_file_missing_wrong_or_of_no_model_is_one_line(torchvision_w
         load_zoo_model(ZooEntry(**{**TORCHVISION, "name": "resnet5000"}), torchvision_weights[0])
 
 
-def test_zoo_config_sources_files_and_weights_folder(ci_params, torchvision_weights, monkeypatch):
+def test_zoo_config_sources_files_and_weights_folder(ci_params, torchvision_weights, monkeypatch, tmp_path):
     """zoo.weights_dir is the folder (over the env); `file` comes with source torchvision and only
     then; torchvision's models classify ImageNet; require_weights looks for the entry's own file."""
     folder, _ = torchvision_weights
     monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    monkeypatch.delenv("STUDY_DATA_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)  # the project folder: ImageNet placed in its data/raw (else left out)
+    (tmp_path / ci_params["data"]["root"] / "raw/imagenet/val").mkdir(parents=True)
     params = copy.deepcopy(ci_params)
     params["zoo"].update(models=[TORCHVISION], weights_dir=str(folder), require_weights=True,
                          evaluations={"Linf": ["clean"]})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from study.config.core import ConfigError, dataset_variant
 from study.config.params import typed_params
@@ -33,12 +34,76 @@ def _entry(entry: Mapping | ZooEntry) -> ZooEntry:
     return entry if isinstance(entry, ZooEntry) else parse(ZooEntry, entry, "zoo entry")
 
 
-def zoo_weights_dir(params: Mapping) -> str | None:
-    """The weights folder the zoo reads: the config key zoo.weights_dir, else the env."""
+def given_weights_dir(params: Mapping) -> str | None:
+    """The weights folder a user chose: the config key zoo.weights_dir, else $STUDY_WEIGHTS_DIR; None if neither."""
     from study.models.weights import WEIGHTS_ENV
 
     zoo = _zoo(params)
     return (zoo.weights_dir if zoo is not None else None) or os.environ.get(WEIGHTS_ENV) or None
+
+
+def default_weights_dir(params: Mapping) -> str:
+    """The project's own weights folder, <data.root>/zoo_weights: the one the workflow downloads into."""
+    from study.models.weights import DEFAULT_WEIGHTS_SUBDIR
+
+    return f"{typed_params(params).data.root}/{DEFAULT_WEIGHTS_SUBDIR}"
+
+
+def zoo_weights_dir(params: Mapping) -> str:
+    """The weights folder the zoo reads: the one a user chose (given_weights_dir; read as it
+    is, never written: an offline machine's copy), else the project's default_weights_dir."""
+    return given_weights_dir(params) or default_weights_dir(params)
+
+
+def zoo_downloads(params: Mapping) -> bool:
+    """Whether the zoo's jobs fetch missing weights: only into the project's own folder."""
+    return given_weights_dir(params) is None
+
+
+def zoo_data(entry: Mapping | ZooEntry) -> str:
+    """The dataset an entry is evaluated on (`data`, default its leaderboard's)."""
+    entry = _entry(entry)
+    return entry.data or entry.dataset
+
+
+def hand_placed_missing(params: Mapping, dataset: str, root: str | Path | None = None) -> str | None:
+    """For a dataset a user must place by hand (ImageNet) that is neither prepared nor placed
+    (data.root/raw, the mirror): how to supply it, in one line; None otherwise (in place, or
+    downloadable)."""
+    from study.config.core import configured_mirror
+    from study.config.plan import prepared_name
+    from study.data.placed import imagenet_how_to_place, locate_imagenet
+
+    if dataset != "imagenet":
+        return None
+    data = Path(root or ".") / typed_params(params).data.root
+    if (data / "prepared" / f"{prepared_name('imagenet', 'val')}.pt").is_file():
+        return None
+    mirror = configured_mirror(params)
+    if locate_imagenet(data / "raw", Path(mirror) if mirror else None) is not None:
+        return None
+    return imagenet_how_to_place(data / "raw")
+
+
+class LeftOut(NamedTuple):
+    """A zoo entry left out of the plan: its run id, the data it lacks (evaluated on it), its
+    threat model (with the data: its figure panel) and how a user supplies the data."""
+
+    run_id: str
+    dataset: str
+    threat_model: str
+    how: str
+
+
+def zoo_left_out(params: Mapping, root: str | Path | None = None) -> list[LeftOut]:
+    """Every zoo entry left out of the plan because its hand-placed data is not in place;
+    `root` is the project folder (default: the working one)."""
+    zoo = _zoo(params)
+    out = []
+    for entry in zoo.models if zoo is not None else []:
+        if (how := hand_placed_missing(params, zoo_data(entry), root)) is not None:
+            out.append(LeftOut(zoo_run_id(entry), zoo_data(entry), entry.threat_model, how))
+    return out
 
 
 def zoo_imagenet_options(params: Mapping) -> dict:
@@ -101,6 +166,14 @@ def _weights_present(entry: ZooEntry, weights_dir: str | None) -> bool:
     return weights_dir is not None and (Path(weights_dir).expanduser() / zoo_weights_file(entry)).is_file()
 
 
+def weights_present(params: Mapping, entry: Mapping | ZooEntry, root: str | Path | None = None) -> bool:
+    """Whether the entry's file (an ensemble's first member: robustbench's record, which needs
+    robustbench itself, says how many) lies in the weights folder."""
+    entry = _entry(entry)
+    folder = Path(root or ".") / Path(zoo_weights_dir(params)).expanduser()
+    return (folder / zoo_weights_file(entry)).is_file() or (folder / f"{zoo_weights_file(entry)}_m0.pt").is_file()
+
+
 def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
     """RobustBench's architectures take their dataset's image size (CIFAR's 32 px: a fixed
     final pooling); evaluated on other data, that data must have the same size."""
@@ -116,17 +189,25 @@ def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
                           + (f" (set data.synthetic.image_size: {wanted})" if data == "synthetic" else ""))
 
 
-def plan_zoo(params: Mapping) -> list[RunSpec]:
+def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
     """The zoo's runs; with `require_weights` only those whose weights file is in the folder
-    (a preset that must not grow when no weights are placed, such as the demo)."""
+    (a preset that must not grow when no weights are placed, such as the demo); never those
+    whose hand-placed data is missing (zoo_left_out). `root`: the project folder (default:
+    the working one), where data.root lies."""
     typed = typed_params(params)
     zoo = typed.zoo
     if zoo is None:
         return []
     weights_dir = zoo_weights_dir(params)
+    if not Path(weights_dir).is_absolute():
+        weights_dir = str(Path(root or ".") / weights_dir)
+    left_out = {item.run_id for item in zoo_left_out(params, root)}
     runs = []
     for entry in zoo.models:
         if zoo.require_weights and not _weights_present(entry, weights_dir):
+            continue
+        zoo_source(entry)  # a bad entry is a config error whether or not its data is in place
+        if zoo_run_id(entry) in left_out:
             continue
         evaluations = entry.evaluations or getattr(zoo.evaluations, entry.threat_model)
         if not evaluations:

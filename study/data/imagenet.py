@@ -27,11 +27,12 @@ from study.data import archives
 from study.data.classes import IMAGENET_NUM_CLASSES
 from study.data.download import ArchiveSpec, archive_checksums
 from study.data.images import resize_center_crop
+from study.data.placed import IMAGENET_FOLDER, imagenet_roots, locate_imagenet
 from study.data.splits import Splits
 from study.data.tinyimagenet import short_names
 
 NUM_CLASSES = IMAGENET_NUM_CLASSES
-FOLDER = "imagenet"
+FOLDER = IMAGENET_FOLDER
 SYNSET_FILE = "LOC_synset_mapping.txt"
 _EXTENSIONS = (".jpeg", ".jpg", ".png")
 VAL_TAR, DEVKIT = archives.IMAGENET_VAL, archives.IMAGENET_DEVKIT
@@ -53,13 +54,10 @@ def _placement_help(roots: list[Path]) -> str:
 def find_imagenet(raw_dir: Path, mirror: Path | None) -> tuple[Path, ...]:
     """(val folder,) or (val tar, devkit) from the first of raw_dir and the mirror that has
     either; a message saying exactly what to place where otherwise."""
-    roots = [Path(raw_dir) / FOLDER] + ([Path(mirror) / FOLDER] if mirror is not None else [])
-    for root in roots:
-        if (root / "val").is_dir():
-            return (root / "val",)
-        if (root / VAL_TAR.filename).is_file() and (root / DEVKIT.filename).is_file():
-            return root / VAL_TAR.filename, root / DEVKIT.filename
-    raise FileNotFoundError(_placement_help(roots))
+    found = locate_imagenet(raw_dir, mirror)
+    if found is None:
+        raise FileNotFoundError(_placement_help(imagenet_roots(raw_dir, mirror)))
+    return found
 
 
 def _verify(path: Path, spec: ArchiveSpec) -> None:

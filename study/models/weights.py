@@ -1,5 +1,8 @@
 """The local weights folder of models trained elsewhere (the zoo: RobustBench's models,
-torchvision's ImageNet models): the config key `zoo.weights_dir`, or $STUDY_WEIGHTS_DIR."""
+torchvision's ImageNet models): the config key `zoo.weights_dir`, or $STUDY_WEIGHTS_DIR, or
+else the project's own folder `<data.root>/zoo_weights` (DEFAULT_WEIGHTS_SUBDIR), the only one
+the workflow downloads into. $STUDY_WEIGHTS_URL_BASE names a site's HTTP mirror in the same
+layout that downloads come from instead of the public hosts (the tests' server on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from pathlib import Path
 
 WEIGHTS_ENV = "STUDY_WEIGHTS_DIR"
 WEIGHTS_CONFIG_KEY = "zoo.weights_dir"
+WEIGHTS_URL_BASE_ENV = "STUDY_WEIGHTS_URL_BASE"
+DEFAULT_WEIGHTS_SUBDIR = "zoo_weights"  # under data.root: git-ignored (/data/*), dvc-ignored (.dvcignore)
 
 
 class WeightsUnavailableError(FileNotFoundError):

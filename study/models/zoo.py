@@ -15,8 +15,12 @@
 robustbench downloads a missing file from Google Drive (gdown, no timeout). Here it is
 called only when every file it reads is in place; a missing file is one
 `WeightsUnavailableError` line naming the file, its place and where the official copy comes
-from. `download=True` lets robustbench try its download first (machines with a network);
-a failed download ends in the same one-line error.
+from. `download=True` fetches the missing files first (machines with a network; the workflow
+asks for it only for its own folder, data/zoo_weights): robustbench's own download (Google
+Drive; torchvision's files from download.pytorch.org), or, with $STUDY_WEIGHTS_URL_BASE set,
+`<base>/<file's place in the folder>` from a site's mirror in the same layout. Either way
+robustbench's load_model then reads the file; a failed download ends in the same one-line
+error, naming the URL.
 
 robustbench and torchvision are imported inside the loaders only (seconds: timm, torchvision).
 """
@@ -38,12 +42,19 @@ from torch import nn
 
 from study.io import load_torch
 from study.models.normalize import Normalize
-from study.models.weights import WEIGHTS_CONFIG_KEY, WEIGHTS_ENV, WeightsUnavailableError, resolve_weights_dir
+from study.models.weights import (
+    WEIGHTS_CONFIG_KEY,
+    WEIGHTS_ENV,
+    WEIGHTS_URL_BASE_ENV,
+    WeightsUnavailableError,
+    resolve_weights_dir,
+)
 
 ZOO_DATASETS = ("cifar10", "cifar100", "imagenet")
 ZOO_THREAT_MODELS = ("Linf", "L2", "corruptions")
 ZOO_SOURCES = ("robustbench", "torchvision")
 DOWNLOAD_TIMEOUT_S = 60
+TORCHVISION_URL_BASE = "https://download.pytorch.org/models"  # torchvision's own weights host
 # The statistics torchvision's ImageNet weights were trained with (its transforms' defaults).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -203,6 +214,36 @@ def _download(utils, entry: ZooEntry, model_dir: Path, record: dict, path: Path)
         socket.setdefaulttimeout(previous)
 
 
+def weights_url_base() -> str | None:
+    """$STUDY_WEIGHTS_URL_BASE without its trailing slash, or None (the public hosts)."""
+    base = os.environ.get(WEIGHTS_URL_BASE_ENV, "").strip().rstrip("/")
+    return base or None
+
+
+def _http_download(url: str, target: Path, entry: ZooEntry) -> None:
+    """`url` to `target` through a temporary file beside it (an interrupted download leaves
+    nothing a later run would take for the weights); one-line error naming the URL otherwise."""
+    import urllib.error
+    import urllib.request
+
+    from study.io import atomic_path
+
+    print(f"downloading {entry.describe()}: {url} -> {target}", file=sys.stderr)
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, atomic_path(target) as tmp:
+            with open(tmp, "wb") as out:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+    except urllib.error.HTTPError as err:
+        raise WeightsUnavailableError(f"weights of {entry.describe()}: download of {url} failed (HTTP {err.code} "
+                                      f"{err.reason}); place the file at {target} by hand, or fix "
+                                      f"${WEIGHTS_URL_BASE_ENV}") from None
+    except (OSError, ValueError) as err:  # URLError, timeouts, refused connections; malformed URLs
+        raise WeightsUnavailableError(f"weights of {entry.describe()}: download of {url} failed "
+                                      f"({type(err).__name__}: {err}); place the file at {target} by hand"
+                                      ) from None
+
+
 def _torchvision_file(entry: ZooEntry, weights_dir: str | os.PathLike | None) -> Path:
     path = zoo_file(entry, weights_dir)
     if not path.is_file():
@@ -248,8 +289,14 @@ def check_zoo_weights(
     entry: ZooEntry, weights_dir: str | os.PathLike | None = None, *, download: bool = False
 ) -> list[Path]:
     """The files the loader reads for `entry`, all in place (or `WeightsUnavailableError`);
-    `download` lets robustbench fetch its own (a torchvision file is always placed by hand)."""
+    `download` fetches the missing ones first ($STUDY_WEIGHTS_URL_BASE, else robustbench's own
+    download, torchvision's host for a torchvision file)."""
+    base = weights_url_base()
     if entry.source == "torchvision":
+        path = zoo_file(entry, weights_dir)
+        if download and not path.is_file():
+            _http_download(f"{base or TORCHVISION_URL_BASE}/{entry.file if base else Path(str(entry.file)).name}",
+                           path, entry)
         return [_torchvision_file(entry, weights_dir)]
     model_dir = resolve_weights_dir(weights_dir)
     utils = _import_robustbench()
@@ -257,7 +304,11 @@ def check_zoo_weights(
     files = zoo_files(entry, model_dir, record)
     missing = [p for p in files if not p.is_file()]
     if missing and download:
-        _download(utils, entry, model_dir, record, missing[0])
+        if base:  # a site's mirror in robustbench's layout: the same relative places under the URL
+            for path in missing:
+                _http_download(f"{base}/{path.relative_to(model_dir).as_posix()}", path, entry)
+        else:
+            _download(utils, entry, model_dir, record, missing[0])
         missing = [p for p in files if not p.is_file()]
     if missing:
         raise _missing_error(entry, missing[0], record)

@@ -2,7 +2,12 @@
 # models), evaluated class-wise, never trained. A zoo run's directory names its model and weights
 # file (`study zoo-run`, which fails with the file's expected place when it is missing); the
 # evaluate, merge_shards, check and corruptions rules then treat it as a trained run. Its tables:
-# results/zoo/tables; its figures: 15-17.
+# results/zoo/tables; its figures: 15-17. Weights: the folder a user gives (zoo.weights_dir,
+# $STUDY_WEIGHTS_DIR) is read as it is (offline machines); without one, the project's own
+# data/zoo_weights, into which a zoo_run job fetches the missing files (--download:
+# robustbench's own download, or $STUDY_WEIGHTS_URL_BASE). Entries on ImageNet are left out of
+# the plan while it is not placed (study.config.zoo.zoo_left_out; preflight.smk says so).
+from study.config.zoo import zoo_downloads
 
 ZOO_TARGETS = list(ZOO_TABLES.values()) if ZOO else []
 
@@ -41,7 +46,7 @@ rule zoo_run:
         f"{RESULTS}/logs/zoo/{{run_id}}.log",
     params:
         config=lambda w: quoted_json(run_of(w).config),
-        weights=cli_options({"weights_dir": zoo_weights_dir(config)}),
+        weights=cli_options({"weights_dir": zoo_weights_dir(config)}) + (" --download" if zoo_downloads(config) else ""),
         run_dir=lambda w: run_dir(w.run_id),
     conda:
         "../../environment.yml"

@@ -1,0 +1,103 @@
+"""The summary a workflow run ends with (workflow/rules/preflight.smk: `onsuccess`, `onerror`):
+results/run_summary.md, also printed. What was made (each configured figure's panels, the
+tables), what the plan left out and why (a hand-placed input missing: study.preflight), and
+each job that failed, with the error line its log ends with, and what is missing because of it.
+
+A run that keeps going past a failed job (the default profile's keep-going) ends on a
+console long scrolled past that job's error; this names it again at the end. Snakemake's own
+error block prints `message: None` for every rule of this workflow (its formatter prints the
+rule's message field whenever the log record has text); the summary is where a failure is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from study.io import atomic_write_text
+
+SUMMARY_FILE = "results/run_summary.md"
+_ERROR_BLOCK = re.compile(r"^Error in rule (\w+):\n((?:[ \t]+.*\n?)*)", re.M)
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A job that failed: its rule, its outputs, its log files, the error line its log ends with."""
+
+    rule: str
+    outputs: tuple[str, ...]
+    logs: tuple[str, ...]
+    error: str
+
+
+def _field(block: str, name: str) -> tuple[str, ...]:
+    match = re.search(rf"^\s+{name}: (.*)$", block, re.M)
+    if not match:
+        return ()
+    value = match.group(1).removesuffix(" (check log file(s) for error details)")
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def error_line(logs: Iterable[str]) -> str:
+    """The line that says why a job failed: a `study` command's one-line error (the last line
+    containing `error:`), else its log's last line; where no log was written, says so."""
+    for log in logs:
+        path = Path(log)
+        if not path.is_file():
+            continue
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        errors = [line for line in lines if "error:" in line.lower()]
+        if errors or lines:
+            return (errors or lines)[-1]
+    return "no log written (the console shows the job's error)"
+
+
+def failed_jobs(snakemake_logs: Iterable[str]) -> list[FailedJob]:
+    """Every `Error in rule` block of Snakemake's own log files (the `log` its onerror handler gets)."""
+    jobs, seen = [], set()
+    for log in snakemake_logs:
+        path = Path(log)
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        for match in _ERROR_BLOCK.finditer(text):
+            rule, block = match.group(1), match.group(2)
+            outputs, logs = _field(block, "output"), _field(block, "log")
+            if (rule, outputs) not in seen:
+                seen.add((rule, outputs))
+                jobs.append(FailedJob(rule, outputs, logs, error_line(logs)))
+    return jobs
+
+
+def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_out: Sequence[str],
+            failed: Sequence[FailedJob], preset: str, ok: bool) -> str:
+    """The markdown text: figures (panels made of planned), tables, left out, failed jobs."""
+    lines = [f"# Run summary (preset {preset}): {'finished' if ok else 'finished with failed jobs'}", ""]
+    made = {fig: [f for f in files if f.endswith(".png") and Path(f).is_file()] for fig, files in figures.items()}
+    planned = {fig: [f for f in files if f.endswith(".png")] for fig, files in figures.items()}
+    complete = [fig for fig in figures if planned[fig] and len(made[fig]) == len(planned[fig])]
+    lines.append(f"Made: {len(complete)} of {sum(bool(p) for p in planned.values())} figures complete, "
+                 f"{sum(map(len, made.values()))} of {sum(map(len, planned.values()))} panels; "
+                 f"{sum(Path(t).is_file() for t in tables)} of {len(tables)} tables.")
+    for fig in figures:
+        if planned[fig] and fig not in complete:
+            missing = [Path(f).name for f in planned[fig] if f not in made[fig]]
+            lines.append(f"- not made: {fig}: {len(missing)} of {len(planned[fig])} panels ({', '.join(missing)})")
+    for table in tables:
+        if not Path(table).is_file():
+            lines.append(f"- not made: {table}")
+    lines += ["", "Left out of the plan:" if left_out else "Left out of the plan: nothing."]
+    lines += [f"- {line}" for line in left_out]
+    lines += ["", "Failed jobs (each failure stops only the jobs that need its outputs):" if failed
+              else "Failed jobs: none."]
+    for job in failed:
+        lines.append(f"- {job.rule} ({', '.join(job.outputs) or 'no outputs'}): {job.error}"
+                     + (f" [log: {', '.join(job.logs)}]" if job.logs else ""))
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out: str | Path, *args, **kwargs) -> str:
+    """summary(...) written to `out` (atomically), and returned for printing."""
+    text = summary(*args, **kwargs)
+    atomic_write_text(out, text)
+    return text
