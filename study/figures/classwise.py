@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from study.figures.style import (
@@ -24,6 +25,8 @@ from study.figures.style import (
     resolve_caveat,
     run_title,
     table_caveat,
+    table_recipe,
+    with_recipe,
 )
 from study.figures.trust import HATCH_NOTE, counted_or_marked, flagged_label, left_out_note, marked_bar_style
 from study.metrics.classwise import seed_aggregate
@@ -34,6 +37,40 @@ from study.names import eval_label, eval_name, norm_title
 _SINGLE_VALUED = ("dataset", "data_variant", "model", "method")
 # Above this many classes every name no longer fits under its bars.
 _MAX_LABELLED_CLASSES = 30
+#: the hatch of a bar measured on a subset of the test images the other bars of its figure stand on
+SUBSET_HATCH = "...."
+
+
+def images_per_class(table: pd.DataFrame, name: str) -> tuple[int, int] | None:
+    """(fewest, most) test images per class an evaluation was scored on, per seed (a seed-aggregated
+    table's `n` is summed over its `n_seeds`); None where the table has no `n`."""
+    rows = table[table["eval"].astype(str) == name]
+    if "n" not in rows.columns or rows.empty:
+        return None
+    per_seed = rows["n"] / rows["n_seeds"] if "n_seeds" in rows.columns else rows["n"]
+    return int(per_seed.min()), int(per_seed.max())
+
+
+def subset_evaluations(table: pd.DataFrame, evals: list[str]) -> tuple[dict[str, tuple[int, int]], int | None]:
+    """The evaluations scored on fewer test images per class than the most any evaluation of the
+    figure has (AutoAttack on 10 per class beside clean on 100), with their (fewest, most), and
+    that most. Their bars stand on other, fewer images: a class can look more robust than it is
+    accurate. They are drawn marked (pale, dotted) and their n is named, never at the full set's weight."""
+    sizes = {e: images_per_class(table, e) for e in evals}
+    known = {e: n for e, n in sizes.items() if n is not None}
+    if not known:
+        return {}, None
+    full = max(n[1] for n in known.values())
+    return {e: n for e, n in known.items() if n[1] < full}, full
+
+
+def subset_bar_style(color) -> dict:
+    """The bar of an evaluation on a subset of the test images: pale, dotted, outlined in its colour."""
+    return {"facecolor": to_rgba(color, 0.35), "edgecolor": color, "hatch": SUBSET_HATCH, "linewidth": 0.8}
+
+
+def _per_class(n: tuple[int, int]) -> str:
+    return f"n = {n[0]:,} per class" if n[0] == n[1] else f"n = {n[0]:,}-{n[1]:,} per class"
 
 
 def _ordered_evals(values: pd.Series) -> list[str]:
@@ -121,6 +158,8 @@ def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style
     # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
     err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
     bar_style = {"width": style["width"], "color": style["color"], "linewidth": 0}
+    if style["subset"]:  # on fewer test images than the other bars
+        bar_style = {"width": style["width"], **subset_bar_style(style["color"])}
     if style["marked"]:  # a flagged evaluation's measured value: hatched, an upper bound
         bar_style = {"width": style["width"], **marked_bar_style(style["color"])}
     err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8, "capsize": 0 if style["many"] else 2}
@@ -152,7 +191,7 @@ def _format_class_axis(bottom: Axes, names: list[str]) -> None:
     bottom.set_xlim(-0.6, num_classes - 0.4)
 
 
-def _note(table: pd.DataFrame, show_seeds: bool, trust: dict) -> str:
+def _note(table: pd.DataFrame, show_seeds: bool, trust: dict, subset: dict, full: int | None) -> str:
     n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns else 1
     if n_seeds <= 1:
         note = "whiskers: 95% Wilson interval over test images"
@@ -160,7 +199,10 @@ def _note(table: pd.DataFrame, show_seeds: bool, trust: dict) -> str:
         note = "bars: mean over {} seeds{}; whiskers: 95% interval over seeds and test images{}".format(
             n_seeds, " (fewer where one was left out)" if trust["note"] else "", "; dots: single seeds" if show_seeds
             else "")
-    return "\n".join([note, *([HATCH_NOTE] if trust["marked"] else []), *([trust["note"]] if trust["note"] else [])])
+    subset_note = (f"pale, dotted: a subset of the test images (its n in the label); the other bars n = {full:,} "
+                   "per class, so not the same images" if subset else None)
+    return "\n".join([note, *([subset_note] if subset_note else []), *([HATCH_NOTE] if trust["marked"] else []),
+                      *([trust["note"]] if trust["note"] else [])])
 
 
 def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFrame | None, evals: list[str],
@@ -171,8 +213,11 @@ def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFram
         offset = (j - (len(evals) - 1) / 2) * width
         rows = table[table["eval"].astype(str) == name].set_index("class")
         label, marked = eval_label(name, context["settings"].get(name)), name in context["marked"]
+        subset = context["subset"].get(name)
+        if subset is not None:
+            label = f"{label} · subset: {_per_class(subset)}"
         style = {"width": width, "color": context["colors"][name], "many": many, "marked": marked,
-                 "label": flagged_label(label) if marked else label}
+                 "subset": subset is not None, "label": flagged_label(label) if marked else label}
         _draw_eval(top, bottom, rows, position[rows.index].to_numpy() + offset, style)
         if seeds is not None:
             per_seed = seeds[seeds["eval"].astype(str) == name]
@@ -189,7 +234,7 @@ def _draw_group(top: Axes, bottom: Axes, table: pd.DataFrame, seeds: pd.DataFram
 
 def plot_classwise(
     table: pd.DataFrame, title: str | None = None, seeds: pd.DataFrame | None = None, *,
-    eval_settings: Mapping[str, Mapping] | None = None, caveat: str | None = AUTO,
+    eval_settings: Mapping[str, Mapping] | None = None, caveat: str | None = AUTO, recipe: str | None = AUTO,
 ) -> Figure:
     """Grouped bars of accuracy per class, one bar per evaluation, for one model.
 
@@ -203,7 +248,10 @@ def plot_classwise(
     that mean. L-inf and L2 attacks get panels of their own (clean in each), beside each
     other, or stacked for many classes. `eval_settings` (evaluation -> its settings) names the
     budgets; `caveat` is drawn on the top panels (AUTO: decided from the table, style.table_caveat).
-    The title defaults to dataset | model | method from the table.
+    The title defaults to dataset | model | method from the table; `recipe` is its second line (AUTO:
+    style.table_recipe, a note where the runs' epochs and training images are fewer than the published
+    recipe's). An evaluation scored on fewer test images per class than another of the figure (`n`:
+    AutoAttack on a subset) is drawn pale and dotted, its n in its legend label (subset_evaluations).
     The trust rule (study.figures.trust): an evaluation's seeds that the checks flagged
     (`check_status` flag or fail) are left out of its bars and named under the legend; an
     evaluation flagged on every seed is drawn from its measured values, hatched, its legend label
@@ -212,17 +260,20 @@ def plot_classwise(
     """
     # Decided on the table as given: aggregating seeds drops the run columns (epochs) it reads.
     note = resolve_caveat(caveat, lambda: table_caveat(table))
+    recipe = resolve_caveat(recipe, lambda: table_recipe(table))
     table, seeds, trust = _prepare(table, seeds)
     settings = dict(eval_settings or {})
     evals = _ordered_evals(table["eval"])
     groups = norm_groups(evals, settings)
+    subset, full = subset_evaluations(table, evals)
     classes = (table[["class", "class_name"]].drop_duplicates("class")
                .sort_values("class").reset_index(drop=True))
     num_classes = len(classes)
     many = num_classes > _MAX_LABELLED_CLASSES
     context = {"position": pd.Series(np.arange(num_classes), index=classes["class"]), "many": many,
-               "colors": eval_colors(evals), "settings": settings, "note": _note(table, seeds is not None, trust),
-               "marked": trust["marked"],
+               "colors": eval_colors(evals), "settings": settings,
+               "note": _note(table, seeds is not None, trust, subset, full),
+               "marked": trust["marked"], "subset": subset,
                "names": classes["class_name"].astype(str).tolist(),
                "caveat": note}
     # each threat model's panel as wide as its bars need, and never too narrow for the class names
@@ -246,7 +297,8 @@ def plot_classwise(
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
                    ncols=_legend_columns(list(handles), fig.get_figwidth()), frameon=False, title=context["note"],
                    title_fontsize=8)
-        fig.suptitle(display_title(title) if title is not None else _default_title(table))
+        fig.suptitle(with_recipe(display_title(title) if title is not None else _default_title(table), recipe,
+                                 fig.get_figwidth()))
     return fig
 
 

@@ -22,6 +22,7 @@ from study.figures.style import (
     panel_title,
     resolve_caveat,
     run_caveat,
+    with_recipe,
 )
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
 from study.names import NORM_NAMES, eval_name, eval_norm, norm_title
@@ -144,7 +145,7 @@ def _chance_caveat(panels: Mapping[str, np.ndarray]) -> str | None:
 
 
 def _class_panels(panels: Mapping[str, np.ndarray], class_names: Sequence[str], groups: Sequence[str] | None,
-                  style: dict, title: str, caveat: str | None) -> Figure:
+                  style: dict, title: str, caveat: str | None, recipe: str | None = None) -> Figure:
     if not panels:
         raise ValueError("no matrices given")
     n = len(class_names)
@@ -158,35 +159,37 @@ def _class_panels(panels: Mapping[str, np.ndarray], class_names: Sequence[str], 
         image = None
         for ax, (name, matrix) in zip(axes, panels.items(), strict=False):
             image = draw_class_heatmap(ax, matrix * style["scale"], class_names, groups, style["cmap"], style["norm"],
-                                       style["xlabel"], style["ylabel"])
+                                       style["xlabel"], style["ylabel"], annotate=style.get("annotate", False))
             ax.set_title(panel_title(name))
             draw_caveat(ax, caveat)
         hide_unused(axes, len(panels))
         fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label=style["bar_label"])
-        fig.suptitle(display_title(title))
+        fig.suptitle(with_recipe(display_title(title), recipe, fig.get_figwidth()))
     return fig
 
 
 def plot_confusion(panels: Mapping[str, np.ndarray], class_names: Sequence[str],
                    groups: Sequence[str] | None = None, title: str | None = None, *,
-                   caveat: str | None = AUTO) -> Figure:
+                   caveat: str | None = AUTO, recipe: str | None = None) -> Figure:
     """Row-normalized confusion matrices (true class x predicted class, shares), one panel per
-    evaluation, at most three per row, drawn in percent. A square-root colour scale keeps the
-    off-diagonal confusions visible next to the diagonal. `caveat` AUTO: a note when the clean
-    panel's mean class accuracy is at chance level."""
+    evaluation, at most three per row, drawn in percent, each cell's percentage written in it (up
+    to heatmap.MAX_ANNOTATED classes) in black or white against its colour. A square-root colour
+    scale keeps the off-diagonal confusions visible next to the diagonal. `caveat` AUTO: a note when
+    the clean panel's mean class accuracy is at chance level. `recipe`: the title's second line
+    (style.reduced_recipe of the runs drawn)."""
     style = {"cmap": "viridis", "norm": PowerNorm(0.5, vmin=0, vmax=100), "scale": 100.0,
-             "xlabel": "predicted class", "ylabel": "true class",
-             "bar_label": "share of the true class's samples (%, √ scale)"}
+             "xlabel": "predicted class", "ylabel": "true class", "annotate": True,
+             "bar_label": "share of the true class's samples (%, √ scale; the numbers in the cells)"}
     return _class_panels(panels, class_names, groups, style, title or "confusion matrices",
-                         resolve_caveat(caveat, lambda: _chance_caveat(panels)))
+                         resolve_caveat(caveat, lambda: _chance_caveat(panels)), recipe)
 
 
 def plot_logit_similarity(panels: Mapping[str, np.ndarray], class_names: Sequence[str],
                           groups: Sequence[str] | None = None, title: str | None = None, *,
-                          caveat: str | None = None) -> Figure:
+                          caveat: str | None = None, recipe: str | None = None) -> Figure:
     """Cosine similarity between the mean logit vectors of the true classes, one panel per
-    evaluation, at most three per row."""
+    evaluation, at most three per row; `recipe` as in plot_confusion."""
     style = {"cmap": "RdBu_r", "norm": Normalize(-1, 1), "scale": 1.0, "xlabel": "true class",
              "ylabel": "true class", "bar_label": "cosine similarity of mean logit vectors"}
     return _class_panels(panels, class_names, groups, style, title or "cross-class cosine similarity of mean logits",
-                         None if caveat == AUTO else caveat)
+                         None if caveat == AUTO else caveat, recipe)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from study.figures.registry import FIGURE_KINDS
-from study.figures.style import run_title, save_figure
+from study.figures.style import run_title, save_figure, table_recipe
 from study.names import STUDY_CHECKPOINTS, eval_name, method_name, split_record_name, table_checkpoints
 from study.runs import SETTING_COLUMNS
 
@@ -182,7 +182,9 @@ def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: s
     summary = mitigation_table(rows, methods, mitigation_baselines(methods, preset=preset))
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
         _with_flagged_seeds(summary, flagged).to_csv(tmp, index=False)
-    return [*save_figure(plot_mitigation(summary, title=title, left_out=left_out), out_stem), Path(f"{out_stem}.csv")]
+    recipe = table_recipe(counted[counted["method"].isin(methods)])
+    return [*save_figure(plot_mitigation(summary, title=title, left_out=left_out, recipe=recipe), out_stem),
+            Path(f"{out_stem}.csv")]
 
 
 def draw_policy_epochs(table: Path, out_stem: str | Path, *, dataset: str, model: str,

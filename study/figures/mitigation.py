@@ -40,6 +40,7 @@ from study.figures.style import (
     percent_axis,
     resolve_caveat,
     run_caveat,
+    with_recipe,
 )
 from study.figures.trust import split_counted
 from study.metrics.seeds import accuracy_seed_interval
@@ -133,15 +134,35 @@ def _draw_point(ax: Axes, row: pd.Series, style: dict, checkpoint: str) -> tuple
     return 100 * row["mean_lo"], 100 * row["mean_hi"], 100 * row["worst_lo"], 100 * row["worst_hi"]
 
 
+# An arrow stops this many points short of the markers it joins (about a marker's radius), so its
+# head is never under a marker; a shorter arrow stops at a quarter of its length.
+_ARROW_SHRINK = 6.0
+ARROW_STYLE = {"arrowstyle": "-|>", "mutation_scale": 14, "lw": 1.8}
+
+
 def _draw_comparisons(ax: Axes, part: pd.DataFrame, styles: dict[str, dict]) -> None:
-    """An arrow from each method's baseline (`compare_with`) to the method, same checkpoint."""
+    """An arrow from each method's control (`compare_with`) to the method, same checkpoint, in the
+    method's colour, drawn over the markers. Call it once the axis limits are set: the arrow's
+    length on the page decides how far it stops short of the markers."""
     if "compare_with" not in part:
         return
     for _, row in part[part["delta_mean"].notna()].iterrows():
         x, y = 100 * row["mean"], 100 * row["worst"]
-        ax.annotate("", xy=(x, y), xytext=(x - 100 * row["delta_mean"], y - 100 * row["delta_worst"]),
-                    arrowprops={"arrowstyle": "->", "color": styles[row["method"]]["color"], "alpha": 0.45,
-                                "lw": 0.8, "shrinkA": 4, "shrinkB": 4})
+        start = (x - 100 * row["delta_mean"], y - 100 * row["delta_worst"])
+        (x0, y0), (x1, y1) = ax.transData.transform([start, (x, y)])
+        length_pt = float(np.hypot(x1 - x0, y1 - y0)) * 72 / ax.figure.dpi
+        shrink = min(_ARROW_SHRINK, length_pt / 4)
+        ax.annotate("", xy=(x, y), xytext=start, zorder=5, annotation_clip=False,
+                    arrowprops={**ARROW_STYLE, "color": styles[row["method"]]["color"], "shrinkA": shrink,
+                                "shrinkB": shrink})
+
+
+def controls(table: pd.DataFrame) -> dict[str, str]:
+    """Each method's control (`compare_with`) where the table has its row to compare with."""
+    if "compare_with" not in table:
+        return {}
+    rows = table[table["compare_with"].notna() & table["delta_mean"].notna()]
+    return {str(m): str(c) for m, c in zip(rows["method"], rows["compare_with"], strict=True)}
 
 
 def _percent_limits(ax: Axes, xs: list[float], ys: list[float]) -> None:
@@ -157,29 +178,36 @@ def _percent_limits(ax: Axes, xs: list[float], ys: list[float]) -> None:
         percent_axis(ax, label, axis=axis, lo=lo, hi=max(hi, lo + 10))
 
 
-def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str], left_out: str | None = None) -> None:
-    """Beside the panels: one entry per method drawn (filled marker), then the checkpoints drawn;
-    under its title, the note naming the evaluations the checks flagged (`left_out`)."""
+def _legends(fig: Figure, styles: dict[str, dict], checkpoints: list[str], left_out: str | None = None,
+             control: Mapping[str, str] | None = None) -> None:
+    """Beside the panels: one entry per method drawn (filled marker), named with its control
+    ("vs PGD-AT") where it has one, then the checkpoints drawn; under its title, what the arrows
+    are and the note naming the evaluations the checks flagged (`left_out`)."""
+    control = dict(control or {})
     handles = [Line2D([], [], linestyle="none", marker=st["marker"], color=st["color"], ms=6) for st in styles.values()]
-    labels = [method_name(m) for m in styles]
+    labels = [method_name(m) + (f" (vs {method_name(control[m])})" if m in control else "") for m in styles]
     for ckpt in checkpoints:
         handles.append(Line2D([], [], linestyle="none", marker="o", color="#555555", ms=6,
                               mfc="#555555" if ckpt == "best" else "white"))
         labels.append(f"{'filled' if ckpt == 'best' else 'open'}: {ckpt} checkpoint")
     fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False,
-               title="\n".join(filter(None, ["whiskers: 95% interval over seeds\nand test images", left_out])),
+               title="\n".join(filter(None, ["whiskers: 95% interval over seeds\nand test images",
+                                             "arrows: from each method's control\n(vs ...) to the method" if control
+                                             else None, left_out])),
                title_fontsize=7)
 
 
 def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO,
-                    left_out: str | None = None) -> Figure:
+                    left_out: str | None = None, recipe: str | None = None) -> Figure:
     """Trade-off scatter: mean vs worst-class accuracy (%), one panel per evaluation (at most three
     per row), one marker per method (filled: best checkpoint, open: last), 95% intervals as bars,
     an arrow from the method each one is compared with (`compare_with`) where the table has it.
     The legend lists the methods and checkpoints drawn, and the title counts the methods drawn
     (a count in `title` is replaced). `caveat` AUTO: a note when every worst class is at 0%.
     `left_out`: the note naming the evaluations the checks flagged, which mitigation_table leaves
-    out (study.figures.trust.left_out_note), drawn in the legend."""
+    out (study.figures.trust.left_out_note), drawn in the legend. Each method with a control is named
+    with it in the legend ("vs PGD-AT"), and its arrows run from the control to it. `recipe`: the
+    title's second line (style.reduced_recipe of the runs drawn)."""
     if table.empty:
         raise ValueError("mitigation table is empty; nothing to plot")
     evals = list(dict.fromkeys(table["eval"]))
@@ -194,16 +222,17 @@ def plot_mitigation(table: pd.DataFrame, title: str | None = None, *, caveat: st
         for ax, ev in zip(axes, evals, strict=False):
             part = table[table["eval"] == ev]
             extents = [_draw_point(ax, r, styles[r["method"]], r["checkpoint"]) for _, r in part.iterrows()]
-            _draw_comparisons(ax, part, styles)
             _percent_limits(ax, [v for e in extents for v in e[:2]], [v for e in extents for v in e[2:]])
+            _draw_comparisons(ax, part, styles)
             shown = part["method"].nunique()
             ax.set_title(f"{eval_name(ev)} · {shown} method{'' if shown == 1 else 's'}",
                          color=CLEAN_COLOR if ev == "clean" else ATTACK_COLORS[0])
             ax.grid(alpha=0.3)
             draw_caveat(ax, note)
         hide_unused(axes, len(evals))
-        _legends(fig, styles, checkpoints, left_out)
-        fig.suptitle(counted_title(title, len(styles), "method"))
+        _legends(fig, styles, checkpoints, left_out, controls(table))
+        # the legend takes the top right corner: the centred title keeps clear of it on both sides
+        fig.suptitle(with_recipe(counted_title(title, len(styles), "method"), recipe, fig.get_figwidth() - 6.0))
     return fig
 
 

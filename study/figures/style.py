@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from matplotlib.figure import Figure
 from study import names
 from study.io import atomic_path
 from study.names import dataset_name, eval_name, eval_norm, method_name, model_name, split_record_name
+from study.published import PUBLISHED_EPOCHS
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
@@ -236,6 +238,55 @@ def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
             mean_acc = float(clean.groupby("class")[value].mean().mean())
             num_classes = int(table["class"].nunique()) if "class" in table.columns else None
     return run_caveat(epochs=epochs, mean_acc=mean_acc, num_classes=num_classes, images_seen=images_seen(table))
+
+
+# The published recipe the study starts from trains PUBLISHED_EPOCHS epochs on the whole training set;
+# its shortest published schedule is FRL's fine-tuning (120 epochs, params.yaml frl_reweight): a run
+# with fewer epochs than that, or on a subset of the training images, is at a reduced scale.
+FEWEST_PUBLISHED_EPOCHS = 120
+
+
+def _span(values: Sequence[float], unit: str) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:,.0f} {unit}" if lo == hi else f"{lo:,.0f}-{hi:,.0f} {unit}"
+
+
+def reduced_recipe(epochs: Sequence[float], train_per_class: Sequence[float | None]) -> str | None:
+    """The subtitle of a figure whose runs (their `epochs` and `train_per_class`, one value per run;
+    None or NaN: the whole training set) were trained at a smaller scale than the published recipe
+    (fewer epochs than FEWEST_PUBLISHED_EPOCHS, or a subset of the training images), else None.
+    Derived from the runs' records, whatever preset made them."""
+    ran = [float(e) for e in epochs if e is not None and np.isfinite(float(e))]
+    subset = [float(n) for n in train_per_class if n is not None and np.isfinite(float(n))]
+    reasons = []
+    if ran and min(ran) < FEWEST_PUBLISHED_EPOCHS:
+        reasons.append(f"{_span(ran, 'epoch' if max(ran) == 1 else 'epochs')} (published recipes: "
+                       f"{FEWEST_PUBLISHED_EPOCHS}-{PUBLISHED_EPOCHS})")
+    if subset:
+        reasons.append(f"{_span(subset, 'training images per class')} (published: all)")
+    if not reasons:
+        return None
+    return f"reduced recipe: {', '.join(reasons)}; shows direction, not size"
+
+
+def table_recipe(table: pd.DataFrame) -> str | None:
+    """reduced_recipe from a table's `epochs` and `train_per_class` columns (one row per run is read:
+    the first of each `run_id` where the table has one); None where it has neither column."""
+    if "epochs" not in table.columns and "train_per_class" not in table.columns:
+        return None
+    runs = table.drop_duplicates("run_id") if "run_id" in table.columns else table
+    epochs = pd.to_numeric(runs["epochs"], errors="coerce") if "epochs" in runs.columns else pd.Series(dtype=float)
+    per_class = (pd.to_numeric(runs["train_per_class"], errors="coerce") if "train_per_class" in runs.columns
+                 else pd.Series(dtype=float))
+    return reduced_recipe(epochs.tolist(), per_class.tolist())
+
+
+def with_recipe(title: str, recipe: str | None, width_in: float) -> str:
+    """A figure's title with the reduced-recipe subtitle (reduced_recipe) on the lines under it,
+    wrapped to the figure's width (`width_in` inches: about 10 characters of title text an inch)."""
+    if not recipe:
+        return title
+    return f"{title}\n" + textwrap.fill(recipe, max(40, int(10 * width_in)))
 
 
 def resolve_caveat(caveat: str | None, decide: Callable[[], str | None]) -> str | None:
