@@ -416,6 +416,17 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
 
 
 
+def _add_front_page(sub) -> None:
+    p = sub.add_parser("front-page", help="the report's landing text: the finding, read from the results")
+    p.add_argument("--classwise", default="results/tables/classwise.csv")
+    p.add_argument("--reproduction", default="results/reproduction.md")
+    p.add_argument("--preset", required=True, help="the preset the results were made with (named on the page)")
+    p.add_argument("--figures", nargs="*", default=[], help="figure 2's PNGs: the PGD-AT panel is linked")
+    p.add_argument("--categories", nargs="*", default=[], help="the report's categories, in the study's order")
+    p.add_argument("--out", default="results/report_front.rst")
+    p.set_defaults(func=cmd_front_page)
+
+
 def _add_tables_and_figures(sub) -> None:
     p = sub.add_parser("tables", help="aggregate run records into results/tables")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
@@ -438,6 +449,8 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("--tables-dir", default="results/tables", help="folder of classwise.csv (study tables)")
     p.add_argument("--out", default="results/reproduction.md")
     p.set_defaults(func=cmd_reproduction)
+
+    _add_front_page(sub)
 
     from study.figures.registry import FIGURE_KINDS
 
@@ -523,6 +536,14 @@ def _add_bench(sub) -> None:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_bench)
+
+
+def cmd_front_page(args) -> int:
+    from study.front_page import write_front_page
+
+    path = write_front_page(args.classwise, args.reproduction, args.out, args.figures, args.categories, args.preset)
+    print(f"wrote {path}")
+    return 0
 
 
 def cmd_reproduction(args) -> int:

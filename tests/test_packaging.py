@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-tomllib = pytest.importorskip("tomllib", reason="Python 3.11's tomllib reads pyproject.toml")
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

@@ -28,6 +28,7 @@ config.clear()
 config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
+FRONT_PAGE = f"{RESULTS}/report_front.rst"
 PLAN = plan_runs(config)
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
@@ -299,6 +300,23 @@ try:
 except ValueError as err:
     raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
 STEM_FIELDS = {fig: re.findall(r"{(\w+)}", spec.stem) for fig, spec in FIGURES.items()}
+# The report's categories in the study's order (its first figure's number; the reproduction table
+# last), those this preset's results fill numbered in that order: the report lists its
+# categories alphabetically.
+_DRAWN = {FIGURES[fig].category for fig in config["figures"] if FIGURE_PANELS[fig]}
+REPORT_CATEGORIES = [c for c in dict.fromkeys(spec.category for spec in FIGURES.values()) if c in _DRAWN]
+REPORT_CATEGORIES.append("Reproduction")
+
+
+def report_category(name):
+    """A category as the report shows it: its place in the study's order, then its name (a figure
+    this preset does not draw has no result in the report, and no place)."""
+    return f"{REPORT_CATEGORIES.index(name) + 1:02d} · {name}" if name in REPORT_CATEGORIES else name
+
+
+def present_categories():
+    """The report's categories that this preset's results fill, in the study's order."""
+    return [report_category(c) for c in REPORT_CATEGORIES]
 
 
 def figure_files(fig):
@@ -314,7 +332,7 @@ def figure_outputs(fig):
     stem = f"{RESULTS}/figures/{{fig}}/{spec.stem}"
 
     def in_report(path, caption, label):
-        return report(path, caption=f"../report/{caption}.rst", category=spec.category,
+        return report(path, caption=f"../report/{caption}.rst", category=report_category(spec.category),
                       subcategory="{dataset}" if "dataset" in fields else None,
                       labels={"figure": label, **{f: f"{{{f}}}" for f in fields if f != "dataset"}})
     out = {"png": in_report(f"{stem}.png", spec.caption, "{fig}"), "pdf": f"{stem}.pdf"}
