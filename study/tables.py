@@ -65,6 +65,9 @@ def build_tables(
         ident = identity(path.parent.name, run)
         frame = pd.read_csv(path)
         averaged[path.parent.name] = averaged_epochs(run, frame)
+        # a record of the epoch named like a setting of the run (`lr`: the epoch's learning rate
+        # beside the run's configured one) keeps its value as epoch_<name>, one column per name
+        frame = frame.rename(columns={c: f"epoch_{c}" for c in frame.columns if c in ident})
         epoch_frames.append(frame.assign(**ident)[[*ident, *frame.columns]])
     epochs_df = pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()
     # which rows of a weight-averaging method are not averaged at all (0: FAWA took no epoch in)

@@ -94,7 +94,7 @@ def coerce_overrides(overrides: Mapping) -> dict:
                 value = yaml.safe_load(value)
             except yaml.YAMLError as err:
                 raise ConfigError(f"override {key}={value!r} is not valid YAML: {err}") from None
-        elif isinstance(value, (Mapping, list)):
+        else:  # Snakemake hands `features=null` on as the string 'null'
             value = _typed_scalars(value)
         out = set_dotted(out, str(key), value)
     return out

@@ -1,0 +1,90 @@
+"""A DVC stage's command: `python -m study.stage TARGET...` runs Snakemake on the targets with
+
+* the profile that suits the machine: workflow/profiles/local (the GPU's) where torch sees a
+  CUDA device, workflow/profiles/cpu otherwise (`--profile` names another);
+* the values of params.yaml set for this run (`dvc exp run -S`, or an edit not yet committed)
+  as `--config` overrides, which load_params merges after the preset (study.config.overrides),
+  so that the run trains what `dvc exp show` records.
+
+It prints one line saying both, then Snakemake's output; a configuration it cannot run is one
+line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from study.config.core import ConfigError
+from study.config.overrides import config_arguments, describe, run_overrides
+
+PROFILES = Path("workflow/profiles")
+
+
+@dataclass(frozen=True)
+class Profile:
+    path: Path
+    why: str  # what chose it, for the stage's line
+
+
+@dataclass(frozen=True)
+class StageRun:
+    targets: tuple[str, ...]
+    profile: Profile
+    overrides: dict  # the values of params.yaml set for this run (nested, as load_params merges them)
+
+    def argv(self) -> list[str]:
+        """Snakemake's command line: the targets before `--config`, whose values run to the end."""
+        config = config_arguments(self.overrides)
+        return ["snakemake", "--profile", str(self.profile.path), *self.targets,
+                *(["--config", *config] if config else [])]
+
+    def summary(self) -> str:
+        values = ", ".join(describe(self.overrides)) or "none (params.yaml as committed)"
+        return f"study.stage: profile {self.profile.path} ({self.profile.why}); values set for this run: {values}"
+
+
+def machine_profile(profiles: Path = PROFILES) -> Profile:
+    """local where torch sees a CUDA device (the GPU's gpu_slots), cpu otherwise (one thread per job)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return Profile(profiles / "local", f"CUDA device {torch.cuda.get_device_name(0)}")
+    return Profile(profiles / "cpu", "no CUDA device")
+
+
+def _profile_arg(text: str) -> Profile:
+    path = Path(text)
+    if not (path / "config.yaml").is_file():
+        valid = sorted(p.as_posix() for p in PROFILES.glob("*") if (p / "config.yaml").is_file())
+        raise argparse.ArgumentTypeError(f"{text!r} is no Snakemake profile (no config.yaml); "
+                                         f"valid: {', '.join(valid)}")
+    return Profile(path, "--profile")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m study.stage", description=__doc__.split("\n\n")[0])
+    parser.add_argument("targets", nargs="+", help="Snakemake targets (rules or files)")
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="the study's params.yaml")
+    parser.add_argument("--profile", type=_profile_arg, default=None,
+                        help="a Snakemake profile folder (default: local with a CUDA device, else cpu)")
+    parser.add_argument("--dry-run", action="store_true", help="print the Snakemake command instead of running it")
+    args = parser.parse_args(argv)
+    try:
+        run = StageRun(tuple(args.targets), args.profile or machine_profile(), run_overrides(args.params))
+    except ConfigError as err:
+        print(f"study.stage: {err}", file=sys.stderr)
+        return 2
+    print(run.summary(), flush=True)
+    if args.dry_run:
+        print(" ".join(run.argv()))
+        return 0
+    return subprocess.run(run.argv(), env=os.environ, check=False).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
