@@ -576,11 +576,12 @@ def _add_readme_numbers(sub) -> None:
 
 def cmd_comparisons(args) -> int:
     from study.config.comparisons import comparisons_markdown, rewrite_section
+    from study.io import atomic_write_text
 
     section = comparisons_markdown(args.params, args.presets_dir)
     if args.write:
         doc = Path(args.doc)
-        doc.write_text(rewrite_section(doc.read_text(), section))
+        atomic_write_text(doc, rewrite_section(doc.read_text(), section))
         print(f"wrote {doc}", file=sys.stderr)
     else:
         print(section, end="")

@@ -109,6 +109,11 @@ def _is_write_failure(err: BaseException, own: set[str]) -> bool:
     return err.filename is None or os.fspath(err.filename) in own
 
 
+# mkstemp makes its file readable by its owner only; a result keeps the mode a plain write gives
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the destination folder; rename it onto `path` on success.
@@ -123,6 +128,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         tmp_path = Path(tmp)
         own.add(tmp)
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, path)
     except (OSError, RuntimeError) as err:
         if _is_write_failure(err, own):
