@@ -283,7 +283,11 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
     out = _run([dvc, "exp", "run", "-S", "preset=ci", "-S", "train.epochs=3"], project)
     assert "values set for this run: preset=ci, train.epochs=3" in out.stdout + out.stderr
 
-    runs = plan_runs(load_params(project / "params.yaml", presets_dir=project / "workflow/presets",
+    from study.config.overrides import run_overrides
+
+    # the plan of what the stages ran: params.yaml as committed, the preset, the values set by -S
+    runs = plan_runs(load_params(project / "params.yaml", run_overrides(project / "params.yaml"),
+                                 presets_dir=project / "workflow/presets",
                                  schema_path=project / "workflow/schemas/params.schema.yaml"))
     assert sum(r.config["epochs"] == 3 for r in runs) > len(runs) / 2
     for run in runs:
