@@ -58,7 +58,12 @@ def plan_pins(root: Path, preset: str) -> dict:
     params = load(root, preset)
     plan = plan_runs(params)
     runs = {}
-    for run in plan + plan_zoo(params):
+    # the plan with every hand-placed input in place (an empty ImageNet folder will do for planning),
+    # so that the pins do not depend on what this machine holds
+    with tempfile.TemporaryDirectory() as placed:
+        (Path(placed) / params["data"]["root"] / "raw" / "imagenet" / "val").mkdir(parents=True)
+        zoo = plan_zoo(params, root=placed)
+    for run in plan + zoo:
         runs[run.run_id] = {
             "groups": run.groups, "evaluations": run.evaluations, "checkpoints": run.checkpoints,
             "config": sha(run.config),

@@ -19,7 +19,8 @@ LAYERS = [
     {"data", "models", "attacks", "metrics"},
     {"runs", "config", "predict", "resources", "names"},
     {"evaluate", "train", "features"},
-    {"figures", "bench", "tables", "robustness_tables", "published", "reproduction", "readme_numbers"},
+    {"figures", "bench", "tables", "robustness_tables", "published", "reproduction", "readme_numbers", "front_page",
+     "preflight", "run_summary", "stage"},
     {"cli"},
 ]
 
