@@ -1,7 +1,7 @@
 """The JSON schema of params (workflow/schemas/params.schema.yaml), generated from the types
 of study.config.types so that the two never disagree.
 
-    python -m study.config.schema --write     (or `study schema --write`)
+    python -m study.config.schema --write
 
 The schema is written inline (no `$ref`), an optional value as its schema with "null" added
 to its type, so that it reads like the hand-written schema it replaces and tools that look up
