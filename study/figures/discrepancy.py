@@ -19,6 +19,7 @@ from study.figures.style import (
     figure_style,
     percent_axis,
     run_caveat,
+    with_recipe,
 )
 from study.names import eval_name, eval_norm, method_name, norm_title
 
@@ -145,7 +146,7 @@ def _heading(role: str, norm: str | None, rows: pd.DataFrame, eval_settings: Map
 def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | None = None,
                      title: str | None = None, *, eval_settings: Mapping[str, Mapping] | None = None,
                      caveat: str | None = AUTO, num_classes: int | None = None,
-                     left_out: str | None = None) -> Figure:
+                     left_out: str | None = None, recipe: str | None = None) -> Figure:
     """`summary`: discrepancy_summary output with columns `by`, method, role (clean | robust)
     and stat, value, ci_lo, ci_hi, seed_values (eval used when present). Top row: worst (v) and
     best (^) class with 95% intervals over seeds and test samples, joined by a line, seeds as
@@ -154,7 +155,8 @@ def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | No
     `labels` maps a category of `by` to its tick label. `caveat`: a note for the whole figure,
     or AUTO to mark (†, with a footnote) each category and method whose clean accuracy is at
     chance level for `num_classes` classes. `left_out`: the note naming the evaluations the checks
-    flagged, left out of `summary` (study.figures.trust.left_out_note), under the legend."""
+    flagged, left out of `summary` (study.figures.trust.left_out_note), under the legend. `recipe`: the
+    title's second line (style.table_recipe of the runs summarised: the summary keeps no run columns)."""
     missing = [c for c in (by, "method", "role", "stat", "value", "ci_lo", "ci_hi") if c not in summary.columns]
     if missing:
         raise ValueError(f"summary lacks column(s) {missing}; it has {list(summary.columns)}")
@@ -195,5 +197,6 @@ def plot_discrepancy(summary: pd.DataFrame, by: str, labels: dict[str, str] | No
         footnote = "\n".join(filter(None, [_footnote(n_seeds, caveats, labels, caveat), left_out]))
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(len(methods), 6),
                    frameon=False, title=footnote, title_fontsize=8)
-        fig.suptitle(display_title(title) if title else f"class-wise discrepancy per {by}")
+        fig.suptitle(with_recipe(display_title(title) if title else f"class-wise discrepancy per {by}", recipe,
+                                 fig.get_figwidth()))
     return fig

@@ -19,6 +19,8 @@ from study.figures.style import (
     percent_axis,
     resolve_caveat,
     run_caveat,
+    table_recipe,
+    with_recipe,
 )
 from study.metrics.seeds import seed_summary
 
@@ -148,7 +150,8 @@ def _auto_caveat(epochs: pd.DataFrame) -> str | None:
                       num_classes=int(epochs["class"].nunique()), images_seen=images_seen(epochs))
 
 
-def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO) -> Figure:
+def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str | None = AUTO,
+                recipe: str | None = AUTO) -> Figure:
     """Per-class clean and robust accuracy (%) against epoch, one line per class.
 
     `epochs` holds the per-epoch records (epoch, class, class_name, clean_acc,
@@ -160,7 +163,9 @@ def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str |
     so that it stays readable). Every line is labelled at its
     end (up to 20 classes, spread so no two labels overlap); the worst class at the final epoch
     is drawn thicker, labelled with its value and named in the title. `caveat` is drawn on every
-    panel (AUTO: fewer than style.MIN_EPOCHS epochs or chance-level clean accuracy).
+    panel (AUTO: fewer than style.MIN_EPOCHS epochs or chance-level clean accuracy). `recipe` is the
+    title's last line (AUTO: style.table_recipe of the runs' `epochs` and `train_per_class`, a note
+    where they were trained below the published recipe).
     """
     panels = _check(epochs)
     names_src = epochs[["class", "class_name"]] if "class_name" in epochs.columns else (
@@ -169,6 +174,7 @@ def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str |
     context = {"names": names, "colors": dict(zip(names.index, class_palette(len(names)), strict=True))}
     final_epoch = int(epochs["epoch"].max())
     note = resolve_caveat(caveat, lambda: _auto_caveat(epochs))
+    recipe = resolve_caveat(recipe, lambda: table_recipe(epochs))
     with figure_style():
         # the right margin of each panel holds its direct labels
         fig = Figure(figsize=figure_size(6.6 * len(panels) + 0.6, 4.8), layout="constrained")
@@ -184,5 +190,5 @@ def plot_epochs(epochs: pd.DataFrame, title: str | None = None, *, caveat: str |
         for ax in axes[1:]:
             ax.set_ylabel("")
         fig.supxlabel(_band_note(epochs), fontsize=8)  # laid out below the panels, never on them
-        fig.suptitle(_heading(title, epochs, worst_notes, final_epoch))
+        fig.suptitle(with_recipe(_heading(title, epochs, worst_notes, final_epoch), recipe, fig.get_figwidth()))
     return fig

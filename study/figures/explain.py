@@ -103,13 +103,15 @@ def _mixed_norms(name: str) -> str | None:
 
 
 def plot_rank_agreement(panels: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], title: str | None = None, *,
-                        caveat: str | None = None, left_out: str | None = None) -> Figure:
+                        caveat: str | None = None, left_out: str | None = None,
+                        recipe: str | None = None) -> Figure:
     """One heatmap per panel (e.g. per evaluation; rank_panels builds them split by threat model) of
     (spearman, kendall) matrices over the same configurations: Spearman's rho below the diagonal,
     Kendall's tau above it. At most two panels per row; a panel lists its configurations' names
     unless it has those of the panel to its left. `caveat` is drawn on every panel; `left_out` (the
     note naming the evaluations the checks flagged, left out of the matrices:
-    study.figures.trust.left_out_note) under them."""
+    study.figures.trust.left_out_note) under them. `recipe`: the title's second line (style.table_recipe
+    of the runs ranked: the matrices keep no run columns)."""
     if not panels:
         raise ValueError("no rank-agreement matrices given")
     size = max(len(s) for s, _ in panels.values())
@@ -131,7 +133,8 @@ def plot_rank_agreement(panels: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
         fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label="rank correlation of class accuracies")
         fig.supxlabel("\n".join(filter(None, ["columns: the configurations numbered as in the rows", left_out])),
                       fontsize=8)
-        fig.suptitle(display_title(title) if title else "rank agreement of class accuracies")
+        fig.suptitle(with_recipe(display_title(title) if title else "rank agreement of class accuracies", recipe,
+                                 fig.get_figwidth()))
     return fig
 
 

@@ -19,6 +19,8 @@ from study.figures.style import (
     resolve_caveat,
     run_caveat,
     table_caveat,
+    table_recipe,
+    with_recipe,
 )
 from study.metrics.seeds import seed_summary
 from study.names import dataset_name, eval_label, model_name
@@ -82,11 +84,13 @@ def _bars(ax: Axes, sub: pd.DataFrame, trainings: list[str], labels: dict[str, s
 
 
 def plot_feature_classwise(rows: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Mapping] | None = None,
-                           caveat: str | None = AUTO) -> Figure:
+                           caveat: str | None = AUTO, recipe: str | None = AUTO) -> Figure:
     """One panel per evaluation; per class, one bar per training set (mean over seeds) with its
     95% interval over seeds and test images (Wilson for a single run). `caveat` AUTO: a note on
     every panel when the runs have fewer than style.MIN_EPOCHS epochs, and a dagger on each
-    training set whose models are at chance level."""
+    training set whose models are at chance level. `recipe`: the title's second line (AUTO:
+    style.table_recipe of the source runs and of those trained on the constructed sets)."""
+    recipe = resolve_caveat(recipe, lambda: table_recipe(rows))
     settings = dict(eval_settings or {})
     # The evaluations that the models trained on constructed data have (sources may have more).
     shown = dict.fromkeys(rows.loc[~rows["training"].str.startswith("source_"), "eval"])
@@ -115,7 +119,7 @@ def plot_feature_classwise(rows: pd.DataFrame, title: str, *, eval_settings: Map
         handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
                    frameon=False, title=legend_title, title_fontsize=8)
-        fig.suptitle(display_title(title))
+        fig.suptitle(with_recipe(display_title(title), recipe, fig.get_figwidth()))
     return fig
 
 

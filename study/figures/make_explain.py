@@ -19,6 +19,7 @@ from study.figures.style import (
     reduced_recipe,
     run_title,
     save_figure,
+    table_recipe,
 )
 from study.figures.trust import left_out_note, split_counted
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
@@ -90,8 +91,9 @@ def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
         datasets = ", ".join(dataset_name(d) for d in sorted(table["dataset"].unique()))
         title = title or f"class-wise discrepancy per {'architecture' if by == 'model' else 'optimization setting'}" \
                          f" · {datasets} · robustness: {', '.join(map(eval_name, robust))}"
+    # the runs counted (one flagged on every evaluation is drawn nowhere, so not described)
     return plot_discrepancy(summary, by, labels=labels, title=title or "class-wise discrepancy per dataset",
-                            left_out=left_out)
+                            left_out=left_out, recipe=table_recipe(table))
 
 
 def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):
@@ -122,7 +124,7 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
     seeds = table["seed"].nunique()
     return plot_rank_agreement(panels, title or f"{dataset_name(ds)}: do the same classes lead and lag? "
                                                 f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})",
-                               left_out=left_out)
+                               left_out=left_out, recipe=table_recipe(table))
 
 
 def class_groups(dataset: str) -> list[str] | None:

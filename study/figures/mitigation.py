@@ -40,6 +40,7 @@ from study.figures.style import (
     percent_axis,
     resolve_caveat,
     run_caveat,
+    table_recipe,
     with_recipe,
 )
 from study.figures.trust import split_counted
@@ -269,13 +270,15 @@ def _policy_panel(ax: Axes, method: str, col: str, rows: pd.DataFrame) -> None:
 
 
 def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str | None = None, *,
-                       caveat: str | None = AUTO) -> Figure:
+                       caveat: str | None = AUTO, recipe: str | None = AUTO) -> Figure:
     """Per method whose class-wise policy state varies, that state (the first varying of
     epsilon relative to the base, class weight, boundary weight, beta) against epoch, one
     line per class (mean over seeds), at most four panels per row. The title counts the methods
-    drawn. `caveat` AUTO: a note when the runs have fewer than style.MIN_EPOCHS epochs."""
+    drawn. `caveat` AUTO: a note when the runs have fewer than style.MIN_EPOCHS epochs. `recipe`: the
+    title's last line (AUTO: style.table_recipe of the runs of `methods`)."""
     if "epoch" not in epochs.columns or epochs.empty:
         raise ValueError("epoch table is empty or lacks `epoch`; nothing to plot")
+    recipe = resolve_caveat(recipe, lambda: table_recipe(epochs[epochs["method"].isin(methods)]))
     panels = _policy_panels(epochs, methods)
     note = resolve_caveat(caveat, lambda: run_caveat(epochs=float(epochs["epoch"].max())))
     with figure_style():
@@ -284,7 +287,7 @@ def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str 
             ax = fig.subplots()
             ax.axis("off")
             ax.text(0.5, 0.5, "no method's class-wise policy state varies over the epochs", ha="center")
-            fig.suptitle(counted_title(title, 0, "method"))
+            fig.suptitle(with_recipe(counted_title(title, 0, "method"), recipe, fig.get_figwidth()))
             return fig
         rows, cols = grid_shape(len(panels), 4)
         fig = Figure(figsize=figure_size(3.6 * cols, 2.8 * rows + 1.0), layout="constrained")
@@ -298,6 +301,6 @@ def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str 
             fig.legend(handles, labels, loc="outside lower center", ncol=min(10, len(labels)), fontsize=6,
                        frameon=False, title="class", title_fontsize=7)
         heading = counted_title(title, len(panels), "method")
-        fig.suptitle(f"{heading}\nclass-wise policy state of the {len(panels)} of {len(methods)} methods "
-                     "whose state varies between classes", fontsize=10)
+        fig.suptitle(with_recipe(f"{heading}\nclass-wise policy state of the {len(panels)} of {len(methods)} "
+                                 "methods whose state varies between classes", recipe, fig.get_figwidth()), fontsize=10)
     return fig

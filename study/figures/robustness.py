@@ -25,6 +25,8 @@ from study.figures.style import (
     percent_axis,
     resolve_caveat,
     run_caveat,
+    table_recipe,
+    with_recipe,
 )
 from study.metrics.seeds import seed_summary
 from study.names import corruption_name, eval_label, eval_name, method_name, norm_title
@@ -82,16 +84,19 @@ def _worst_strip(ax: Axes, pooled: pd.DataFrame, grid: pd.DataFrame, corruptions
     ax.set_title("worst class per corruption (named), and the mean over classes", loc="left")
 
 
-def plot_corruptions(rows: pd.DataFrame, title: str, *, caveat: str | None = AUTO) -> Figure:
+def plot_corruptions(rows: pd.DataFrame, title: str, *, caveat: str | None = AUTO,
+                     recipe: str | None = AUTO) -> Figure:
     """Top: class x corruption accuracy (%, pooled over the severities shown). Below, on the same
     corruption axis: the worst class's accuracy per corruption with its 95% interval over seeds and
     test images (Wilson for one run), and the mean over classes. `caveat` AUTO: a note when the
-    runs have fewer than style.MIN_EPOCHS epochs."""
+    runs have fewer than style.MIN_EPOCHS epochs. `recipe`: the title's last line (AUTO:
+    style.table_recipe of the runs drawn, a note where they were trained below the published recipe)."""
     classes = rows.drop_duplicates("class").sort_values("class")["class_name"].tolist()
     corruptions = list(dict.fromkeys(rows["corruption"]))
     pooled = _pooled(rows, ["corruption", "class", "class_name"])
     grid = pooled.pivot(index="class_name", columns="corruption", values="acc").loc[classes, corruptions]
     note = resolve_caveat(caveat, lambda: _epochs_caveat(rows))
+    recipe = resolve_caveat(recipe, lambda: table_recipe(rows))
     with figure_style():
         fig = Figure(figsize=figure_size(float(np.clip(3.5 + 0.5 * len(corruptions), 7.0, 16.0)),
                                          2.0 + 0.3 * len(classes) + 3.6), layout="constrained")
@@ -101,8 +106,9 @@ def plot_corruptions(rows: pd.DataFrame, title: str, *, caveat: str | None = AUT
         draw_caveat(ax, note)
         fig.legend(*ax2.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
         sev = sorted(int(s) for s in rows["severity"].unique())
-        fig.suptitle(f"{display_title(title)}\nCIFAR-10-C ({rows['corruption_variant'].iloc[0]}), "
-                     f"severit{'y' if len(sev) == 1 else 'ies'} {', '.join(map(str, sev))}")
+        fig.suptitle(with_recipe(f"{display_title(title)}\nCIFAR-10-C ({rows['corruption_variant'].iloc[0]}), "
+                                 f"severit{'y' if len(sev) == 1 else 'ies'} {', '.join(map(str, sev))}", recipe,
+                                 fig.get_figwidth()))
     return fig
 
 
@@ -122,12 +128,15 @@ def _cfp_panel(ax: Axes, table: pd.DataFrame, evals: list[str], context: dict) -
 
 
 def plot_cfp(table: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Mapping] | None = None,
-             caveat: str | None = AUTO) -> Figure:
+             caveat: str | None = AUTO, recipe: str | None = AUTO) -> Figure:
     """Class false-positive score per class and evaluation (% of misclassified samples predicted
     as that class), mean over the runs (seeds) in `table`, with 95% intervals over seeds and
     misclassified samples (Wilson for one run). One panel per threat model (clean in each), the
-    legend below the panels. `caveat` AUTO: a note when the runs have fewer than style.MIN_EPOCHS epochs."""
+    legend below the panels. `caveat` AUTO: a note when the runs have fewer than style.MIN_EPOCHS epochs.
+    `recipe`: the title's second line (AUTO: style.table_recipe of the runs drawn)."""
     note = resolve_caveat(caveat, lambda: _epochs_caveat(table))
+    # decided on the runs' rows: the mean over seeds below drops the run columns it reads
+    recipe = resolve_caveat(recipe, lambda: table_recipe(table))
     settings = dict(eval_settings or {})
     table = cfp_over_seeds(table)
     evals = list(dict.fromkeys(table["eval"]))
@@ -148,7 +157,7 @@ def plot_cfp(table: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Map
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=min(3, len(handles)),
                    frameon=False, title="whiskers: 95% interval over seeds and misclassified samples",
                    title_fontsize=8)
-        fig.suptitle(display_title(title))
+        fig.suptitle(with_recipe(display_title(title), recipe, fig.get_figwidth()))
     return fig
 
 
@@ -171,10 +180,12 @@ def _frl_caveat(rows: pd.DataFrame, num_classes: int) -> str | None:
 
 
 def plot_frl_errors(table: pd.DataFrame, title: str, *, eval_settings: Mapping[str, Mapping] | None = None,
-                    caveat: str | None = AUTO) -> Figure:
+                    caveat: str | None = AUTO, recipe: str | None = AUTO) -> Figure:
     """Standard error (1 - a_c) and robust error (1 - r_c) per class (%), with 95% intervals over
     seeds and test images (Wilson for one run); one panel per method and attack, at most three per
-    row. `caveat` AUTO: decided per method (few epochs or chance-level clean accuracy)."""
+    row. `caveat` AUTO: decided per method (few epochs or chance-level clean accuracy). `recipe`: the
+    title's second line (AUTO: style.table_recipe of every method's runs drawn)."""
+    recipe = resolve_caveat(recipe, lambda: table_recipe(table))
     settings = dict(eval_settings or {})
     evals = list(dict.fromkeys(table["eval"])) if "eval" in table.columns else [None]
     methods = list(dict.fromkeys(table["method"]))
@@ -203,5 +214,5 @@ def plot_frl_errors(table: pd.DataFrame, title: str, *, eval_settings: Mapping[s
         handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=2, frameon=False,
                    title="whiskers: 95% interval over seeds and test images", title_fontsize=8)
-        fig.suptitle(counted_title(title, len(methods), "method"))
+        fig.suptitle(with_recipe(counted_title(title, len(methods), "method"), recipe, fig.get_figwidth()))
     return fig

@@ -286,7 +286,8 @@ def with_recipe(title: str, recipe: str | None, width_in: float) -> str:
     wrapped to the figure's width (`width_in` inches: about 10 characters of title text an inch)."""
     if not recipe:
         return title
-    return f"{title}\n" + textwrap.fill(recipe, max(40, int(10 * width_in)))
+    # never at a hyphen: a span ("2-4 epochs", "120-200") split over two lines reads as two numbers
+    return f"{title}\n" + textwrap.fill(recipe, max(40, int(10 * width_in)), break_on_hyphens=False)
 
 
 def resolve_caveat(caveat: str | None, decide: Callable[[], str | None]) -> str | None:
