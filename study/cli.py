@@ -167,7 +167,7 @@ def cmd_zoo_table(args) -> int:
 def cmd_tables(args) -> int:
     from study.tables import build_tables
 
-    paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics, checks=args.checks)
+    paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics_dir, checks=args.checks)
     for name, path in paths.items():
         print(f"{name}: {path}", file=sys.stderr)
     return 0
@@ -432,7 +432,9 @@ def _add_tables_and_figures(sub) -> None:
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
     p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
     p.add_argument("--out-dir", default="results/tables")
-    p.add_argument("--metrics", default=None, help="also write headline metrics JSON here")
+    p.add_argument("--metrics-dir", default=None,
+                   help="also write the headline metrics here, one JSON file per model (results/metrics, for DVC); "
+                        "the folder is the metrics' own: a JSON file of a model no longer in the records is removed")
     p.add_argument("--checks", nargs="*", default=[],
                    help="checks.json files of the runs: flagged evaluations are marked and not counted")
     p.set_defaults(func=cmd_tables)

@@ -231,6 +231,13 @@ def record_name(evaluation: str, checkpoint: str = "last") -> str:
     return str(evaluation) if checkpoint == "last" else f"{evaluation}{_CHECKPOINT_MARK}{checkpoint}"
 
 
+def metrics_stem(dataset: str, model: str, method: str, train_data: str = "original") -> str:
+    """The name of a model's headline metrics file (results/metrics/<stem>.json, study.tables):
+    dataset__model__method, and __<train data> for a model trained on a constructed dataset;
+    the workflow names the files the tables job must write by it."""
+    return "__".join(str(k) for k in (dataset, model, method, train_data) if k != "original")
+
+
 def split_record_name(name: str) -> tuple[str, str]:
     """(evaluation, checkpoint) of a record's name: 'pgd20@best' -> ('pgd20', 'best'), 'pgd20' -> ('pgd20', 'last')."""
     base, mark, checkpoint = str(name).partition(_CHECKPOINT_MARK)

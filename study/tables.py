@@ -23,7 +23,7 @@ from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
-from study.names import checkpoint_of, zoo_model_name
+from study.names import checkpoint_of, metrics_stem, zoo_model_name
 from study.runs import SETTING_COLUMNS, identity, typed_run
 
 #: the columns a seed aggregate is keyed by
@@ -34,12 +34,13 @@ def build_tables(
     records: Iterable[str | Path],
     epochs: Iterable[str | Path],
     out_dir: str | Path,
-    metrics_path: str | Path | None = None,
+    metrics_dir: str | Path | None = None,
     checks: Iterable[str | Path] = (),
 ) -> dict[str, Path]:
     """From per-sample records (parquet, self-describing), epochs.csv files (beside their
     run's config.json) and the runs' checks.json files, write classwise.csv, summary.csv
-    (with `averaged_epochs`, for the runs whose epochs.csv is given), classwise_seeds.csv, epochs.csv."""
+    (with `averaged_epochs`, for the runs whose epochs.csv is given), classwise_seeds.csv, epochs.csv;
+    and, given `metrics_dir`, the headline metrics there (write_headline_metrics)."""
     out_dir = Path(out_dir)
     verdicts, _ = read_checks(checks)
     blocks = []
@@ -77,9 +78,8 @@ def build_tables(
     for name, frame in zip(paths, (classwise, summary, seeds, epochs_df), strict=True):
         with atomic_path(paths[name]) as tmp:
             frame.to_csv(tmp, index=False)
-    if metrics_path is not None:
-        atomic_write_json(metrics_path, headline_metrics(summary))
-        paths["metrics"] = Path(metrics_path)
+    if metrics_dir is not None:
+        paths.update({f"metrics {p.stem}": p for p in write_headline_metrics(summary, metrics_dir)})
     return paths
 
 
@@ -107,24 +107,42 @@ def counted_seed_aggregate(classwise: pd.DataFrame) -> pd.DataFrame:
     return seeds.merge(counts.reset_index(), on=keys, how="left")
 
 
-def headline_metrics(summary: pd.DataFrame) -> dict:
-    """Seed-averaged mean, worst-class and gap per (dataset, model, method, evaluation), for DVC;
-    flagged or failed evaluations are left out (`flagged` counts them where there are any)."""
-    out: dict = {}
+def headline_metrics(summary: pd.DataFrame) -> dict[str, dict[str, dict]]:
+    """Seed-averaged mean and worst-class accuracy per model (dataset, model, method, training
+    data) and evaluation, for DVC: {metrics_stem: {eval: {mean, worst, worst_class}}}, one file
+    per model, so that `dvc metrics show` prints a row per model and three columns per
+    evaluation rather than one row of every number. `worst_class` is the class that is worst in
+    most of the counted seeds (the first such seed's on a tie). Flagged or failed evaluations are
+    not counted (`flagged` says how many; with none counted, the numbers are null)."""
+    out: dict[str, dict[str, dict]] = {}
     keys = ["dataset", "model", "method", "train_data", "eval"]
-    for key, group in summary.groupby(keys, sort=True):
-        # runs on the original data keep the short name dataset/model/method/eval
-        name = "/".join(str(k) for k in key if k != "original")
+    for (*model_key, name), group in summary.groupby(keys, sort=True):
         left_out = not_counted(group)
         kept = group[~left_out]
-        out[name] = {
-            "mean": round(float(np.mean(kept["mean"])), 4) if len(kept) else None,
-            "worst": round(float(np.mean(kept["worst"])), 4) if len(kept) else None,
-            "gap": round(float(np.mean(kept["gap"])), 4) if len(kept) else None,
-            "seeds": int(kept["seed"].nunique()),
+        counted = len(kept) > 0
+        out.setdefault(metrics_stem(*model_key), {})[str(name)] = {
+            "mean": round(float(np.mean(kept["mean"])), 4) if counted else None,
+            "worst": round(float(np.mean(kept["worst"])), 4) if counted else None,
+            "worst_class": str(kept["worst_class"].value_counts(sort=False).idxmax()) if counted else None,
             **({"flagged": int(left_out.sum())} if left_out.any() else {}),
         }
     return out
+
+
+def write_headline_metrics(summary: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """One JSON file of headline metrics per model in `out_dir` (headline_metrics); a file of
+    an earlier study that this one does not write again is removed, since DVC shows every file
+    of the folder and a stale model would read as a result of this one."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem, evaluations in headline_metrics(summary).items():
+        path = out_dir / f"{stem}.json"
+        atomic_write_json(path, evaluations)
+        written.append(path)
+    for stale in set(out_dir.glob("*.json")) - set(written):
+        stale.unlink()
+    return written
 
 
 #: test images RobustBench evaluates on (ImageNet: its 5,000-image validation subset)

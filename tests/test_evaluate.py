@@ -74,7 +74,7 @@ def test_test_subset_is_stratified(tmp_path, trained_runs, synthetic_splits, ci_
 
 def test_tables_from_records(tmp_path, trained_runs):
     _, records, epochs = trained_runs
-    paths = build_tables(records, epochs, tmp_path / "tables", tmp_path / "metrics.json")
+    paths = build_tables(records, epochs, tmp_path / "tables", tmp_path / "metrics")
     classwise = pd.read_csv(paths["classwise"])
     assert len(classwise) == 2 * 2 * 10  # seeds x evaluations x classes
     expected_columns = {"run_id", "dataset", "model", "method", "seed", "eval", "class_name", "acc", "ci_lo", "ci_hi"}
@@ -89,9 +89,21 @@ def test_tables_from_records(tmp_path, trained_runs):
     epochs_table = pd.read_csv(paths["epochs"])
     assert len(epochs_table) == 2 * 3 * 10 and set(epochs_table["seed"]) == {0, 1}
 
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
-    entry = metrics["synthetic/small_cnn/standard/clean"]
-    assert entry["seeds"] == 2 and 0 <= entry["worst"] <= entry["mean"] <= 1
+    # one file per model, its evaluations inside: the rows and columns of `dvc metrics show`
+    assert [p.name for p in (tmp_path / "metrics").iterdir()] == ["synthetic__small_cnn__standard.json"]
+    metrics = json.loads((tmp_path / "metrics/synthetic__small_cnn__standard.json").read_text())
+    assert set(metrics) == set(classwise["eval"])
+    entry = metrics["clean"]
+    assert set(entry) == {"mean", "worst", "worst_class"} and 0 <= entry["worst"] <= entry["mean"] <= 1
+    # the worst class is the class the seeds' summary rows name worst (one they name most often)
+    summary = pd.read_csv(paths["summary"]).query("eval == 'clean'")
+    assert entry["worst_class"] in summary["worst_class"].mode().tolist()
+    assert len(summary) == 2 and entry["worst"] == round(summary["worst"].mean(), 4)  # over both seeds
+    # a model no longer in the records leaves no file behind to be shown as this study's
+    stale = tmp_path / "metrics/synthetic__small_cnn__gone.json"
+    stale.write_text("{}")
+    build_tables(records[:1], epochs, tmp_path / "tables", tmp_path / "metrics")
+    assert not stale.exists() and (tmp_path / "metrics/synthetic__small_cnn__standard.json").exists()
 
 
 def test_tables_without_records_is_an_error(tmp_path):

@@ -424,11 +424,20 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     classwise = (project / "results/tables/classwise.csv").read_text()
     rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
     assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
-    metrics = json.loads((project / "results/metrics.json").read_text())
-    headline = {f"{r.dataset}/{r.config['model']}/{r.config['method']}/{e}" for r in plain for e in r.evaluations}
+    # the headline metrics: a file per model (a row of `dvc metrics show`), an entry per evaluation
+    headline = {(f"results/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
+                for r in plain for e in r.evaluations}
+    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/metrics").glob("*.json")
+               for e, m in json.loads(p.read_text()).items()}
     assert headline <= set(metrics)
-    shown = _run([dvc, "metrics", "show", "--json"], project)
-    assert all(key in shown for key in headline)
+    assert all(0 <= metrics[k]["worst"] <= metrics[k]["mean"] <= 1 and metrics[k]["worst_class"] for k in headline)
+    text = _run([dvc, "metrics", "show", "--json"], project)  # (stdout and stderr: the JSON and nothing)
+    shown, _ = json.JSONDecoder().raw_decode(text[text.index("{"):])
+    shown = {(path, e): m for path, data in shown[""]["data"].items() for e, m in data["data"].items()}
+    assert {k: shown[k] for k in headline} == {k: metrics[k] for k in headline}
+    table = _run([dvc, "metrics", "show"], project)
+    print(table, file=sys.stderr)  # the readable headline: a row per model
+    assert all(path in table for path, _ in headline)
     assert len(list((project / "data/constructed").glob("d_*.pt"))) == len(cons)
     # the robustness suite on the runs of its groups: checks written down and none failed, one
     # row per (run, evaluation) in the attack table, corruptions per class

@@ -14,8 +14,8 @@ from study.config import (ConfigError, configured_mirror, constructions, load_pa
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
-from study.names import CHECKPOINTS, record_name
-from study.runs import CHECKPOINT_FILES
+from study.names import CHECKPOINTS, metrics_stem, record_name
+from study.runs import CHECKPOINT_FILES, training_setting
 
 _BASE = Path(workflow.basedir) / "workflow"
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
@@ -189,6 +189,10 @@ def shard_files(wildcards):
 
 
 TABLES = {name: f"{RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
+# the headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file)
+METRICS_FILES = sorted({f"{RESULTS}/metrics/"
+                        f"{metrics_stem(r.dataset, r.config['model'], r.config['method'], training_setting(r.config)['train_data'])}.json"
+                        for r in PLAN})
 ROBUSTNESS_TABLES = {name: f"{RESULTS}/tables/{name}.csv"
                      for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}
 ZOO_TABLES = {f"zoo_{n}": f"{RESULTS}/zoo/tables/{n}.csv" for n in ("classwise", "robustbench", "checks", "corruptions")}

@@ -87,16 +87,19 @@ rule tables:
         checks=CHECK_FILES,
     output:
         **TABLES,
-        metrics=f"{RESULTS}/metrics.json",
+        # one JSON file per model, so that `dvc metrics show` prints a row per model (dvc.yaml);
+        # named, not a directory(): Snakemake's timestamp file in it would be a row of its own
+        metrics=METRICS_FILES,
     log:
         f"{RESULTS}/logs/tables.log",
     params:
         out_dir=folder_of("classwise"),  # results/tables
+        metrics_dir=f"{RESULTS}/metrics",
     conda:
         "../../environment.yml"
     shell:
         "study tables --records {input.records} --epochs {input.epochs} --checks {input.checks}"
-        " --out-dir {params.out_dir} --metrics {output.metrics} 2> {log}"
+        " --out-dir {params.out_dir} --metrics-dir {params.metrics_dir} 2> {log}"
 
 
 rule reproduction:
@@ -140,4 +143,5 @@ rule front_page:
 rule evaluate_all:
     input:
         **TABLES,
+        metrics=METRICS_FILES,  # the evaluate stage's metrics (dvc.yaml)
         reproduction=f"{RESULTS}/reproduction.md",
