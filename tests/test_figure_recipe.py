@@ -112,6 +112,10 @@ def test_policy_epochs_figure_names_a_reduced_recipe():
 def test_policy_epochs_figure_reads_only_the_runs_of_its_methods():
     table = pd.concat([_epochs(PUBLISHED, methods=["frl_reweight"]), _epochs(DEMO, methods=["standard"])])
     _says_nothing(plot_policy_epochs(table, ["frl_reweight"], title="CIFAR-10 | Small CNN-S2"))
+    # and its caveat counts the epochs of those runs, not of another method's longer run in the table
+    longer = _epochs({"epochs": 5, "train_per_class": math.nan}, methods=["standard"])
+    fig = plot_policy_epochs(pd.concat([_epochs(DEMO, methods=["frl_reweight"]), longer]), ["frl_reweight"])
+    assert "(3 epochs)" in fig.axes[0].get_title()
 
 
 # ---------------------------------------------------------------- figures 3, 11, 14: robustness tables

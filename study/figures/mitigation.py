@@ -278,9 +278,12 @@ def plot_policy_epochs(epochs: pd.DataFrame, methods: Sequence[str], title: str 
     title's last line (AUTO: style.table_recipe of the runs of `methods`)."""
     if "epoch" not in epochs.columns or epochs.empty:
         raise ValueError("epoch table is empty or lacks `epoch`; nothing to plot")
-    recipe = resolve_caveat(recipe, lambda: table_recipe(epochs[epochs["method"].isin(methods)]))
+    # both notes describe the runs of `methods` alone: the table may hold others of the same dataset
+    # and model (runs on constructed data, longer or shorter)
+    drawn = epochs[epochs["method"].isin(methods)]
+    recipe = resolve_caveat(recipe, lambda: table_recipe(drawn))
     panels = _policy_panels(epochs, methods)
-    note = resolve_caveat(caveat, lambda: run_caveat(epochs=float(epochs["epoch"].max())))
+    note = resolve_caveat(caveat, lambda: run_caveat(epochs=float(drawn["epoch"].max())) if not drawn.empty else None)
     with figure_style():
         if not panels:
             fig = Figure(figsize=(6, 2), layout="constrained")
