@@ -55,12 +55,26 @@ def _add_params_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="preset overlay (workflow/presets/NAME.yaml)")
     p.add_argument("--presets-dir", default="workflow/presets")
     p.add_argument("--schema", default="workflow/schemas/params.schema.yaml")
+    p.add_argument("--config-overrides", type=_json_mapping, default={},
+                   help="JSON of the values given with Snakemake's --config (as the workflow passes them), "
+                        "merged after the preset as the workflow merged them")
+
+
+def _json_mapping(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err.msg} at character {err.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object of config values, got {text!r}")
+    return value
 
 
 def _load(args) -> dict:
     from study.config import load_params
 
-    overrides = {"preset": args.preset} if args.preset else {}
+    # --preset, then the --config values: load_params merges them after the preset, as the workflow does
+    overrides = {**({"preset": args.preset} if args.preset else {}), **args.config_overrides}
     return load_params(args.params, overrides, presets_dir=args.presets_dir, schema_path=args.schema)
 
 

@@ -136,6 +136,37 @@ def test_snakemake_config_values_win_over_the_preset(tmp_path):
     assert sum(c["epochs"] == 3 for c in configs.values()) > len(configs) / 2
 
 
+def _reproduction_command(project: Path, *config: str) -> str:
+    """The `study reproduction` command line the workflow plans with these --config values."""
+    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "1", "--config", *config, "--", "results/reproduction.md"],
+               project)
+    (command,) = set(re.findall(r"^(?:Shell command: )?(study reproduction .*)$", out.stdout + out.stderr, re.M))
+    return command
+
+
+def test_snakemake_config_values_reach_the_reproduction_report(tmp_path):
+    """The report's job loads params.yaml itself: given the --config values the workflow planned
+    with, an evaluation changed there is matched as changed (pgd3 at 4/255 is no stand-in for
+    the published 8/255 AutoAttack), not as the preset defines it."""
+    from test_reproduction import AT_CLEAN, AT_PGD, runs
+
+    project = _git_project(tmp_path, with_study=False)
+    for folder in ("results/tables", "results/logs"):
+        (project / folder).mkdir(parents=True)
+    runs("at", {"clean@best": AT_CLEAN, "pgd3@best": AT_PGD}).to_csv(project / "results/tables/classwise.csv",
+                                                                     index=False)
+    reports = {}
+    for name, config in {"preset": ["preset=ci"], "changed": ["preset=ci", "evaluations={pgd3: {eps: 4/255}}"]}.items():
+        command = _reproduction_command(project, *config)
+        assert ("4/255" in command) == (name == "changed"), command
+        _run(["bash", "-c", command.replace("results/reproduction.md", f"{name}.md")], project)
+        reports[name] = (project / f"{name}.md").read_text()
+    stand_in = "pgd3@best (pgd) in place of autoattack"
+    assert stand_in in reports["preset"]  # the preset's pgd3: L-inf 8/255, standing in for AutoAttack
+    assert stand_in not in reports["changed"] and "cfa_at_best_autoattack_mean" not in reports["changed"]
+    assert "cfa_at_best_clean_mean" in reports["changed"]  # the clean rows are matched as before
+
+
 # ---------------------------------------------------------------- deps: the modules each stage runs
 def _module_file(name: str) -> Path | None:
     base = ROOT / Path(*name.split("."))
@@ -317,13 +348,15 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
     epochs = pd.read_csv(project / "results/tables/epochs.csv")
     assert not any(c.endswith(".1") for c in epochs.columns) and {"lr", "epoch_lr"} <= set(epochs.columns)
     plots = project / "plots"
-    _run([dvc, "plots", "show", "--out", plots], project)
+    shown = _run([dvc, "plots", "show", "--out", plots], project)
+    assert "error" not in (shown.stdout + shown.stderr).lower(), shown.stderr  # no file DVC cannot render
     html = (plots / "index.html").read_text()
     for title in ("clean accuracy per class over training", "robust accuracy per class over training",
                   "class-wise accuracy per evaluation"):
         assert title in html
     images = list(plots.rglob("*.png"))
-    assert len(images) >= len(list((project / "results/figures").rglob("*.png"))) > 0
+    assert len(images) == len(list((project / "results/figure_images").rglob("*.png"))) \
+        == len(list((project / "results/figures").rglob("*.png"))) > 0
     listing = sorted(p.relative_to(plots).as_posix() for p in plots.rglob("*") if p.is_file())
     print("dvc plots show wrote:", len(listing), "files:", listing[:10], file=sys.stderr)
     metrics = _run([dvc, "metrics", "show"], project).stdout

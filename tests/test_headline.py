@@ -172,7 +172,7 @@ def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(projec
     assert f"/{FAILING.relative_file}" in requests
     made = _figures_made(project, FIGURES)
     assert all(made[fig] == 1 for fig in FIGURES if fig not in ZOO_FIGURES), made  # independent work went on
-    assert (project / f"results/evaluations/zoo-cifar10-Linf-{SERVED.name}-on-synthetic/zoo_pgd.parquet").is_file()
+    assert (project / f"results/zoo/evaluations/zoo-cifar10-Linf-{SERVED.name}-on-synthetic/zoo_pgd.parquet").is_file()
     assert not any(made[fig] for fig in ZOO_FIGURES)
     summary = (project / "results/run_summary.md").read_text()
     failed = [line for line in summary.splitlines() if line.startswith("- zoo_run")]

@@ -424,6 +424,18 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     classwise = (project / "results/tables/classwise.csv").read_text()
     rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
     assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
+    # the PNGs again, hard-linked, in the folder DVC draws as image plots; `dvc plots show` renders
+    # every one without an error (results/figures' PDFs and tables would be errors)
+    pngs = [f for f in figures if f.endswith(".png")]
+    images = sorted(p.relative_to(project / "results/figure_images").as_posix()
+                    for p in (project / "results/figure_images").rglob("*") if p.is_file())
+    assert images == sorted(Path(f).relative_to("results/figures").as_posix() for f in pngs)
+    assert all((project / f).samefile(project / "results/figure_images" / Path(f).relative_to("results/figures"))
+               for f in pngs)
+    shown_plots = _run([dvc, "plots", "show", "--out", project / "plots"], project)
+    assert "error" not in shown_plots.lower(), shown_plots
+    drawn = sorted(p.name for p in (project / "plots").rglob("*.png"))
+    assert drawn == sorted("workspace_results_figure_images_" + i.replace("/", "_") for i in images)
     # the headline metrics: a file per model (a row of `dvc metrics show`), an entry per evaluation
     headline = {(f"results/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
                 for r in plain for e in r.evaluations}

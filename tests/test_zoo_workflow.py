@@ -51,7 +51,11 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(project, monke
     stem = "results/figures/{}/synthetic__Linf.png"
     _run([BIN / "snakemake", "--cores", "2", *config, "--", "results/zoo/tables/robustbench.csv",
           stem.format(ZOO_FIGURES[0]), stem.format(ZOO_FIGURES[2])], project)
-    records, meta = read_records(project / f"results/evaluations/{run_id}/zoo_pgd.parquet")
+    # the zoo's runs and evaluations are its own (results/zoo), never the trained runs' folders
+    records, meta = read_records(project / f"results/zoo/evaluations/{run_id}/zoo_pgd.parquet")
+    assert (project / f"results/zoo/runs/{run_id}/model.pt").is_file()
+    assert (project / f"results/zoo/logs/evaluate/{run_id}").is_dir()
+    assert not any((project / "results" / d / run_id).exists() for d in ("runs", "evaluations", "logs/evaluate"))
     assert len(records) == 2 * 10 and meta["run_config"]["zoo"]["name"] == ENTRY.name  # 2 images per class
     classwise = pd.read_csv(project / "results/zoo/tables/classwise.csv")
     assert set(classwise["eval"]) == {"zoo_clean", "zoo_pgd"} and classwise["class"].nunique() == 10
@@ -69,7 +73,7 @@ def test_missing_zoo_weights_fail_the_job_with_the_file_named(project, tmp_path,
     overlay["zoo"]["require_weights"] = False
     (presets / "ci_zoo.yaml").write_text(yaml.safe_dump(overlay))
     config = ["--config", "preset=ci_zoo"]
-    target = f"results/runs/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic/model.pt"
+    target = f"results/zoo/runs/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic/model.pt"
     proc = subprocess.run([BIN / "snakemake", "--cores", "1", *config, "--", target], cwd=project, env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
@@ -112,11 +116,11 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(project):
         writers.setdefault(path, []).append(rule)
     sharded = 0
     for run in runs:
-        assert writers[f"results/runs/{run.run_id}/model.pt"] == ["zoo_run"]
+        assert writers[f"results/zoo/runs/{run.run_id}/model.pt"] == ["zoo_run"]
         for ev in run.evaluations:
             shards = int(params["evaluations"][ev].get("shards", 1))
             sharded += shards if shards > 1 else 0
-            rules = writers[f"results/evaluations/{run.run_id}/{ev}.parquet"]
+            rules = writers[f"results/zoo/evaluations/{run.run_id}/{ev}.parquet"]
             assert len(rules) == 1 and (rules[0] == "merge_shards" if shards > 1 else rules[0].startswith("evaluate_"))
     assert counts["evaluate_shard"] == sharded
     # ImageNet is made by prepare_imagenet only (ruleorder), with the zoo's subset options

@@ -18,9 +18,12 @@ from study.names import CHECKPOINTS, metrics_stem, record_name
 from study.runs import CHECKPOINT_FILES, training_setting
 
 _BASE = Path(workflow.basedir) / "workflow"
+# the values given with --config (DVC's -S, through study.stage): a job that loads params.yaml
+# itself is given them too (config_overrides_arg), so it reads the configuration planned here
+CONFIG_OVERRIDES = dict(workflow.config_settings.overwrite_config or {})
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
     _resolved = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
-                            overrides=dict(workflow.config_settings.overwrite_config or {}),
+                            overrides=CONFIG_OVERRIDES,
                             presets_dir=_BASE / "presets", schema_path=_BASE / "schemas/params.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
@@ -28,6 +31,9 @@ config.clear()
 config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
+# The zoo's runs and their evaluations (records, checks, logs) live apart from the trained runs':
+# the figures stage makes them, and every file a DVC stage writes is its own out (dvc.yaml).
+ZOO_ROOT = f"{RESULTS}/zoo"
 FRONT_PAGE = f"{RESULTS}/report_front.rst"
 PLAN = plan_runs(config)
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
@@ -45,6 +51,13 @@ wildcard_constraints:
     model=r"[a-z0-9]+(?:_[a-z0-9]+)*",
     method=r"[a-z0-9]+(?:_[a-z0-9]+)*",
     group=r"[A-Za-z0-9_]+",
+    # the folder of a run's evaluations and their logs: the study's, or the zoo's (run_root)
+    root=f"{re.escape(RESULTS)}|{re.escape(ZOO_ROOT)}",
+
+
+def config_overrides_arg():
+    """`--config-overrides JSON` of a `study` command that loads params.yaml (empty without any)."""
+    return f"--config-overrides {quoted_json(CONFIG_OVERRIDES)}" if CONFIG_OVERRIDES else ""
 
 
 def lookup(table, name, what):
@@ -75,8 +88,18 @@ def construction_of(wildcards):
 def run_of(wildcards):
     return lookup(RUNS, wildcards.run_id, "run (`study plan` lists them)")
 
+ZOO_IDS = {r.run_id for r in ZOO}
+
+def run_root(run_id):
+    """Where a run's folders are: the zoo's own (ZOO_ROOT) for a zoo model, else results."""
+    return ZOO_ROOT if run_id in ZOO_IDS else RESULTS
+
 def run_dir(run_id):
-    return f"{RESULTS}/runs/{run_id}"
+    return f"{run_root(run_id)}/runs/{run_id}"
+
+def run_model(checkpoint_file):
+    """Input function: a run's model file (the zoo's under ZOO_ROOT, whatever the job's `root`)."""
+    return lambda w: f"{run_dir(w.run_id)}/{checkpoint_file}"
 
 def run_data(wildcards):
     run = run_of(wildcards)
@@ -165,8 +188,12 @@ for _run, _cp in ((r, c) for r in PLAN + ZOO for c in r.checkpoints):
         EVALUATION_SETS.setdefault((_set, _cp), []).append(_run.run_id)
 
 
-def eval_file(run_id, evaluation, checkpoint="last"):
-    return f"{RESULTS}/evaluations/{run_id}/{record_name(evaluation, checkpoint)}.parquet"
+def evaluations_dir(run_id, root=None):
+    """A run's evaluations folder; `root` "{root}" makes it a rule's pattern (the wildcard `root`)."""
+    return f"{root or run_root(run_id)}/evaluations/{run_id}"
+
+def eval_file(run_id, evaluation, checkpoint="last", root=None):
+    return f"{evaluations_dir(run_id, root)}/{record_name(evaluation, checkpoint)}.parquet"
 
 def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
@@ -184,7 +211,7 @@ def evaluate_runtime(evaluations, shards=1):
 
 def shard_files(wildcards):
     n = int(config["evaluations"][wildcards.evaluation]["shards"])
-    return [f"{RESULTS}/evaluations/{wildcards.run_id}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
+    return [f"{evaluations_dir(wildcards.run_id)}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
             for i in range(n)]
 
 
@@ -217,7 +244,7 @@ def checked_checkpoint(wildcards):
     return wildcards.at.removeprefix("@") or "last"
 
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
-CHECK_FILES = [f"{RESULTS}/evaluations/{r.run_id}/{record_name('checks', c)}.json"
+CHECK_FILES = [f"{evaluations_dir(r.run_id)}/{record_name('checks', c)}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
 
@@ -328,6 +355,17 @@ def figure_files(fig):
     suffixes = [".png", ".pdf", *(s for _, s, _ in FIGURES[fig].extra if s.endswith((".png", ".pdf")))]
     names = [FIGURES[fig].stem.format(**dict(zip(STEM_FIELDS[fig], key))) for key in FIGURE_PANELS[fig]]
     return [f"{RESULTS}/figures/{fig}/{name}{suffix}" for name in names for suffix in suffixes]
+
+
+# The figures' PNGs in a folder of their own, the one DVC draws as image plots (dvc.yaml):
+# results/figures also holds PDFs, CSVs and the manifest, which `dvc plots show` cannot render.
+FIGURE_IMAGES = f"{RESULTS}/figure_images"
+
+
+def figure_images():
+    """{PNG of results/figures: its hard link under FIGURE_IMAGES} of every configured figure."""
+    return {f: f"{FIGURE_IMAGES}/{Path(f).relative_to(f'{RESULTS}/figures').as_posix()}"
+            for fig in config["figures"] for f in figure_files(fig) if f.endswith(".png")}
 
 
 def figure_outputs(fig):

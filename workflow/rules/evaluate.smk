@@ -1,7 +1,8 @@
 # Phase 3: evaluation. Per-sample records of every (run, evaluation, checkpoint): one job per
 # run and checkpoint for all its evaluations (a rule per set of evaluations, EVALUATION_SETS
 # in common.smk), a job per shard of a sharded evaluation (AutoAttack, Square) and one that
-# merges them; then the tables that every figure and metric is drawn from.
+# merges them; then the tables that every figure and metric is drawn from. `root` is the folder
+# of a run's evaluations and logs: results, or results/zoo for a zoo model (common.smk, run_root).
 
 for (_evs, _cp), _ids in EVALUATION_SETS.items():
 
@@ -9,14 +10,14 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
         name:
             f"evaluate_{'_'.join(_evs)}{'' if _cp == 'last' else f'_at_{_cp}'}"
         input:
-            model=f"{RESULTS}/runs/{{run_id}}/{CHECKPOINT_FILES[_cp]}",  # the one read
+            model=run_model(CHECKPOINT_FILES[_cp]),  # the one read
             data=run_data,
         output:
-            **{e: eval_file("{run_id}", e, _cp) for e in _evs},
+            **{e: eval_file("{run_id}", e, _cp, root="{root}") for e in _evs},
         wildcard_constraints:
             run_id=one_of(_ids),
         log:
-            f"{RESULTS}/logs/evaluate/{{run_id}}/{record_name('+'.join(_evs), _cp)}.log",
+            f"{{root}}/logs/evaluate/{{run_id}}/{record_name('+'.join(_evs), _cp)}.log",
         params:
             evaluations=evaluation_args(_evs),
             checkpoint=f"--checkpoint {_cp}",
@@ -36,16 +37,16 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
 
 rule evaluate_shard:
     input:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        model=run_model("model.pt"),
         data=run_data,
     output:
-        records=f"{RESULTS}/evaluations/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.parquet",
+        records=f"{{root}}/evaluations/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.parquet",
     wildcard_constraints:
         evaluation=one_of(SHARDED),
         shard=r"\d+",
         shards=r"\d+",
     log:
-        f"{RESULTS}/logs/evaluate/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.log",
+        f"{{root}}/logs/evaluate/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.log",
     params:
         evaluation=lambda w: quoted_json(resolved_evaluation(w)),
         run_dir=lambda w: run_dir(w.run_id),
@@ -67,11 +68,11 @@ rule merge_shards:
     input:
         shard_files,
     output:
-        records=f"{RESULTS}/evaluations/{{run_id}}/{{evaluation}}.parquet",
+        records=f"{{root}}/evaluations/{{run_id}}/{{evaluation}}.parquet",
     wildcard_constraints:
         evaluation=one_of(SHARDED),
     log:
-        f"{RESULTS}/logs/evaluate/{{run_id}}/{{evaluation}}-merge.log",
+        f"{{root}}/logs/evaluate/{{run_id}}/{{evaluation}}-merge.log",
     conda:
         "../../environment.yml"
     shell:
@@ -113,10 +114,13 @@ rule reproduction:
     params:
         tables_dir=folder_of("classwise", "input"),
         preset=config["preset"],
+        # the --config values too: the report matches the table's evaluations by their settings
+        overrides=config_overrides_arg(),
     conda:
         "../../environment.yml"
     shell:
-        "study reproduction --preset {params.preset} --tables-dir {params.tables_dir} --out {output} 2> {log}"
+        "study reproduction --preset {params.preset} {params.overrides} --tables-dir {params.tables_dir}"
+        " --out {output} 2> {log}"
 
 
 rule front_page:

@@ -5,16 +5,16 @@
 
 rule check:
     input:
-        model=lambda w: f"{RESULTS}/runs/{w.run_id}/{CHECKPOINT_FILES[checked_checkpoint(w)]}",  # the one checked
+        model=lambda w: f"{run_dir(w.run_id)}/{CHECKPOINT_FILES[checked_checkpoint(w)]}",  # the one checked
         data=run_data,
         records=lambda w: [eval_file(w.run_id, ev, checked_checkpoint(w)) for ev in run_of(w).evaluations],
     output:
-        checks=f"{RESULTS}/evaluations/{{run_id}}/checks{{at}}.json",
-        table=f"{RESULTS}/evaluations/{{run_id}}/checks{{at}}.csv",
+        checks=f"{{root}}/evaluations/{{run_id}}/checks{{at}}.json",  # root: results, or the zoo's
+        table=f"{{root}}/evaluations/{{run_id}}/checks{{at}}.csv",
     wildcard_constraints:
         at="|@best|@published",
     log:
-        f"{RESULTS}/logs/check/{{run_id}}{{at}}.log",
+        f"{{root}}/logs/check/{{run_id}}{{at}}.log",
     params:
         run_dir=lambda w: run_dir(w.run_id),
         pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
@@ -37,12 +37,12 @@ rule check:
 
 rule corruptions:
     input:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        model=run_model("model.pt"),
         data=run_data,
     output:
-        records=f"{RESULTS}/evaluations/{{run_id}}/corruptions.parquet",
+        records=f"{{root}}/evaluations/{{run_id}}/corruptions.parquet",
     log:
-        f"{RESULTS}/logs/corruptions/{{run_id}}.log",
+        f"{{root}}/logs/corruptions/{{run_id}}.log",
     params:
         run_dir=lambda w: run_dir(w.run_id),
         args=corruption_args,
@@ -60,7 +60,7 @@ rule robustness_tables:
     input:
         records=[eval_file(r.run_id, ev, c) for r in CHECKED_RUNS for c in r.checkpoints for ev in r.evaluations],
         checks=CHECK_FILES,
-        corruptions=[f"{RESULTS}/evaluations/{r.run_id}/corruptions.parquet" for r in CORRUPTION_RUNS],
+        corruptions=[f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in CORRUPTION_RUNS],
     output:
         **ROBUSTNESS_TABLES,
     log:

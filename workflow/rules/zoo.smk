@@ -2,7 +2,9 @@
 # models), evaluated class-wise, never trained. A zoo run's directory names its model and weights
 # file (`study zoo-run`, which fails with the file's expected place when it is missing); the
 # evaluate, merge_shards, check and corruptions rules then treat it as a trained run. Its tables:
-# results/zoo/tables; its figures: 15-17. Weights: the folder a user gives (zoo.weights_dir,
+# results/zoo/tables; its figures: 15-17. Its runs, evaluations and their logs are the zoo's own,
+# results/zoo/{runs,evaluations,logs} (common.smk, run_root), since the figures stage, not the
+# train and evaluate stages, writes them (dvc.yaml). Weights: the folder a user gives (zoo.weights_dir,
 # $STUDY_WEIGHTS_DIR) is read as it is (offline machines); without one, the project's own
 # data/zoo_weights, into which a zoo_run job fetches the missing files (--download:
 # robustbench's own download, or $STUDY_WEIGHTS_URL_BASE). Entries on ImageNet are left out of
@@ -38,8 +40,8 @@ rule prepare_imagenet:
 
 rule zoo_run:
     output:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
-        config=f"{RESULTS}/runs/{{run_id}}/config.json",
+        model=f"{ZOO_ROOT}/runs/{{run_id}}/model.pt",
+        config=f"{ZOO_ROOT}/runs/{{run_id}}/config.json",
     wildcard_constraints:
         run_id=one_of(r.run_id for r in ZOO),
     log:
@@ -74,8 +76,8 @@ rule zoo_tables:
 rule zoo_robustness_tables:
     input:
         records=[eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations],
-        checks=[f"{RESULTS}/evaluations/{r.run_id}/checks.json" for r in ZOO_CHECKED],
-        corruptions=[f"{RESULTS}/evaluations/{r.run_id}/corruptions.parquet" for r in ZOO_CORRUPTED],
+        checks=[f"{evaluations_dir(r.run_id)}/checks.json" for r in ZOO_CHECKED],
+        corruptions=[f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in ZOO_CORRUPTED],
     output:
         checks=ZOO_TABLES["zoo_checks"],
         corruptions=ZOO_TABLES["zoo_corruptions"],
