@@ -363,7 +363,7 @@ FIGURE_IMAGES = f"{RESULTS}/figure_images"
 
 
 def figure_images():
-    """{PNG of results/figures: its hard link under FIGURE_IMAGES} of every configured figure."""
+    """{PNG of results/figures: its copy under FIGURE_IMAGES} of every configured figure."""
     return {f: f"{FIGURE_IMAGES}/{Path(f).relative_to(f'{RESULTS}/figures').as_posix()}"
             for fig in config["figures"] for f in figure_files(fig) if f.endswith(".png")}
 

@@ -1,6 +1,6 @@
 # Phase 4: figures. One rule per figure of the FIGURES table (common.smk), one job per panel,
 # each running the figure's `study` command; and the manifest results/figures/all that
-# stands for the whole set, which also hard-links every PNG into results/figure_images (DVC's plots).
+# stands for the whole set, which also copies every PNG into results/figure_images (DVC's plots).
 
 for _fig, _spec in FIGURES.items():
 
@@ -28,14 +28,15 @@ rule figures_all:
         [file for fig in config["figures"] for file in figure_files(fig)],
     output:
         manifest=f"{RESULTS}/figures/all",
-        # each PNG again, hard-linked (one copy of the bytes), where DVC declares the image plots
+        # each PNG again, where DVC declares the image plots: a copy, not a hard link, since Snakemake
+        # touches a finished job's outputs, and a touched link would make the figures newer than the manifest
         images=list(figure_images().values()),
     log:
         f"{RESULTS}/logs/figures/manifest.log",
     params:
-        links=" && ".join(f"ln -f {src} {dst}" for src, dst in figure_images().items()) or "true",
+        copies=" && ".join(f"cp {src} {dst}" for src, dst in figure_images().items()) or "true",
     conda:
         "../../environment.yml"
     shell:
         "study manifest --out {output.manifest} {input} 2> {log}"
-        " && {params.links} && echo 'linked {output.images}' >> {log}"
+        " && {params.copies} && echo 'copied {output.images}' >> {log}"
