@@ -193,7 +193,8 @@ def cmd_figure(args) -> int:
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
                           records=args.records, by=args.by, methods=args.methods,
-                          threat_model=args.threat_model, reference=args.reference, preset=args.preset)
+                          threat_model=args.threat_model, reference=args.reference, preset=args.preset,
+                          controls=args.controls)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -441,6 +442,33 @@ def _add_front_page(sub) -> None:
     p.set_defaults(func=cmd_front_page)
 
 
+def _add_figure(sub) -> None:
+    from study.figures.registry import FIGURE_KINDS
+
+    p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
+    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/registry.py)")
+    p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
+    p.add_argument("--dataset", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--method", default=None)
+    p.add_argument("--evaluations", nargs="*", default=None)
+    # Explanation figures (4-6, 8-10):
+    p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
+    p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
+    p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
+    p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
+    p.add_argument("--preset", default=None,
+                   help="figure 13 without --controls: the preset whose method definitions say what each method is "
+                        "compared with")
+    p.add_argument("--controls", nargs="*", default=None, metavar="METHOD=CONTROL",
+                   help="figure 13: each method's control, as the workflow planned it (the figure rule passes them)")
+    p.add_argument("--threat-model", default=None, help="RobustBench threat model of a zoo panel (Linf, L2)")
+    p.add_argument("--reference", default=None,
+                   help="the study's class-wise table, for our PGD-AT runs beside the zoo (zoo_ranks)")
+    p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
+    p.set_defaults(func=cmd_figure)
+
+
 def _add_tables_and_figures(sub) -> None:
     p = sub.add_parser("tables", help="aggregate run records into results/tables")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
@@ -468,27 +496,7 @@ def _add_tables_and_figures(sub) -> None:
 
     _add_front_page(sub)
 
-    from study.figures.registry import FIGURE_KINDS
-
-    p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
-    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/registry.py)")
-    p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
-    p.add_argument("--dataset", default=None)
-    p.add_argument("--model", default=None)
-    p.add_argument("--method", default=None)
-    p.add_argument("--evaluations", nargs="*", default=None)
-    # Explanation figures (4-6, 8-10):
-    p.add_argument("--runs", nargs="*", default=None, help="run ids the figure draws (default: all in the table)")
-    p.add_argument("--records", nargs="*", default=None, help="per-sample records (confusion, logit_similarity)")
-    p.add_argument("--by", default=None, help="discrepancy: dataset, model or setting")
-    p.add_argument("--methods", nargs="*", default=None, help="methods of a figure-13 panel (mitigation kinds)")
-    p.add_argument("--preset", default=None,
-                   help="figure 13: the preset whose method definitions say what each method is compared with")
-    p.add_argument("--threat-model", default=None, help="RobustBench threat model of a zoo panel (Linf, L2)")
-    p.add_argument("--reference", default=None,
-                   help="the study's class-wise table, for our PGD-AT runs beside the zoo (zoo_ranks)")
-    p.add_argument("--out-stem", required=True, help="output path without extension (.png and .pdf)")
-    p.set_defaults(func=cmd_figure)
+    _add_figure(sub)
 
     p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
     p.add_argument("--table", required=True, help="results/tables/classwise.csv")

@@ -106,3 +106,22 @@ def test_figures_draw_and_make_writes_the_table(tmp_path):
     written = make_figure("policy_epochs", table, tmp_path / "policy", dataset="synthetic", model="small_cnn",
                           method="all", methods=["at", "pgd_at_cfa"])
     assert {p.suffix for p in written} == {".png", ".pdf"}
+
+
+def test_the_controls_the_workflow_planned_win_over_params_yaml(tmp_path, monkeypatch):
+    """The figure rule passes each method's control as the workflow planned it (its --config values
+    included); params.yaml alone would compare trades_cfa with trades_normalized."""
+    cw = classwise({(m, 0, ev): accs for m in ("at", "trades_cfa", "trades_normalized")
+                    for ev, accs in (("pgd3@best", [0.4, 0.2]), ("clean@best", [0.8, 0.6]))})
+    path = tmp_path / "classwise.csv"
+    cw.to_csv(path, index=False)
+    monkeypatch.chdir(tmp_path.parent)  # no params.yaml here: without --controls no method has a control
+    methods = ["at", "trades_cfa", "trades_normalized"]
+    make_figure("mitigation", path, tmp_path / "fig13", dataset="synthetic", model="small_cnn", method="all",
+                methods=methods, controls=["trades_cfa=at"])
+    saved = pd.read_csv(tmp_path / "fig13.csv")
+    assert set(saved.loc[saved["method"] == "trades_cfa", "compare_with"]) == {"at"}
+    assert saved.loc[saved["method"] == "trades_normalized", "compare_with"].isna().all()
+    with pytest.raises(ValueError, match="--controls 'trades_cfa': expected METHOD=CONTROL"):
+        make_figure("mitigation", path, tmp_path / "bad", dataset="synthetic", model="small_cnn", method="all",
+                    methods=methods, controls=["trades_cfa"])

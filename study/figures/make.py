@@ -31,15 +31,18 @@ def make_figure(
     threat_model: str | None = None,
     reference: str | Path | None = None,
     preset: str | None = None,
+    controls: Sequence[str] | None = None,
 ) -> list[Path]:
     """One figure of kind `kind` from a table (or, for the record kinds, per-sample records);
-    `runs` keeps only those runs (one training setting when the study has several); `preset`
-    (figure 13) is the preset whose method definitions name each method's comparison."""
+    `runs` keeps only those runs (one training setting when the study has several). Figure 13:
+    `controls` (`method=control` words, from the workflow's plan) name each method's comparison;
+    without them, params.yaml and `preset` do."""
     if kind not in FIGURE_KINDS:
         raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
     spec = FIGURE_KINDS[kind]
     options = {"dataset": dataset, "model": model, "method": method, "evaluations": evaluations, "runs": runs,
-               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference, "preset": preset}
+               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference, "preset": preset,
+               "controls": controls}
     missing = [f"--{name}" for name in spec.needs if options[name] is None]
     if missing:
         raise ValueError(f"figure {kind} needs {', '.join(missing)}")
@@ -163,8 +166,20 @@ def mitigation_baselines(methods: Sequence[str], params_path: str | Path = "para
     return out
 
 
+def _controls(words: Sequence[str]) -> dict[str, str]:
+    """`method=control` words as a mapping; a word without '=' is one line naming it."""
+    out = {}
+    for word in words:
+        method, sep, control = word.partition("=")
+        if not sep or not method or not control:
+            raise ValueError(f"--controls {word!r}: expected METHOD=CONTROL (e.g. trades_cfa=trades_normalized)")
+        out[method] = control
+    return out
+
+
 def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: str,
-                    methods: Sequence[str] | None = None, preset: str | None = None, **_) -> list[Path]:
+                    methods: Sequence[str] | None = None, preset: str | None = None,
+                    controls: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
     from study.figures.mitigation import mitigation_table, plot_mitigation
     from study.figures.trust import left_out_note, split_counted
@@ -179,7 +194,10 @@ def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: s
                              width=45)
     if counted.empty and not flagged.empty:
         raise ValueError(f"figure 13 of {dataset}/{model}: nothing counted is left to draw; {left_out}")
-    summary = mitigation_table(rows, methods, mitigation_baselines(methods, preset=preset))
+    given = _controls(controls) if controls is not None else None
+    baselines = {m: given.get(m) for m in methods} if given is not None else mitigation_baselines(methods,
+                                                                                                 preset=preset)
+    summary = mitigation_table(rows, methods, baselines)
     with atomic_path(Path(f"{out_stem}.csv")) as tmp:
         _with_flagged_seeds(summary, flagged).to_csv(tmp, index=False)
     recipe = table_recipe(counted[counted["method"].isin(methods)])

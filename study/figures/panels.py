@@ -120,15 +120,19 @@ def robustness(runs: Sequence[Run], method: str | None = None, of_method: str | 
     return {key: (ids, _options(key, runs=ids)) for key, ids in panels.items()}
 
 
-def mitigation(runs: Sequence[Run], preset: str | None = None) -> Panels:
+def mitigation(runs: Sequence[Run], controls: Callable[[list[str]], dict[str, str | None]] | None = None) -> Panels:
     """Figure 13: one panel per (dataset, model) with every method of the mitigation groups, in
-    the order the groups list them; `preset`, whose method definitions (`compare_with`) say what
-    each method is compared with, is passed on to the figure."""
+    the order the groups list them; `controls` (methods -> each one's control among them, from the
+    configuration the workflow planned with) is passed on to the figure as `method=control` words."""
     panels = grouped([r for r in runs if is_mitigation_run(r)], lambda r: dataset_model_method(r, "all"))
-    more = {"preset": preset} if preset else {}
-    return {key: ([r.run_id for r in members],
-                  _options(key, methods=list(dict.fromkeys(r.config["method"] for r in members)), **more))
-            for key, members in panels.items()}
+    out = {}
+    for key, members in panels.items():
+        methods = list(dict.fromkeys(r.config["method"] for r in members))
+        more = {}
+        if controls is not None:
+            more["controls"] = [f"{m}={c}" for m, c in controls(methods).items() if c] or None
+        out[key] = ([r.run_id for r in members], _options(key, methods=methods, **more))
+    return out
 
 
 def zoo(runs: Sequence[Run], robust: dict, reference: str | None = None) -> Panels:

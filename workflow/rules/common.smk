@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 
 from study import resources as resources_estimate
 from study.config import (ConfigError, configured_mirror, constructions, load_params, plan_runs, prepared_name,
-                          resolve_evaluation)
+                          present_baseline, resolve_evaluation)
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
@@ -38,6 +38,14 @@ FRONT_PAGE = f"{RESULTS}/report_front.rst"
 PLAN = plan_runs(config)
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
+
+
+def mitigation_controls(methods):
+    """Each of figure 13's methods' control among them, from the configuration planned here (its
+    --config values included)."""
+    return {m: present_baseline(config, m, methods) for m in methods}
+
+
 CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
 ROBUSTNESS = config["robustness"]
 
@@ -315,7 +323,7 @@ FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, s
                              "features", "Robust and non-robust features", "{dataset}__{model}",
                              (("examples", "__examples.png", "features_examples"),
                               ("examples_pdf", "__examples.pdf", None))),
-    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN, config.get("preset")),
+    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN, mitigation_controls),
                                "mitigation", _MITIGATION, extra=(("table", ".csv", None),)),
     "fig13_policy_epochs": Figure("figure policy_epochs", "epochs", lambda: panels.mitigation(PLAN),
                                   "policy_epochs", _MITIGATION),
