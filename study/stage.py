@@ -66,13 +66,21 @@ def _profile_arg(text: str) -> Profile:
     return Profile(path, "--profile")
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The arguments of `python -m study.stage` (dvc.yaml's commands)."""
     parser = argparse.ArgumentParser(prog="python -m study.stage", description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="+", help="Snakemake targets (rules or files)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="the study's params.yaml")
     parser.add_argument("--profile", type=_profile_arg, default=None,
                         help="a Snakemake profile folder (default: local with a CUDA device, else cpu)")
     parser.add_argument("--dry-run", action="store_true", help="print the Snakemake command instead of running it")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="the run summary's file (the stage's own declared out; default: results/run_summary.md)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         run = StageRun(tuple(args.targets), args.profile or machine_profile(), run_overrides(args.params))
@@ -83,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(" ".join(run.argv()))
         return 0
-    return subprocess.run(run.argv(), env=os.environ, check=False).returncode
+    env = {**os.environ, **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
+    return subprocess.run(run.argv(), env=env, check=False).returncode
 
 
 if __name__ == "__main__":

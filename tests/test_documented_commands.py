@@ -191,7 +191,9 @@ def test_dvc_commands_parse_and_their_stages_run_existing_targets():
         # `python -m study.stage TARGET...` runs Snakemake on the targets (study/stage.py)
         argv = _argv(stage["cmd"].split("&&")[0])
         assert argv[:3] == ("python", "-m", "study.stage"), name
-        targets = tuple(a for a in argv[3:] if not a.startswith("-"))
+        from study.stage import build_parser
+
+        targets = tuple(build_parser().parse_args(list(argv[3:])).targets)
         assert targets, name
         for target in targets:
             assert target in rules or f'"{target}"' in rules_text, f"dvc.yaml stage {name}: no target {target!r}"

@@ -6,6 +6,7 @@
 # results/run_summary.md (study.run_summary): what was made, what was left out, which job failed
 # and the error line its log ends with. The default profile (profiles/default) keeps independent
 # jobs going past a failure.
+import os
 import sys
 
 from study.preflight import left_out_lines, preflight, render
@@ -14,7 +15,8 @@ from study.run_summary import failed_jobs, write_summary
 LEFT_OUT = left_out_lines(config, ZOO)
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
-RUN_SUMMARY = f"{RESULTS}/run_summary.md"
+# a DVC stage (python -m study.stage --summary) names its own file, which it declares as an out
+RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{RESULTS}/run_summary.md"
 
 
 def run_summary(log, ok):
