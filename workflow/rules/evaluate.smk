@@ -95,7 +95,8 @@ rule tables:
         f"{RESULTS}/logs/tables.log",
     params:
         out_dir=folder_of("classwise"),  # results/tables
-        metrics_dir=f"{RESULTS}/metrics",
+        # results/metrics, read off its files (a study without models has none to write)
+        metrics_dir=lambda wildcards, output: os.path.dirname(output.metrics[0]) if output.metrics else "",
     conda:
         "../../environment.yml"
     shell:
