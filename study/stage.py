@@ -92,7 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(run.argv()))
         return 0
     env = {**os.environ, **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
-    return subprocess.run(run.argv(), env=env, check=False).returncode
+    rc = subprocess.run(run.argv(), env=env, check=False).returncode
+    if rc == 0 and args.summary and not args.summary.exists():
+        # Snakemake calls no onsuccess handler when it has nothing to do; the stage's summary (a
+        # declared out, which DVC removed before the run) still says what the run found
+        from study.io import atomic_write_text
+
+        atomic_write_text(args.summary, f"# Run summary\n\n{' '.join(args.targets)}: nothing to be done, "
+                                        "every output was up to date.\n")
+    return rc
 
 
 if __name__ == "__main__":

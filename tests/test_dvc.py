@@ -104,6 +104,25 @@ def test_stage_hands_the_values_set_for_the_run_to_snakemake(tmp_path):
     assert command == "snakemake --profile workflow/profiles/cpu train_all --config preset=ci train={epochs: 3}"
 
 
+def test_a_stage_writes_its_run_summary_also_when_nothing_is_to_be_done(tmp_path):
+    """DVC removes a stage's outs before it runs it; Snakemake calls no onsuccess handler when every
+    output is up to date, so the stage writes its declared summary itself."""
+    project = _git_project(tmp_path)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["preset"] = "ci"
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stage = [sys.executable, "-m", "study.stage", "--profile", "workflow/profiles/cpu", "--summary",
+             "results/run_summary/data.md", "data_all"]
+    _run(stage, project)  # prepares the synthetic data: the workflow's own summary
+    first = (project / "results/run_summary/data.md").read_text()
+    assert "nothing to be done" not in first and first.strip()
+    (project / "results/run_summary/data.md").unlink()
+    _run(stage, project)  # every output up to date
+    assert "data_all: nothing to be done, every output was up to date." in (
+        project / "results/run_summary/data.md").read_text()
+    assert not (project / "results/run_summary.md").exists(), "the stage's summary goes where --summary says"
+
+
 def test_stage_picks_the_profile_of_the_machine():
     import torch
 
