@@ -33,18 +33,15 @@ def _title(fig: Figure) -> str:
     return fig._suptitle.get_text()
 
 
-def _says_reduced(fig: Figure, *parts: str) -> None:
-    """The note is the title's last lines (wrapped), and names what was reduced."""
-    title = _title(fig)
-    heading, _, note = title.partition("\nreduced recipe: ")
+def _says_reduced(fig: Figure, *parts: str) -> bool:
+    """Whether the note is the title's last lines (wrapped) and names what was reduced."""
+    heading, _, note = _title(fig).partition("\nreduced recipe: ")
     note = note.replace("\n", " ")
-    assert heading and note.endswith(SUBTITLE_END), title
-    for part in parts:
-        assert part in note, (part, note)
+    return bool(heading) and note.endswith(SUBTITLE_END) and all(part in note for part in parts)
 
 
-def _says_nothing(fig: Figure) -> None:
-    assert "reduced recipe" not in _title(fig), _title(fig)
+def _says_nothing(fig: Figure) -> bool:
+    return "reduced recipe" not in _title(fig)
 
 
 def _run(recipe: dict, *, run_id: str = "r0", method: str = "pgd_at", model: str = "small_cnn_s2",
@@ -89,29 +86,30 @@ def _epochs(recipe: dict, methods=("pgd_at",), seeds=(0,)) -> pd.DataFrame:
 
 def test_epochs_figure_names_a_reduced_recipe_from_the_runs_epochs_and_images():
     fig = plot_epochs(_epochs(DEMO), title="CIFAR-10 | Small CNN-S2 | PGD-AT")
-    _says_reduced(fig, "2 epochs", "3,000 training images per class")
+    assert _says_reduced(fig, "2 epochs", "3,000 training images per class")
     # the worst classes are still named on the line above the note
     assert "worst class at epoch" in _title(fig).split("\nreduced recipe")[0]
-    _says_nothing(plot_epochs(_epochs(PUBLISHED), title="CIFAR-10 | Small CNN-S2 | PGD-AT"))
+    assert _says_nothing(plot_epochs(_epochs(PUBLISHED), title="CIFAR-10 | Small CNN-S2 | PGD-AT"))
 
 
 def test_epochs_figure_reads_the_run_config_not_the_epochs_drawn():
     """An epochs table of a 200-epoch run is published-scale even where it holds only some epochs;
     its 5 epochs drawn of a 10-epoch run are reduced for the run's 10 epochs."""
-    _says_nothing(plot_epochs(_epochs(PUBLISHED).query("epoch <= 3")))
-    _says_reduced(plot_epochs(_epochs({"epochs": 10, "train_per_class": math.nan})), "10 epochs")
+    assert _says_nothing(plot_epochs(_epochs(PUBLISHED).query("epoch <= 3")))
+    assert _says_reduced(plot_epochs(_epochs({"epochs": 10, "train_per_class": math.nan})), "10 epochs")
 
 
 def test_policy_epochs_figure_names_a_reduced_recipe():
     methods = ["frl_reweight", "at"]
     fig = plot_policy_epochs(_epochs(DEMO, methods=methods), methods, title="CIFAR-10 | Small CNN-S2")
-    _says_reduced(fig, "2 epochs", "3,000 training images per class")
-    _says_nothing(plot_policy_epochs(_epochs(PUBLISHED, methods=methods), methods, title="CIFAR-10 | Small CNN-S2"))
+    assert _says_reduced(fig, "2 epochs", "3,000 training images per class")
+    published = plot_policy_epochs(_epochs(PUBLISHED, methods=methods), methods, title="CIFAR-10 | Small CNN-S2")
+    assert _says_nothing(published)
 
 
 def test_policy_epochs_figure_reads_only_the_runs_of_its_methods():
     table = pd.concat([_epochs(PUBLISHED, methods=["frl_reweight"]), _epochs(DEMO, methods=["standard"])])
-    _says_nothing(plot_policy_epochs(table, ["frl_reweight"], title="CIFAR-10 | Small CNN-S2"))
+    assert _says_nothing(plot_policy_epochs(table, ["frl_reweight"], title="CIFAR-10 | Small CNN-S2"))
     # and its caveat counts the epochs of those runs, not of another method's longer run in the table
     longer = _epochs({"epochs": 5, "train_per_class": math.nan}, methods=["standard"])
     fig = plot_policy_epochs(pd.concat([_epochs(DEMO, methods=["frl_reweight"]), longer]), ["frl_reweight"])
@@ -133,15 +131,15 @@ def _frl(runs: list[dict]) -> pd.DataFrame:
 
 def test_frl_errors_figure_names_a_reduced_recipe_of_any_method_drawn():
     both = [_run(DEMO, run_id="a", method="standard"), _run(DEMO, run_id="b", method="pgd_at")]
-    _says_reduced(plot_frl_errors(_frl(both), "CIFAR-10 | Small CNN-S2"), "2 epochs", "3,000 training images")
+    assert _says_reduced(plot_frl_errors(_frl(both), "CIFAR-10 | Small CNN-S2"), "2 epochs", "3,000 training images")
     published = [_run(PUBLISHED, run_id="a", method="standard"), _run(PUBLISHED, run_id="b", method="pgd_at")]
-    _says_nothing(plot_frl_errors(_frl(published), "CIFAR-10 | Small CNN-S2"))
+    assert _says_nothing(plot_frl_errors(_frl(published), "CIFAR-10 | Small CNN-S2"))
     # FRL's published fine-tuning of 120 epochs beside a 200-epoch PGD-AT: both published recipes
     frl = [_run({"epochs": 120, "train_per_class": math.nan}, run_id="a", method="frl_reweight"), published[1]]
-    _says_nothing(plot_frl_errors(_frl(frl), "CIFAR-10 | Small CNN-S2"))
+    assert _says_nothing(plot_frl_errors(_frl(frl), "CIFAR-10 | Small CNN-S2"))
     # one method below it is enough: the figure compares them
     mixed = [_run({"epochs": 60, "train_per_class": math.nan}, run_id="a", method="frl_reweight"), published[1]]
-    _says_reduced(plot_frl_errors(_frl(mixed), "CIFAR-10 | Small CNN-S2"), "60-200 epochs")
+    assert _says_reduced(plot_frl_errors(_frl(mixed), "CIFAR-10 | Small CNN-S2"), "60-200 epochs")
 
 
 def _cfp(runs: list[dict]) -> pd.DataFrame:
@@ -158,8 +156,8 @@ def _cfp(runs: list[dict]) -> pd.DataFrame:
 def test_cfp_figure_names_a_reduced_recipe():
     """The figure draws the mean over seeds, which keeps no run columns: the note is read before."""
     demo = [_run(DEMO, run_id="s0"), _run(DEMO, run_id="s1", seed=1)]
-    _says_reduced(plot_cfp(_cfp(demo), "CIFAR-10 | Small CNN-S2 | PGD-AT"), "2 epochs", "3,000 training images")
-    _says_nothing(plot_cfp(_cfp([_run(PUBLISHED)]), "CIFAR-10 | Small CNN-S2 | PGD-AT"))
+    assert _says_reduced(plot_cfp(_cfp(demo), "CIFAR-10 | Small CNN-S2 | PGD-AT"), "2 epochs", "3,000 training images")
+    assert _says_nothing(plot_cfp(_cfp([_run(PUBLISHED)]), "CIFAR-10 | Small CNN-S2 | PGD-AT"))
 
 
 def _corruptions(recipe: dict) -> pd.DataFrame:
@@ -176,15 +174,15 @@ def _corruptions(recipe: dict) -> pd.DataFrame:
 
 def test_corruptions_figure_names_a_reduced_recipe_under_its_corruption_line():
     fig = plot_corruptions(_corruptions(DEMO), "CIFAR-10 | Small CNN-S2 | PGD-AT")
-    _says_reduced(fig, "2 epochs", "3,000 training images per class")
+    assert _says_reduced(fig, "2 epochs", "3,000 training images per class")
     assert "CIFAR-10-C (regenerated), severities 1, 5" in _title(fig).split("\nreduced recipe")[0]
-    _says_nothing(plot_corruptions(_corruptions(PUBLISHED), "CIFAR-10 | Small CNN-S2 | PGD-AT"))
+    assert _says_nothing(plot_corruptions(_corruptions(PUBLISHED), "CIFAR-10 | Small CNN-S2 | PGD-AT"))
 
 
 def test_a_table_without_the_run_columns_gets_no_note():
     """Nothing to decide from: the figure claims neither a reduced nor a published recipe."""
     table = _corruptions(DEMO).drop(columns=["epochs", "train_per_class"])
-    _says_nothing(plot_corruptions(table, "CIFAR-10 | Small CNN-S2 | PGD-AT"))
+    assert _says_nothing(plot_corruptions(table, "CIFAR-10 | Small CNN-S2 | PGD-AT"))
 
 
 # ---------------------------------------------------------------- figures 4-6 and 8: several runs
@@ -199,10 +197,10 @@ def test_discrepancy_figures_name_a_reduced_recipe_of_the_runs_summarised(by):
                 {**_run(other, run_id="c", method="standard"), **second},
                 {**_run(other, run_id="d", method="pgd_at"), **second}]
 
-    _says_reduced(_discrepancy(_classwise(runs(DEMO)), by, ["pgd20"], None), "2 epochs", "3,000 training images")
-    _says_nothing(_discrepancy(_classwise(runs(PUBLISHED)), by, ["pgd20"], None))
+    assert _says_reduced(_discrepancy(_classwise(runs(DEMO)), by, ["pgd20"], None), "2 epochs", "3,000 training images")
+    assert _says_nothing(_discrepancy(_classwise(runs(PUBLISHED)), by, ["pgd20"], None))
     # the runs of one category at the published recipe do not hide those of the other
-    _says_reduced(_discrepancy(_classwise(runs(PUBLISHED, {"epochs": 30, "train_per_class": math.nan})), by,
+    assert _says_reduced(_discrepancy(_classwise(runs(PUBLISHED, {"epochs": 30, "train_per_class": math.nan})), by,
                                ["pgd20"], None), "30-200 epochs")
 
 
@@ -211,7 +209,7 @@ def test_a_run_the_checks_left_out_is_not_described():
     table = _classwise([_run(PUBLISHED, run_id="a", method="standard"),
                         {**_run(DEMO, run_id="b", method="standard"), "model": "lenet"}])
     table.loc[table["run_id"] == "b", "check_status"] = "fail"
-    _says_nothing(_discrepancy(table, "model", ["pgd20"], None))
+    assert _says_nothing(_discrepancy(table, "model", ["pgd20"], None))
 
 
 def test_rank_agreement_figure_names_a_reduced_recipe():
@@ -220,9 +218,9 @@ def test_rank_agreement_figure_names_a_reduced_recipe():
                 _run(recipe, run_id="c", method="standard", model="lenet")]
 
     fig = _rank(_classwise(runs(DEMO)), "cifar10", ["pgd20"], None)
-    _says_reduced(fig, "2 epochs", "3,000 training images per class")
+    assert _says_reduced(fig, "2 epochs", "3,000 training images per class")
     assert _title(fig).startswith("CIFAR-10: do the same classes lead and lag?")
-    _says_nothing(_rank(_classwise(runs(PUBLISHED)), "cifar10", ["pgd20"], None))
+    assert _says_nothing(_rank(_classwise(runs(PUBLISHED)), "cifar10", ["pgd20"], None))
 
 
 # ---------------------------------------------------------------- figure 12: constructed datasets
@@ -239,15 +237,15 @@ def _features(source: dict, constructed: dict) -> pd.DataFrame:
 
 def test_features_figure_names_a_reduced_recipe_of_its_sources_or_its_constructed_runs():
     fig = plot_feature_classwise(_features(DEMO, {"epochs": 4, "train_per_class": math.nan}), "CIFAR-10")
-    _says_reduced(fig, "2-4 epochs", "3,000 training images per class")
-    _says_nothing(plot_feature_classwise(_features(PUBLISHED, PUBLISHED), "CIFAR-10"))
+    assert _says_reduced(fig, "2-4 epochs", "3,000 training images per class")
+    assert _says_nothing(plot_feature_classwise(_features(PUBLISHED, PUBLISHED), "CIFAR-10"))
     # published sources do not vouch for short runs on the constructed sets
-    _says_reduced(plot_feature_classwise(_features(PUBLISHED, {"epochs": 4, "train_per_class": math.nan}),
+    assert _says_reduced(plot_feature_classwise(_features(PUBLISHED, {"epochs": 4, "train_per_class": math.nan}),
                                          "CIFAR-10"), "4-200 epochs")
 
 
 def test_an_explicit_recipe_replaces_the_one_read_from_the_table():
     """recipe=None draws no note whatever the runs; a given one is drawn as given."""
-    _says_nothing(plot_epochs(_epochs(DEMO), recipe=None))
+    assert _says_nothing(plot_epochs(_epochs(DEMO), recipe=None))
     assert _title(plot_corruptions(_corruptions(PUBLISHED), "x", recipe="reduced recipe: " + SUBTITLE_END)) \
         .endswith("\nreduced recipe: " + SUBTITLE_END)
