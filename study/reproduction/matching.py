@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -204,27 +205,37 @@ def _attack_text(steps: int, alpha: float) -> str:
     return f"{steps} step{'s' if steps != 1 else ''} of {alpha * 255:.3g}/255"
 
 
-def redefinitions(params: Mapping, p: Published, method: str, cpu_only: bool = False) -> tuple[str, ...]:
-    """How the preset redefines the published method: another training attack (the demo's PGD-AT is
-    one step from a random start, FGSM-RS), a fine-tune of another run in place of training from
-    scratch. `cpu_only`: those a CPU-scale recipe makes (the training attack), which a class
-    order is still compared under."""
-    out = []
+class Redefinitions(NamedTuple):
+    """How a preset redefines the published method: `attack`, another training attack (the demo's
+    PGD-AT is one step from a random start, FGSM-RS), which a CPU-scale recipe makes and a class
+    order is still compared under; `start`, a fine-tune of another run in place of training from
+    scratch."""
+
+    attack: tuple[str, ...] = ()
+    start: tuple[str, ...] = ()
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.attack, *self.start)
+
+
+def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
+    """How the preset redefines the published method (Redefinitions), read off its definition."""
     try:
         entry, adversary = method_entry(params, method), Method.model_validate(resolve_method(params, method)).adversary
     except ConfigError:
-        return ()
+        return Redefinitions()
+    attack = ()
     if p.recipe.train_attack is not None and adversary is not None:
         steps, alpha = p.recipe.train_attack
         ours_alpha = float(adversary.alpha)
         if adversary.steps != steps or not math.isclose(ours_alpha, alpha, rel_tol=1e-6):
             fgsm_rs = adversary.steps == 1 and adversary.random_start and adversary.start_std is None
             start = " from a uniform random start (FGSM-RS)" if fgsm_rs else ""
-            out.append(f"training attack {_attack_text(adversary.steps, ours_alpha)}{start}, "
-                       f"not {_attack_text(steps, alpha)}")
-    if not cpu_only and entry.init_from is not None:
-        out.append(f"fine-tunes the {entry.init_from} run, not trained from scratch")
-    return tuple(out)
+            attack = (f"training attack {_attack_text(adversary.steps, ours_alpha)}{start}, "
+                      f"not {_attack_text(steps, alpha)}",)
+    start = () if entry.init_from is None else (f"fine-tunes the {entry.init_from} run, not trained from scratch",)
+    return Redefinitions(attack, start)
 
 
 def control_substitution(params: Mapping, p: Published, control: str) -> tuple[str, ...]:
