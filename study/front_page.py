@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from study.names import dataset_name, eval_name, method_name, model_name, split_record_name
-from study.published import PUBLISHED_EPOCHS
+from study.published import FEWEST_PUBLISHED_EPOCHS, PUBLISHED_EPOCHS
 
 #: the methods whose contrast is the finding: standard training and PGD-AT
 STANDARD, ADVERSARIAL = "standard", "pgd_at"
@@ -79,10 +79,11 @@ def _attack(rows: pd.DataFrame) -> str | None:
 
 
 def reduced_recipe(rows: pd.DataFrame) -> str:
-    """How the headline runs were trained at a smaller scale than the published recipe ('' if not)."""
+    """How the headline runs were trained at a smaller scale than the published recipe ('' if not):
+    fewer epochs than the shortest published schedule, as the figures' subtitle decides."""
     parts = []
     epochs = int(rows["epochs"].max()) if "epochs" in rows else PUBLISHED_EPOCHS
-    if epochs < PUBLISHED_EPOCHS:
+    if epochs < FEWEST_PUBLISHED_EPOCHS:
         parts.append(f"{epochs} epochs, not {PUBLISHED_EPOCHS}")
     if "train_per_class" in rows and rows["train_per_class"].notna().any():
         parts.append(f"{int(rows['train_per_class'].max()):,} training images per class")

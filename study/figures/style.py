@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from study import names
 from study.io import atomic_path
 from study.names import dataset_name, eval_name, eval_norm, method_name, model_name, split_record_name
-from study.published import PUBLISHED_EPOCHS
+from study.published import FEWEST_PUBLISHED_EPOCHS, PUBLISHED_EPOCHS
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
@@ -238,12 +238,6 @@ def table_caveat(table: pd.DataFrame, value: str = "acc") -> str | None:
             mean_acc = float(clean.groupby("class")[value].mean().mean())
             num_classes = int(table["class"].nunique()) if "class" in table.columns else None
     return run_caveat(epochs=epochs, mean_acc=mean_acc, num_classes=num_classes, images_seen=images_seen(table))
-
-
-# The published recipe the study starts from trains PUBLISHED_EPOCHS epochs on the whole training set;
-# its shortest published schedule is FRL's fine-tuning (120 epochs, params.yaml frl_reweight): a run
-# with fewer epochs than that, or on a subset of the training images, is at a reduced scale.
-FEWEST_PUBLISHED_EPOCHS = 120
 
 
 def _span(values: Sequence[float], unit: str) -> str:
