@@ -172,14 +172,14 @@ def cmd_zoo_run(args) -> int:
 
 
 def cmd_zoo_table(args) -> int:
-    from study.tables import zoo_table
+    from study.tables.classwise import zoo_table
 
     print(f"zoo table: {zoo_table(args.classwise, args.out)}", file=sys.stderr)
     return 0
 
 
 def cmd_tables(args) -> int:
-    from study.tables import build_tables
+    from study.tables.classwise import build_tables
 
     paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics_dir, checks=args.checks)
     for name, path in paths.items():
@@ -286,7 +286,7 @@ def cmd_robustness_tables(args) -> int:
     import pandas as pd
 
     from study.io import atomic_path
-    from study.robustness_tables import corruption_table, robustness_tables
+    from study.tables.robustness import corruption_table, robustness_tables
 
     paths = robustness_tables(args.records, args.checks, args.out_dir)
     # Written even with no corruption records (none configured), so the outputs are complete.

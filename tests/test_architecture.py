@@ -19,8 +19,7 @@ LAYERS = [
     {"data", "models", "attacks", "metrics"},
     {"runs", "config", "predict", "resources", "names"},
     {"evaluate", "train", "features"},
-    {"figures", "tables", "robustness_tables", "published", "reproduction", "front_page", "preflight", "run_summary",
-     "stage"},
+    {"figures", "tables", "published", "reproduction", "front_page", "preflight", "run_summary", "stage"},
     {"cli"},
 ]
 
@@ -154,7 +153,7 @@ def test_ruff_with_the_complexity_limits_of_pyproject_passes():
 # What Snakemake's DAG (common.smk), `study plan` and the table and figure jobs import: every
 # such process would otherwise pay torch's import (about 3 s of CPU) for nothing.
 TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.make",
-              "study.tables", "study.robustness_tables", "study.reproduction", "tools.readme_numbers",
+              "study.tables.classwise", "study.tables.robustness", "study.reproduction", "tools.readme_numbers",
               "study.data.registry", "study.models.registry")
 
 

@@ -220,7 +220,7 @@ def test_the_tables_mark_a_run_whose_averaging_took_no_epoch(tmp_path, fawa_run,
 
     from study.config import resolve_evaluation
     from study.evaluate.run import evaluate_run
-    from study.tables import build_tables
+    from study.tables.classwise import build_tables
 
     ev = {**resolve_evaluation(ci_params, "clean"), "test_per_class": 2}
     records = []
