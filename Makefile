@@ -53,7 +53,7 @@ test-compile: setup
 	if [ $$rc -eq 5 ]; then echo "pytest collected no inductor test: failing" >&2; exit 1; fi; exit $$rc
 
 lint: setup
-	$(BIN)/ruff check study tests tools
+	$(BIN)/ruff check study tests tools workflow
 
 # The package as a user installs it: `pip install .` (not editable) into a fresh venv, after the
 # local CPU torch that its range keeps; then its `study` command. The build runs in a copy of the

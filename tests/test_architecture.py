@@ -19,7 +19,7 @@ LAYERS = [
     {"data", "models", "attacks", "metrics"},
     {"runs", "config", "predict", "resources", "names"},
     {"evaluate", "train", "features"},
-    {"figures", "tables", "published", "reproduction", "front_page", "preflight", "run_summary", "stage"},
+    {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage"},
     {"cli"},
 ]
 
@@ -144,7 +144,8 @@ def test_no_function_in_study_is_longer_than_the_limit():
 
 def test_ruff_with_the_complexity_limits_of_pyproject_passes():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    proc = subprocess.run([ruff, "check", "study", "tests", "tools"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([ruff, "check", "study", "tests", "tools", "workflow"], cwd=ROOT, capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     config = (ROOT / "pyproject.toml").read_text()
     assert '"C901"' in config and '"PLR0915"' in config and "max-complexity = 12" in config
