@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from study.config import ConfigError, comparison_baseline, load_params, plan_runs, resolve_method
+from study.config.protocols import eligible_epoch
 from study.io import load_torch
 from study.train.policies import EpochStats, TradesLoss
 from study.train.policies.averaging import FAWA
-from study.train.records import eligible_epoch, validation_score
+from study.train.selection import validation_score
 from study.train.validation import held_per_class, validation_split
 
 ROOT = Path(__file__).resolve().parents[1]
