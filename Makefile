@@ -53,7 +53,7 @@ test-compile: setup
 	if [ $$rc -eq 5 ]; then echo "pytest collected no inductor test: failing" >&2; exit 1; fi; exit $$rc
 
 lint: setup
-	$(BIN)/ruff check study tests
+	$(BIN)/ruff check study tests tools workflow
 
 # The package as a user installs it: `pip install .` (not editable) into a fresh venv, after the
 # local CPU torch that its range keeps; then its `study` command. The build runs in a copy of the
@@ -72,10 +72,10 @@ paper: setup
 
 # The SLURM profile on a real one-node Slurm cluster started in a temporary folder: the ci
 # preset's DAG through workflow/profiles/slurm, compared with a local run's records
-# (workflow/cluster/slurm_check.py). Needs Slurm and MUNGE installed, and root.
+# (tools/slurm/check.py). Needs Slurm and MUNGE installed, and root.
 SLURM_COMMANDS := slurmctld slurmd munged sbatch srun squeue sinfo scontrol scancel
 test-slurm: slurm-commands setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python workflow/cluster/slurm_check.py
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python tools/slurm/check.py
 
 # (before setup: without Slurm, one line and no venv built)
 slurm-commands:
@@ -90,11 +90,11 @@ slurm-commands:
 # no network: one line and exit 2 without CUDA; else its parts, each under its own time
 # budget, into results/gpu-check/report.{md,json}. GPU_CHECK_ARGS: e.g. --parts bench --budget bench=540.
 gpu-bundle:
-	$(PYTHON) workflow/gpu/bundle.py
+	$(PYTHON) tools/gpu/bundle.py
 
 # (make's own error, one line and exit 2, where the probe refuses; not under make -n)
 GPU_CHECK_ARGS ?=
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 gpu-check:
-	$(if $(DRY_RUN),,$(eval GPU_REFUSAL := $(shell $(PYTHON) workflow/gpu/check.py --probe 2>&1))$(if $(GPU_REFUSAL),$(error $(GPU_REFUSAL))))
-	$(PYTHON) workflow/gpu/check.py $(GPU_CHECK_ARGS)
+	$(if $(DRY_RUN),,$(eval GPU_REFUSAL := $(shell $(PYTHON) tools/gpu/check.py --probe 2>&1))$(if $(GPU_REFUSAL),$(error $(GPU_REFUSAL))))
+	$(PYTHON) tools/gpu/check.py $(GPU_CHECK_ARGS)

@@ -172,14 +172,14 @@ def cmd_zoo_run(args) -> int:
 
 
 def cmd_zoo_table(args) -> int:
-    from study.tables import zoo_table
+    from study.tables.classwise import zoo_table
 
     print(f"zoo table: {zoo_table(args.classwise, args.out)}", file=sys.stderr)
     return 0
 
 
 def cmd_tables(args) -> int:
-    from study.tables import build_tables
+    from study.tables.classwise import build_tables
 
     paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics_dir, checks=args.checks)
     for name, path in paths.items():
@@ -286,7 +286,7 @@ def cmd_robustness_tables(args) -> int:
     import pandas as pd
 
     from study.io import atomic_path
-    from study.robustness_tables import corruption_table, robustness_tables
+    from study.tables.robustness import corruption_table, robustness_tables
 
     paths = robustness_tables(args.records, args.checks, args.out_dir)
     # Written even with no corruption records (none configured), so the outputs are complete.
@@ -299,17 +299,37 @@ def cmd_robustness_tables(args) -> int:
     return 0
 
 
+def _checkout_tool(module: str):
+    """A harness of the checkout's tools/ (`study bench`, `study readme-numbers`): it measures
+    the study rather than being part of it, so `pip install .` leaves it out. It is imported
+    from the checkout that holds the running `study` package (an editable install, or the
+    repository root on sys.path); without one, one line says what to run instead."""
+    import importlib
+
+    checkout = next(p for p in Path(__file__).resolve().parents if p.name == "study").parent
+    if (checkout / "tools" / "__init__.py").is_file() and str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if module != err.name and not module.startswith(f"{err.name}."):
+            raise
+        raise RuntimeError(f"{module} is not installed: it lives in the repository's tools/, which `pip install .` "
+                           "leaves out; run this command from a checkout installed with `make setup` "
+                           "(`pip install -e .`)") from None
+
+
 def cmd_bench(args) -> int:
-    from study.bench import run_bench
-    from study.bench.run import ALL_TASKS
     from study.device import select_device
 
+    bench = _checkout_tool("tools.bench")
     select_device(args.device)  # an unavailable device fails here, before any data is made
-    report = run_bench(args.out, data=args.data, model=args.model, images=args.images,
-                       test_images=args.test_images, tasks=args.tasks or ALL_TASKS, device=args.device, seed=args.seed,
-                       batch_size=args.batch_size, threads=args.threads, accuracy_epochs=args.accuracy_epochs,
-                       progress=not args.no_progress, compile_modes=args.compile, profile=args.profile,
-                       concurrent=args.concurrent, precisions=args.precision)
+    report = bench.run_bench(args.out, data=args.data, model=args.model, images=args.images,
+                             test_images=args.test_images, tasks=args.tasks or bench.ALL_TASKS, device=args.device,
+                             seed=args.seed, batch_size=args.batch_size, threads=args.threads,
+                             accuracy_epochs=args.accuracy_epochs, progress=not args.no_progress,
+                             compile_modes=args.compile, profile=args.profile, concurrent=args.concurrent,
+                             precisions=args.precision)
     print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')} "
           f"(accuracy_ok: {report.get('accuracy_ok')}, bf16_matches_fp32: {report.get('bf16_matches_fp32')})",
           file=sys.stderr)
@@ -579,11 +599,10 @@ def cmd_reproduction(args) -> int:
 
 
 def cmd_readme_numbers(args) -> int:
-    from study.readme_numbers import readme_block, update_readme
-
-    block = readme_block(Path(args.tables), Path(args.runs))
+    numbers = _checkout_tool("tools.readme_numbers")
+    block = numbers.readme_block(Path(args.tables), Path(args.runs))
     if args.readme:
-        update_readme(Path(args.readme), block)
+        numbers.update_readme(Path(args.readme), block)
         print(f"updated {args.readme}", file=sys.stderr)
     else:
         print(block)

@@ -9,7 +9,7 @@ missing and will fail its job (weights not in a folder the user gave, which is n
 Each missing item names the env var, config key or path that supplies it.
 
 Only files are looked at, never the network (a host that is down shows as a failed job and in
-the run summary, study.run_summary), and torch is not imported: the plan is made in seconds.
+the run summary, workflow/rules/run_summary.py), and torch is not imported: the plan is made in seconds.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from study.bench import ALL_TASKS, run_bench
-from study.bench.reference import RandomCropFlip, crop_flip, to_tensor
+from tools.bench import ALL_TASKS, run_bench
+from tools.bench.reference import RandomCropFlip, crop_flip, to_tensor
 
 TASKS = ("pgd10_at_epoch", "pgd20_eval", "autoattack_eval")
 
@@ -74,7 +74,7 @@ def test_bench_shows_the_epochs_evaluation_and_checkpoint_beside_the_loop(tiny_b
 
 
 def test_a_failing_task_is_reported_and_the_others_kept(tmp_path, monkeypatch):
-    from study.bench import reference, run
+    from tools.bench import reference, run
 
     def boom(*args, **kwargs):
         raise RuntimeError("pyautoattack | broke")
@@ -98,7 +98,7 @@ def test_profile_counts_each_kernel_once():
 
     from torch.autograd import DeviceType
 
-    from study.bench.extras import device_busy_us
+    from tools.bench.extras import device_busy_us
 
     op = SimpleNamespace(device_type=DeviceType.CPU, self_device_time_total=30.0, self_cpu_time_total=5.0)
     kernel = SimpleNamespace(device_type=DeviceType.CUDA, self_device_time_total=30.0, self_cpu_time_total=0.0)
@@ -108,7 +108,7 @@ def test_profile_counts_each_kernel_once():
 
 
 def test_concurrent_aggregate_spans_the_timed_loops_only():
-    from study.bench.extras import aggregate_windows
+    from tools.bench.extras import aggregate_windows
 
     # two processes started 5 s apart (start-up), their timed loops 10.0-12.0 and 10.5-13.0
     windows = [{"start": 10.0, "end": 12.0, "images": 100}, {"start": 10.5, "end": 13.0, "images": 100}]
@@ -242,9 +242,9 @@ def test_bf16_is_refused_on_a_cpu_in_one_line_naming_the_device_and_fp32(tmp_pat
 
 def test_the_precision_reaches_the_engines_run_config():
     """bf16 goes through the pipeline's train.precision (run_config names it only where it is not fp32)."""
-    from study.bench import ours
     from study.data.synthetic import make_synthetic
     from study.train.run_config import check_run_config
+    from tools.bench import ours
 
     params, _ = ours.load_bench_params()
     splits = make_synthetic(num_classes=10, train_per_class=2, test_per_class=1, image_size=32, seed=0)
@@ -271,7 +271,7 @@ def test_the_report_shows_bf16_rows_and_its_agreement_with_fp32(tiny_bench):
     """The writer fed a result with a bf16 run beside fp32 (a GPU bench's shape)."""
     import copy
 
-    from study.bench.report import add_fractions, markdown, precision_agreement, side_record
+    from tools.bench.report import add_fractions, markdown, precision_agreement, side_record
 
     report = copy.deepcopy(tiny_bench[1])
     task = report["tasks"]["pgd10_at_epoch"]
@@ -287,7 +287,7 @@ def test_the_report_shows_bf16_rows_and_its_agreement_with_fp32(tiny_bench):
 
 
 def test_bf16_agrees_with_fp32_when_every_class_is_within_the_others_wilson_interval():
-    from study.bench.report import classwise_accuracy, precision_agreement, wilson_interval
+    from tools.bench.report import classwise_accuracy, precision_agreement, wilson_interval
 
     lo, hi = wilson_interval(0.5, 100)
     assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)

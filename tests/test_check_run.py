@@ -11,8 +11,8 @@ from study.evaluate.check_run import check_run
 from study.evaluate.checks import Check, Thresholds, resolve_scopes, summarize
 from study.evaluate.run import evaluate_model
 from study.models.registry import build_model
-from study.robustness_tables import robustness_tables
-from study.tables import build_tables
+from study.tables.classwise import build_tables
+from study.tables.robustness import robustness_tables
 
 RUN_CONFIG = {"dataset": "synthetic", "data_variant": "default", "model": "lenet", "method": "standard", "seed": 0,
               "method_config": {"adversary": None}, "optimizer": {"name": "sgd", "lr": 0.1, "weight_decay": 5e-4},

@@ -37,7 +37,7 @@ from study.data.corruptions.blur import clipped_zoom
 from study.data.download import ChecksumError, DataUnavailableError
 from study.evaluate.corruptions import evaluate_corruptions, resolve_source
 from study.evaluate.records import read_records
-from study.robustness_tables import corruption_table
+from study.tables.robustness import corruption_table
 
 
 # ---------------------------------------------------------------- make_cifar_c.py, written out

@@ -119,7 +119,7 @@ def test_classwise_leaves_out_a_flagged_seed_and_names_it(drawn, tmp_path):
 
 def test_classwise_from_the_seed_table_names_what_it_left_out():
     from study.figures.classwise import plot_classwise
-    from study.tables import counted_seed_aggregate
+    from study.tables.classwise import counted_seed_aggregate
 
     table = _table().assign(train_per_class=-1, train_data="original")
     table = table[table["method"] == "pgd_at"]

@@ -1,4 +1,4 @@
-"""`make gpu-check` and `make gpu-bundle` (workflow/gpu/, docs/performance.md "On a GPU
+"""`make gpu-check` and `make gpu-bundle` (tools/gpu/, docs/performance.md "On a GPU
 machine"), without a GPU or the network: the one-line refusal without CUDA, the missing-module
 report, the bundle's size limit and mirror lookup, and a report that keeps the parts that
 finished when a later one runs out of time."""
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"gpu_{name}", ROOT / "workflow" / "gpu" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"gpu_{name}", ROOT / "tools" / "gpu" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)

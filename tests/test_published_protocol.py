@@ -179,7 +179,7 @@ def published_run(tmp_path_factory, synthetic_splits, ci_params):
     settings: epochs 2 and 3 are eligible), with its clean records of that checkpoint in the tables."""
     from study.config import resolve_evaluation
     from study.evaluate.run import evaluate_run
-    from study.tables import build_tables
+    from study.tables.classwise import build_tables
     from study.train.engine import train_run
 
     pgd_at = next(r for r in plan_runs(ci_params) if r.config["method"] == "pgd_at")

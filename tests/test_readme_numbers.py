@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from study.cli import main
-from study.readme_numbers import END, START, update_readme
+from tools.readme_numbers import END, START, update_readme
 
 ROOT_README = __import__("pathlib").Path(__file__).resolve().parents[1] / "README.md"
 
@@ -70,7 +70,7 @@ def _classwise(tables, worst_hi):
 
 
 def test_targets_intervals_and_figure_13_are_stated(tmp_path):
-    from study.readme_numbers import DEMO_TARGETS, readme_block
+    from tools.readme_numbers import DEMO_TARGETS, readme_block
 
     tables, runs = _tables(tmp_path)
     _classwise(tables, worst_hi=0.3)

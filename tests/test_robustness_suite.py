@@ -15,7 +15,7 @@ from study.evaluate.records import read_records
 from study.evaluate.run import evaluate_run
 from study.evaluate.shards import merge_shards
 from study.figures.make import make_figure
-from study.robustness_tables import corruption_table, robustness_tables
+from study.tables.robustness import corruption_table, robustness_tables
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import torch
 from study.io import load_torch
 from study.train.engine import train_run
 from study.train.policies import EpochStats
-from study.train.records import selection_of, validation_score
 from study.train.run_config import parse_run_config
+from study.train.selection import selection_of, validation_score
 
 
 def _val(correct, n):

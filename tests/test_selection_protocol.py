@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from study.config import ConfigError, comparison_baseline, load_params, plan_runs, resolve_method
+from study.config.protocols import eligible_epoch
 from study.io import load_torch
 from study.train.policies import EpochStats, TradesLoss
 from study.train.policies.averaging import FAWA
-from study.train.records import eligible_epoch, validation_score
+from study.train.selection import validation_score
 from study.train.validation import held_per_class, validation_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +221,7 @@ def test_the_tables_mark_a_run_whose_averaging_took_no_epoch(tmp_path, fawa_run,
 
     from study.config import resolve_evaluation
     from study.evaluate.run import evaluate_run
-    from study.tables import build_tables
+    from study.tables.classwise import build_tables
 
     ev = {**resolve_evaluation(ci_params, "clean"), "test_per_class": 2}
     records = []

@@ -1,6 +1,6 @@
 """The SLURM profile and the files the rules pass between jobs, without a cluster (a few seconds).
 
-`make test-slurm` (workflow/cluster/slurm_check.py) runs the profile on a real one-node Slurm
+`make test-slurm` (tools/slurm/check.py) runs the profile on a real one-node Slurm
 cluster; these check, on the ci preset's planned DAG, what it showed: the training job declares
 every file of a run that later jobs read (model_best.pt and config.json too, so a cluster's
 latency wait and a rerun see them), a packed evaluate group asks for one GPU, and cheap jobs

@@ -30,7 +30,7 @@ from study.models.zoo import (
     reported_accuracy,
 )
 from study.runs import write_zoo_run
-from study.tables import build_tables, zoo_table
+from study.tables.classwise import build_tables, zoo_table
 
 ENTRY = ZooEntry("cifar10", "Linf", "Wong2020Fast")  # PreAct-ResNet-18: the cheapest real zoo entry
 

@@ -244,8 +244,8 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
             rid = run_id(cfg)
             spec = runs.setdefault(rid, RunSpec(rid, cfg))
             if method not in group.methods:
-                # a parent that the group's methods fine-tune but that it does not list (the
-                # demo's fine-tunes start from the baseline's PGD-AT model): trained, not one of
+                # a parent that the group's methods fine-tune but that it does not list (a
+                # fine-tune may start from another group's PGD-AT model): trained, not one of
                 # the group's runs (a group compares what it lists: FRL's groups list `at`)
                 continue
             if group.group not in spec.groups:

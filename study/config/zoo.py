@@ -191,7 +191,7 @@ def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
 
 def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
     """The zoo's runs; with `require_weights` only those whose weights file is in the folder
-    (a preset that must not grow when no weights are placed, such as the demo); never those
+    (for a preset that must not grow when no weights are placed); never those
     whose hand-placed data is missing (zoo_left_out). `root`: the project folder (default:
     the working one), where data.root lies."""
     typed = typed_params(params)

@@ -50,7 +50,7 @@ class SmallCNN(PooledBody):
 
 
 class StridedSmallCNN(SmallCNN):
-    """The demo's CIFAR-10 model: a stride-2 stem (32 channels) that halves the image at once,
+    """A CIFAR-10 model for CPU-scale runs: a stride-2 stem (32 channels) that halves the image at once,
     then three stages of 64, 128 and 256 channels. About 29 MFLOPs per 32x32 image against
     the small CNN's 21, yet faster on a CPU: the small CNN spends most of its time on its
     first stage, 32 channels of 32x32 pixels through BatchNorm, ReLU and pooling, which are

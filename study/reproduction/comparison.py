@@ -63,7 +63,7 @@ class Row:
     """One line of the report: a published value and one run group of ours (or none: not in this
     preset). For a difference row (`published.baseline` set) ours and the published value are
     the method minus its control. `reduced_scale`: how the runs were trained at a smaller scale
-    than the published recipe (fewer epochs or training images, as the demo preset's CPU recipe).
+    than the published recipe (fewer epochs or training images, as a CPU recipe has).
     `protocol`: how our checkpoint was chosen (study.reproduction.matching.protocol_of)."""
 
     published: Published

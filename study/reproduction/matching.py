@@ -13,7 +13,7 @@ in the mitigation group; the PGD evaluation is `pgd20` in the paper preset, `pgd
 
 Recipe differences (dataset or its variant, architecture, epochs, a training subset, the
 optimizer, the evaluation) are stated per row. Those of scale (fewer epochs or training images
-than the published setting, as the demo preset's CPU recipe) also mark the row as reduced-scale.
+than the published setting, as a CPU recipe has) also mark the row as reduced-scale.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def _optimizer_difference(first: pd.Series) -> tuple[str, ...]:
 
 
 def cpu_recipe(p: Published, first: pd.Series) -> tuple[str, ...]:
-    """The differences a CPU-scale recipe of the same study makes (the demo's): a smaller scale, a
+    """The differences a CPU-scale recipe of the same study makes: a smaller scale, a
     schedule that converges in few epochs, another copy of the same data. They change how far a
     model gets, not which classes it finds hard: a published ranking is still compared with it."""
     return (*_variant_difference(p, first), *scale_reductions(p, first), *_optimizer_difference(first))
@@ -206,8 +206,8 @@ def _attack_text(steps: int, alpha: float) -> str:
 
 
 class Redefinitions(NamedTuple):
-    """How a preset redefines the published method: `attack`, another training attack (the demo's
-    PGD-AT is one step from a random start, FGSM-RS), which a CPU-scale recipe makes and a class
+    """How a preset redefines the published method: `attack`, another training attack (e.g. PGD-AT
+    as one step from a random start, FGSM-RS), which a CPU-scale recipe makes and a class
     order is still compared under; `start`, a fine-tune of another run in place of training from
     scratch."""
 

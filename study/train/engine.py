@@ -11,7 +11,8 @@ a fixed seed, finishes with the same records as an uninterrupted run.
       setup_run, resume_or_start            (study.train.setup)
       for each epoch:
         train_epoch: batches -> adversary -> loss policy -> step   (study.train.epoch)
-        end_epoch: validation, averaging, records, policies, best  (study.train.records)
+        end_epoch: validation, averaging, records, policies  (study.train.records),
+                   the best checkpoint  (study.train.selection)
                    and the published protocol's checkpoint  (study.train.published_protocol)
         save_state: checkpoint.pt and epochs.csv
       finish_run: model.pt and meta.json
@@ -46,18 +47,9 @@ from study.train.checkpoint import rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
 from study.train.policies import EpochStats
 from study.train.published_protocol import choose_published
-from study.train.records import (
-    EPOCH_COLUMNS,
-    class_accuracy,
-    eligible_epoch,
-    epoch_line,
-    epoch_rows,
-    selection_of,
-    validate,
-    validation_score,
-    write_epochs_csv,
-)
+from study.train.records import EPOCH_COLUMNS, class_accuracy, epoch_line, epoch_rows, validate, write_epochs_csv
 from study.train.run_config import check_run_config
+from study.train.selection import best_on_validation, selection_of, validation_score
 from study.train.setup import (
     RunState,
     _log,
@@ -181,8 +173,8 @@ def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: boo
     epoch's score parts in validation.json."""
     selection = selection_of(state.run)
     parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection["score"])}
-    eligible = eligible_epoch(epoch, state.epochs, selection["from_epoch"])
-    if eligible and parts["score"] > state.best["score"]:
+    eligible, new_best = best_on_validation(epoch, state.epochs, parts["score"], state.best["score"], selection)
+    if new_best:
         state.best = {"score": parts["score"], "epoch": epoch}
         save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.cfg, epoch)
     path = state.run_dir / VALIDATION_FILE

@@ -8,7 +8,9 @@ records are the study's own (`epochs.csv`: robust accuracy under `train.epoch_ev
 `epoch_eval.per_class` test images per class), so the choice can be recomputed from that file.
 
 A value chosen on the test set is biased upwards: this checkpoint exists only to stand beside a
-published best value. The study's claims use `best`, chosen on validation (study.train.records).
+published best value. The study's claims use `best`, chosen on validation. Both apply the rules
+of study.train.selection (the index, the epoch window, the band); this module keeps the
+protocol's choice over the records and its evidence.
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ import numpy as np
 from study.config.protocols import eligible_epoch, first_eligible_epoch
 from study.config.types import PublishedSelection
 from study.metrics.worst import worst_value
+from study.train.selection import beats, in_band, index_value
 
 #: the split the protocol reads, as the evidence file names it
 SPLIT = "test"
-# an index equal to the band's edge counts as inside it, whatever the float rounding of the subtraction
-_EDGE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def epoch_index(rows: Sequence[Mapping], index: str) -> tuple[float, float, floa
                          "(train.epoch_eval.attack); the records have none")
     mean = float((acc * n).sum() / n.sum())
     worst = float(worst_value(acc))
-    return mean, worst, mean + worst if index == "mean_plus_worst" else mean
+    return mean, worst, index_value(mean, worst, index)
 
 
 def choose_published(records: Sequence[Mapping], epochs: int, selection: PublishedSelection) -> PublishedChoice:
@@ -94,10 +95,10 @@ def choose_published(records: Sequence[Mapping], epochs: int, selection: Publish
     for epoch in sorted(by_epoch):
         mean, worst, index = epoch_index(by_epoch[epoch], selection.index)
         eligible = eligible_epoch(epoch, epochs, selection.from_epoch)
-        candidate = eligible and index >= running - selection.band - _EDGE
+        candidate = eligible and in_band(index, running, selection.band)
         if eligible:
             running = max(running, index)
-            if index > chosen_index:
+            if beats(index, chosen_index):
                 chosen, chosen_index = epoch, index
         out.append(EpochIndex(epoch, mean, worst, index, eligible, candidate))
     return PublishedChoice(tuple(out), chosen)

@@ -1,6 +1,6 @@
 """What an epoch leaves behind: class-wise accuracy of the output model on the fixed test
-subset and on the validation split, one `epochs.csv` row per class, the best checkpoint
-chosen on validation, and the line the log shows."""
+subset and on the validation split, one `epochs.csv` row per class, and the line the log
+shows. Which epoch is best is study.train.selection's rule."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-# the eligibility rule is the configuration's, shared by both selection protocols (study.config.protocols)
-from study.config.protocols import eligible_epoch as eligible_epoch
-from study.config.types import AnyEvaluation, RunConfig
+from study.config.types import AnyEvaluation
 from study.io import atomic_write_text
-from study.metrics.worst import weakest_class, worst_value
+from study.metrics.worst import weakest_class
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
@@ -89,27 +87,6 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
             "averaged": int(averaged),
         })
     return rows
-
-
-def selection_of(run: RunConfig) -> dict:
-    """A run's checkpoint rule, the `selection` of its run config (its experiment group's
-    `train.selection`, the same for every method of the group; a method's entry has no such
-    key): `score` (mean: mean robust accuracy, as Rice et al.; mean_plus_worst: mean plus
-    worst-class robust accuracy, CFA's index) and `from_epoch` (epochs after from_epoch x
-    epochs may be chosen), as validation.json records it."""
-    return run.selection.model_dump()
-
-
-def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:
-    """The parts and the value of the best checkpoint's criterion on the validation split:
-    robust accuracy (clean accuracy without an epoch attack), never the test set."""
-    correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
-    mean = float(correct.sum() / val_out.val_n.sum())
-    # the study's worst-class statistic, the one FAWA's threshold reads too (study.metrics.worst:
-    # the weakest class; the mean of the weakest 10% with 100 classes)
-    worst = float(worst_value((correct / val_out.val_n.clamp_min(1)).numpy()))
-    value = mean + worst if score == "mean_plus_worst" else mean
-    return {"mean": mean, "worst": worst, "score": value}
 
 
 def write_epochs_csv(path: Path, records: list[dict]) -> None:

@@ -17,7 +17,7 @@ step holds two shapes (full and last batch) and compiles each once per run.
                              compile error is raised (the check that the step stays one graph)
                     auto     what `study bench --compile` measured fastest on the device
                              kind: `default` on CUDA, `off` on a CPU (compiling a model costs
-                             minutes on 2 cores, more than the demo's runs take), and where the
+                             minutes on 2 cores, more than a CPU-scale run takes), and where the
                              device's torch cannot compile the whole step, a smaller region
                              (`CompiledRegions`: the step, then the model alone, then eager)
 """

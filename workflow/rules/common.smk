@@ -1,8 +1,11 @@
 # All helper Python of the workflow: it maps the configured study onto files and command arguments.
-# Science and path-free logic live in `study` (the plan: study.config; figure panels: study.figures.panels).
+# Science and the plan live in `study` (the plan: study.config; figure panels: study.figures.panels); the rules' own
+# helpers (command-line words, wildcard constraints) are below, and the run summary is run_summary.py.
 import json
 import os
 import re
+import shlex
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -11,11 +14,41 @@ from snakemake.exceptions import WorkflowError
 from study import resources as resources_estimate
 from study.config import (ConfigError, configured_mirror, constructions, load_params, plan_runs, prepared_name,
                           present_baseline, resolve_evaluation)
-from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
 from study.names import CHECKPOINTS, metrics_stem, record_name
 from study.runs import CHECKPOINT_FILES, training_setting
+
+# ---- the words of a `study` command line and a rule's wildcard constraints, from values alone
+# (no config, no path of the study)
+
+
+def one_of(names: Iterable[str]) -> str:
+    """A regex of exactly these names (one that never matches when there are none)."""
+    return "|".join(re.escape(n) for n in sorted(names)) or r"(?!x)x"
+
+
+def quoted_json(obj) -> str:
+    return shlex.quote(json.dumps(obj, sort_keys=True))
+
+
+def cli_options(options: Mapping) -> str:
+    """`--name value...` of each option that has a value (a list gives several values)."""
+    words = []
+    for name, value in options.items():
+        if value is not None:
+            values = value if isinstance(value, list) else [value]
+            words += [f"--{name.replace('_', '-')}", *(shlex.quote(str(v)) for v in values)]
+    return " ".join(words)
+
+
+def folder_of(name: str, of: str = "output") -> Callable:
+    """A rule's param: the folder of its output (or input) file `name`, e.g. the --out-dir of a
+    command that writes several tables, derived from the files rather than written twice."""
+    if of == "input":
+        return lambda wildcards, input: os.path.dirname(input[name])
+    return lambda wildcards, output: os.path.dirname(output[name])
+
 
 _BASE = Path(workflow.basedir) / "workflow"
 # the values given with --config (DVC's -S, through study.stage): a job that loads params.yaml

@@ -3,14 +3,16 @@
 # it); a part whose hand-placed input is missing (ImageNet's validation set: its zoo models and
 # their panels) is left out of the plan with one line, and comes back once the input is placed
 # (the plan looks again on every invocation). The run ends, failed or not, with
-# results/run_summary.md (study.run_summary): what was made, what was left out, which job failed
-# and the error line its log ends with. The default profile (profiles/default) keeps independent
-# jobs going past a failure.
+# results/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
+# which job failed and the error line its log ends with. The default profile (profiles/default)
+# keeps independent jobs going past a failure.
 import os
 import sys
 
 from study.preflight import left_out_lines, preflight, render
-from study.run_summary import failed_jobs, write_summary
+
+# Snakemake puts an included file's folder on sys.path: the module beside this file.
+from run_summary import failed_jobs, write_summary
 
 LEFT_OUT = left_out_lines(config, ZOO)
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says

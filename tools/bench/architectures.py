@@ -5,7 +5,7 @@ then each model evaluated clean and under PGD-20 (8/255) on the same test images
 (`count_flops`) and each process's own CPU seconds (from the kernel, so a busy machine stretches
 the wall time but not the count) stand beside the accuracies.
 
-    python -m study.bench.architectures --data data/prepared/cifar10-jpeg.pt \\
+    python -m tools.bench.architectures --data data/prepared/cifar10-jpeg.pt \\
         --models small_cnn small_cnn_s2 --out results/bench/architectures.json
 
 The JSON holds every number; a markdown table goes beside it (.md).
@@ -128,7 +128,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m study.bench.architectures", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.architectures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, type=Path, help="prepared CIFAR-10 file (study prepare)")
     parser.add_argument("--models", nargs="+", default=["small_cnn", "small_cnn_s2"])
     parser.add_argument("--preset", default="demo")

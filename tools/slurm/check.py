@@ -15,7 +15,7 @@ cluster has no accounting database for `sacct`), the first status check comes af
 2-core machine, and a CPU result is the same only at the same thread count). The partitions are
 the profile's own (partitions.yaml), created here with those names.
 
-    .venv/bin/python workflow/cluster/slurm_check.py [--keep] [--targets T ...]
+    .venv/bin/python tools/slurm/check.py [--keep] [--targets T ...]
 """
 
 from __future__ import annotations

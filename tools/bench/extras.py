@@ -24,6 +24,8 @@ from study.train.optim import lr_table
 from study.train.setup import resume_or_start, setup_run
 from study.train.step import EpochTotals, TrainStep
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+
 
 def _sync(dev: torch.device) -> None:
     if dev.type == "cuda":
@@ -102,15 +104,18 @@ def aggregate_windows(windows: list[dict]) -> dict:
 
 
 def _launch(n: int, tag: str, files: dict, tmp: Path, device: str, compile_mode: str, threads: int) -> dict:
-    """n child processes (study.bench.child) at once, each told it is one of n on the device
+    """n child processes (tools.bench.child) at once, each told it is one of n on the device
     (STUDY_GPU_SLOTS=n: 1/n of the GPU's memory) with `threads` threads; their timed windows
     and the wall time from the first launch to the last exit."""
     env = {**os.environ, "STUDY_GPU_SLOTS": str(n)}
     env.pop("STUDY_GPU_MEMORY_FRACTION", None)
+    # The child is a module of the checkout's tools/, which no install puts on a path: name its root,
+    # wherever the bench was started from.
+    env["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT), *filter(None, [env.get("PYTHONPATH")])])
     procs, outs = [], [tmp / f"{tag}-{i}.json" for i in range(n)]
     t0 = time.perf_counter()
     for i in range(n):
-        args = [sys.executable, "-m", "study.bench.child", "--data", str(files["data"]), "--run-config",
+        args = [sys.executable, "-m", "tools.bench.child", "--data", str(files["data"]), "--run-config",
                 str(files["config"]), "--run-dir", str(tmp / f"{tag}-{i}"), "--out", str(outs[i]), "--barrier",
                 str(tmp / f"{tag}-barrier"), "--k", str(n), "--index", str(i), "--device", device,
                 "--compile", compile_mode, "--threads", str(threads)]
@@ -132,7 +137,7 @@ def concurrent_throughput(cfg: Mapping, splits: Splits, tmp: Path, device: str, 
     """Images per second of one training process alone, then of K at once (each its own run
     directory, the same config, threads / K threads each, 1/K of the GPU's memory), all on
     `device`. Each process times its own training epoch after a warm-up epoch, once all are
-    ready (study.bench.child); the aggregate is all their images over the span from the
+    ready (tools.bench.child); the aggregate is all their images over the span from the
     earliest start to the latest end of those timed epochs: process start-up is excluded."""
     files = {"data": tmp / "concurrent-data.pt", "config": tmp / "concurrent-config.json"}
     save_prepared(splits, files["data"])

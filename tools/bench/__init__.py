@@ -1,6 +1,6 @@
 """`study bench`: the throughput of this package's engine against a plain PyTorch
 reference loop, task by task, in one process (see docs/performance.md)."""
 
-from study.bench.run import ALL_TASKS, run_bench
+from tools.bench.run import ALL_TASKS, run_bench
 
 __all__ = ["ALL_TASKS", "run_bench"]

@@ -17,18 +17,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from study.bench import extras, ours, reference
-from study.bench.peak import BASIS_RULE, FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
-from study.bench.report import (
-    AGREEMENT_RULE,
-    accuracy_check,
-    add_fractions,
-    classwise_accuracy,
-    markdown,
-    precision_agreement,
-    side_record,
-    timed_records,
-)
 from study.config.types import AnyEvaluation, LossPolicy, RunConfig, parse
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
@@ -38,6 +26,18 @@ from study.io import atomic_write_json, atomic_write_text
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
 from study.train.setup import build_run_model, channel_stats
+from tools.bench import extras, ours, reference
+from tools.bench.peak import BASIS_RULE, FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
+from tools.bench.report import (
+    AGREEMENT_RULE,
+    accuracy_check,
+    add_fractions,
+    classwise_accuracy,
+    markdown,
+    precision_agreement,
+    side_record,
+    timed_records,
+)
 
 ALL_TASKS = ("standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval")
 #: The cheap AutoAttack both sides run: APGD-CE alone, 10 iterations, 1 restart.

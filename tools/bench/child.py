@@ -8,7 +8,7 @@ all K processes are ready (a file per process in --barrier), then times the trai
 of the next epoch and writes {start, end, images} (wall-clock seconds since the epoch, the
 same clock for every process of the machine) to --out.
 
-    python -m study.bench.child --data D --run-config C --run-dir R --out O --barrier B --k K --index I
+    python -m tools.bench.child --data D --run-config C --run-dir R --out O --barrier B --k K --index I
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def timed_epoch(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m study.bench.child", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tools.bench.child", description=__doc__)
     for name in ("--data", "--run-config", "--run-dir", "--out", "--barrier"):
         p.add_argument(name, required=True)
     p.add_argument("--k", type=int, default=1)

@@ -1,0 +1,70 @@
+"""What "best" means: the rules that choose a run's checkpoints, in one place.
+
+- **The index** an epoch is ranked by (`index_value`): mean robust accuracy (Rice et al.), or
+  mean plus worst-class robust accuracy (`mean_plus_worst`, CFA's index); the worst class is
+  the study's worst-class statistic (study.metrics.worst), the one FAWA's threshold reads too.
+- **The epoch window**: only epochs after the first from_epoch x epochs may be chosen, as CFA's
+  train.py counts (`eligible_epoch`, study.config.protocols, where the configuration reads it).
+- **The winner**: the eligible epoch of the highest index; a tie keeps the earlier (`beats`).
+- **The band** of the published protocol: the eligible epochs whose index is at least the best
+  index so far minus `band` are the candidates CFA's code saves (`in_band`).
+
+The study's checkpoint, model_best.pt, applies them to the validation split, by the run's
+`selection` (`selection_of`, `validation_score`, `best_on_validation`; study.train.engine keeps
+the file and validation.json). The published protocol's, model_published.pt, applies them to
+the fixed test subset's records, by the run's `published_selection`
+(study.train.published_protocol: its choice and published.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from study.config.protocols import eligible_epoch
+from study.config.types import RunConfig
+from study.metrics.worst import worst_value
+from study.train.policies import EpochStats
+
+# an index equal to the band's edge counts as inside it, whatever the float rounding of the subtraction
+_EDGE = 1e-9
+
+
+def index_value(mean: float, worst: float, index: str) -> float:
+    """An epoch's index from its mean and worst-class accuracy: `mean`, or `mean_plus_worst`."""
+    return mean + worst if index == "mean_plus_worst" else mean
+
+
+def beats(index: float, best: float) -> bool:
+    """Whether an eligible epoch's index displaces the best so far (a tie keeps the earlier epoch)."""
+    return index > best
+
+
+def in_band(index: float, best_so_far: float, band: float) -> bool:
+    """Whether an index lies within `band` of the best index so far (the edge counts as inside)."""
+    return index >= best_so_far - band - _EDGE
+
+
+def selection_of(run: RunConfig) -> dict:
+    """A run's checkpoint rule, the `selection` of its run config (its experiment group's
+    `train.selection`, the same for every method of the group; a method's entry has no such
+    key): `score` (mean: mean robust accuracy, as Rice et al.; mean_plus_worst: mean plus
+    worst-class robust accuracy, CFA's index) and `from_epoch` (epochs after from_epoch x
+    epochs may be chosen), as validation.json records it."""
+    return run.selection.model_dump()
+
+
+def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:
+    """The parts and the value of the best checkpoint's criterion on the validation split:
+    robust accuracy (clean accuracy without an epoch attack), never the test set."""
+    correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
+    mean = float(correct.sum() / val_out.val_n.sum())
+    worst = float(worst_value((correct / val_out.val_n.clamp_min(1)).numpy()))
+    return {"mean": mean, "worst": worst, "score": index_value(mean, worst, score)}
+
+
+def best_on_validation(epoch: int, epochs: int, score: float, best_score: float,
+                       selection: Mapping) -> tuple[bool, bool]:
+    """(eligible, a new best) for 1-based `epoch` of `epochs` with validation `score`, the best
+    score so far `best_score`, under the run's `selection` (`selection_of`)."""
+    eligible = eligible_epoch(epoch, epochs, selection["from_epoch"])
+    return eligible, eligible and beats(score, best_score)
