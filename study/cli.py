@@ -203,42 +203,22 @@ def cmd_figure(args) -> int:
 def cmd_construct(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.features.build import build_constructed
-    from study.runs import load_trained_model
+    from study.features.build import construct_from_run
 
     device = select_device(args.device)
     set_threads(args.threads)
-    model, _ = load_trained_model(args.source_run, device)
-    provenance = {"key": args.key, "source_run": Path(args.source_run).name}
-    built = build_constructed(args.kind, model, load_prepared(args.data), args.out, args.work_dir, args.settings,
-                              provenance, device=device, progress=not args.no_progress)
+    built = construct_from_run(args.kind, args.source_run, load_prepared(args.data), args.out, args.work_dir,
+                               args.settings, args.key, device=device, progress=not args.no_progress)
     print(f"{args.kind}: {built.meta['constructed']['summary']} -> {args.out}", file=sys.stderr)
     return 0
 
 
 def cmd_features_figure(args) -> int:
-    import pandas as pd
-
-    from study.data.prepared import load_prepared
-    from study.figures.features import (
-        example_sets,
-        feature_rows,
-        features_title,
-        plot_feature_classwise,
-        plot_feature_examples,
-        rows_class_names,
-    )
-    from study.figures.style import save_figure
+    from study.figures.make_features import make_features_figure
 
     sources = dict(item.split("=", 1) for item in args.sources)
-    rows = feature_rows(pd.read_csv(args.table), args.dataset, args.model, sources)
-    variant = str(rows["data_variant"].iloc[0])
-    title = features_title(args.dataset, args.model, variant)
-    written = save_figure(plot_feature_classwise(rows, title), args.out_stem)
-
-    examples = example_sets(load_prepared(args.data), [load_prepared(p) for p in args.constructed])
-    written += save_figure(plot_feature_examples(examples, rows_class_names(rows), title.split(" | ")[0]),
-                           args.examples_stem)
+    written = make_features_figure(args.table, args.dataset, args.model, sources, args.data, args.constructed,
+                                   args.out_stem, args.examples_stem)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -283,17 +263,10 @@ def cmd_corruptions(args) -> int:
 
 
 def cmd_robustness_tables(args) -> int:
-    import pandas as pd
-
-    from study.io import atomic_path
-    from study.robustness_tables import corruption_table, robustness_tables
+    from study.robustness_tables import robustness_tables, write_corruption_table
 
     paths = robustness_tables(args.records, args.checks, args.out_dir)
-    # Written even with no corruption records (none configured), so the outputs are complete.
-    paths["corruptions"] = Path(args.out_dir) / "corruptions.csv"
-    table = corruption_table(args.corruptions) if args.corruptions else pd.DataFrame()
-    with atomic_path(paths["corruptions"]) as tmp:
-        table.to_csv(tmp, index=False)
+    paths["corruptions"] = write_corruption_table(args.corruptions, args.out_dir)
     for name, path in paths.items():
         print(f"{name}: {path}", file=sys.stderr)
     return 0
@@ -599,13 +572,11 @@ def _add_readme_numbers(sub) -> None:
 
 
 def cmd_comparisons(args) -> int:
-    from study.config.comparisons import comparisons_markdown, rewrite_section
-    from study.io import atomic_write_text
+    from study.config.comparisons import comparisons_markdown, rewrite_doc
 
     section = comparisons_markdown(args.params, args.presets_dir)
     if args.write:
-        doc = Path(args.doc)
-        atomic_write_text(doc, rewrite_section(doc.read_text(), section))
+        doc = rewrite_doc(Path(args.doc), section)
         print(f"wrote {doc}", file=sys.stderr)
     else:
         print(section, end="")
