@@ -128,3 +128,47 @@ def test_misspelt_evaluation_key_names_the_valid_keys(tmp_path):
     proc = run_study("evaluate", "--run-dir", str(tmp_path), "--data", str(tmp_path / "d.pt"),
                      "--evaluation", '{"type": "fgsm", "name": "x"}', "--out", str(tmp_path / "o"), check=False)
     assert "type: 'fgsm' is not valid; valid: clean, pgd, autoattack, square" in proc.stderr
+
+
+def _defined_by(module) -> set[str]:
+    """The subcommands a module of study.cli adds."""
+    import argparse
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    for add in module.PARSERS:
+        add(sub)
+    return set(sub.choices)
+
+
+def test_every_command_a_rule_runs_is_defined_and_each_rule_file_has_its_module(repo_root):
+    """`study COMMAND` in a rule file's shell commands (and each figure's command in FIGURES) is a
+    subcommand; a rule file that runs `study` has a module of study.cli by its name that defines
+    one of the commands it runs (the command line mirrors the workflow: docs/architecture.md)."""
+    import importlib
+    import re
+
+    import study.cli
+    from study.figures.registry import FIGURE_KINDS
+
+    by_module = {m.__name__.rsplit(".", 1)[-1]: _defined_by(m) for m in study.cli.MODULES}
+    defined = set().union(*by_module.values())
+    assert sum(map(len, by_module.values())) == len(defined), "a subcommand is defined by two modules"
+    parser = study.cli.build_parser()
+    assert set(next(a for a in parser._actions if a.dest == "command").choices) == defined
+
+    runs_study = {}
+    for path in sorted((repo_root / "workflow/rules").glob("*.smk")):
+        commands = set(re.findall(r"""["']study ([a-z][a-z-]*)""", path.read_text()))
+        assert commands <= defined, f"{path.name} runs study {commands - defined}, which study.cli does not define"
+        if commands:
+            runs_study[path.stem] = commands
+    assert {"data", "train", "evaluate", "robustness", "features", "figures", "zoo", "bench"} <= set(runs_study)
+    for stem, commands in runs_study.items():
+        module = importlib.import_module(f"study.cli.{stem}")
+        assert commands & _defined_by(module), f"study/cli/{stem}.py defines none of {sorted(commands)}"
+
+    figures = re.findall(r'Figure\("([a-z-]+)(?: (\w+))?"', (repo_root / "workflow/rules/common.smk").read_text())
+    assert figures
+    for command, kind in figures:
+        assert command in defined, command
+        assert not kind or kind in FIGURE_KINDS, kind

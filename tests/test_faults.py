@@ -439,14 +439,14 @@ def _typed_examples() -> dict[str, dict]:
 
 
 def _dummy_argv(name, sub_parser) -> list[str]:
-    from study.cli import _json_arg
+    from study.cli.args import json_arg
 
     typed = _typed_examples()
     argv = [name]
     for action in sub_parser._actions:
         if action.required and action.option_strings:
             kind = getattr(action.type, "__name__", "")
-            value = json.dumps(typed[kind]) if kind in typed else "{}" if action.type is _json_arg else "x"
+            value = json.dumps(typed[kind]) if kind in typed else "{}" if action.type is json_arg else "x"
             argv += [action.option_strings[0], value]
         elif not action.option_strings and action.dest != "help":
             argv.append("x")

@@ -26,6 +26,7 @@ from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_e
 from study.config.params import available_presets, load_params, typed_params
 from study.config.plan import run_config
 from study.config.types import ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
+from study.io import atomic_write_text
 
 #: run config key -> the declared path it is reported under
 _RUN_KEYS = {"epochs": "train.epochs", "batch_size": "train.batch_size", "train_per_class": "train.train_per_class",
@@ -220,3 +221,9 @@ def rewrite_section(text: str, section: str) -> str:
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{section}{END}{tail}"
+
+
+def rewrite_doc(doc: Path, section: str) -> Path:
+    """Rewrite the marked list in the file `doc` (docs/methods.md) with `section`."""
+    atomic_write_text(doc, rewrite_section(doc.read_text(), section))
+    return doc

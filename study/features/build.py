@@ -29,6 +29,7 @@ from study.features.construct import (
     representation_distance,
 )
 from study.io import atomic_torch_save, load_torch
+from study.runs import load_trained_model
 
 SETTINGS_KEYS = ("per_class", "chunk_size", "seed", "representation", "relabel")
 
@@ -140,3 +141,23 @@ def build_constructed(
     constructed.meta["train_per_class"] = torch.bincount(labels, minlength=len(splits.class_names)).tolist()
     save_prepared(constructed, out)
     return constructed
+
+
+def construct_from_run(
+    kind: str,
+    source_run: str | Path,
+    splits: Splits,
+    out: str | Path,
+    work_dir: str | Path,
+    settings: Mapping,
+    key: str,
+    *,
+    device: torch.device | str = "cpu",
+    progress: bool = True,
+) -> Splits:
+    """`build_constructed` with the trained model of the run folder `source_run`; the
+    construction's provenance is its name `key` and the source run's id (its folder's name)."""
+    model, _ = load_trained_model(source_run, device)
+    provenance = {"key": key, "source_run": Path(source_run).name}
+    return build_constructed(kind, model, splits, out, work_dir, settings, provenance, device=device,
+                             progress=progress)

@@ -17,7 +17,7 @@ check with the checkpoint it checked and the evaluations a status other than pas
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +136,9 @@ def corruption_table(records: Iterable[str | Path]) -> pd.DataFrame:
     if not blocks:
         raise ValueError("no corruption records given")
     return pd.concat(blocks, ignore_index=True)
+
+
+def write_corruption_table(records: Sequence[str | Path], out_dir: str | Path) -> Path:
+    """corruptions.csv in `out_dir`: `corruption_table` of the records, written even with none
+    (no corruptions configured, an empty table) so that the tables' outputs are complete."""
+    return _write(corruption_table(records) if records else pd.DataFrame(), Path(out_dir) / "corruptions.csv")

@@ -1,0 +1,70 @@
+"""`study reproduction`, `study front-page` and `study readme-numbers`: what the results say
+beside the published numbers, on the report's landing page and in the README
+(reproduction and front-page run in workflow/rules/evaluate.smk; readme-numbers by hand)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from study.cli.args import add_params_args, load_params_args
+
+
+def add_reproduction(sub) -> None:
+    p = sub.add_parser("reproduction", help="our numbers beside the published ones (results/reproduction.md)")
+    add_params_args(p)
+    p.add_argument("--tables-dir", default="results/tables", help="folder of classwise.csv (study tables)")
+    p.add_argument("--out", default="results/reproduction.md")
+    p.set_defaults(func=cmd_reproduction)
+
+
+def cmd_reproduction(args: argparse.Namespace) -> int:
+    from study.reproduction import reproduction_report
+
+    path = reproduction_report(args.tables_dir, load_params_args(args), args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def add_front_page(sub) -> None:
+    p = sub.add_parser("front-page", help="the report's landing text: the finding, read from the results")
+    p.add_argument("--classwise", default="results/tables/classwise.csv")
+    p.add_argument("--reproduction", default="results/reproduction.md")
+    p.add_argument("--preset", required=True, help="the preset the results were made with (named on the page)")
+    p.add_argument("--figures", nargs="*", default=[], help="figure 2's PNGs: the PGD-AT panel is linked")
+    p.add_argument("--categories", nargs="*", default=[], help="the report's categories, in the study's order")
+    p.add_argument("--out", default="results/report_front.rst")
+    p.set_defaults(func=cmd_front_page)
+
+
+def cmd_front_page(args: argparse.Namespace) -> int:
+    from study.front_page import write_front_page
+
+    path = write_front_page(args.classwise, args.reproduction, args.out, args.figures, args.categories, args.preset)
+    print(f"wrote {path}")
+    return 0
+
+
+def add_readme_numbers(sub) -> None:
+    p = sub.add_parser("readme-numbers", help="the README's numbers from the results (its marked block)")
+    p.add_argument("--tables", default="results/tables", help="folder of summary.csv, attacks.csv, checks.csv")
+    p.add_argument("--runs", default="results/runs", help="run folders (their meta.json: commit and date)")
+    p.add_argument("--readme", default=None, help="rewrite this file's marked block (default: print the block)")
+    p.set_defaults(func=cmd_readme_numbers)
+
+
+def cmd_readme_numbers(args: argparse.Namespace) -> int:
+    from study.cli.checkout import checkout_tool
+
+    numbers = checkout_tool("tools.readme_numbers")
+    block = numbers.readme_block(Path(args.tables), Path(args.runs))
+    if args.readme:
+        numbers.update_readme(Path(args.readme), block)
+        print(f"updated {args.readme}", file=sys.stderr)
+    else:
+        print(block)
+    return 0
+
+
+PARSERS = (add_reproduction, add_front_page, add_readme_numbers)
