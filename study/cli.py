@@ -40,6 +40,25 @@ def _typed_json(kind: str, what: str):
     return typed
 
 
+def _spec_json(kind: str, what: str, job: str = "EvaluationJob"):
+    """An argument type: inline JSON (or @file) parsed where argparse hands it over into the
+    value the command works with (study.config.spec: `ConfigSpec` of a run config, `EvaluationSpec`
+    of an evaluation job, `job` naming which), one line naming every bad key path otherwise."""
+    def parsed(text: str):
+        from study.config import spec, types
+
+        value = _json_arg(text)
+        try:
+            if kind == "ConfigSpec":
+                return spec.ConfigSpec.parse(value, what)
+            return spec.EvaluationSpec.parse(value, what, getattr(types, job))
+        except types.ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parsed.__name__ = kind  # argparse names the type in its messages
+    return parsed
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -117,21 +136,21 @@ def cmd_prepare(args) -> int:
 def cmd_train(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.train.engine import train_run
+    from study.train.engine import train
 
     device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
-    result = train_run(args.run_config, splits, args.run_dir, device=device,
-                       stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
-                       compile_mode=args.compile)
+    result = train(args.run_config, splits, args.run_dir, device=device,
+                   stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
+                   compile_mode=args.compile)
     return 0 if result.finished or args.stop_after is not None else 1
 
 
 def cmd_evaluate(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.evaluate.run import evaluate_checkpoint
+    from study.evaluate.checkpoint_eval import evaluate_checkpoint
 
     if len(args.evaluation) != len(args.out):
         raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "
@@ -164,10 +183,10 @@ def cmd_merge_shards(args) -> int:
 
 
 def cmd_zoo_run(args) -> int:
-    from study.runs import write_zoo_run
+    from study.run_directory import write_zoo_run
 
     run_dir = write_zoo_run(args.run_dir, args.run_config, args.weights_dir, download=args.download)
-    print(f"{args.run_config['zoo']['name']}: {run_dir} names its weights", file=sys.stderr)
+    print(f"{args.run_config.config.zoo.name}: {run_dir} names its weights", file=sys.stderr)
     return 0
 
 
@@ -204,7 +223,7 @@ def cmd_construct(args) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.features.build import build_constructed
-    from study.runs import load_trained_model
+    from study.run_directory import load_trained_model
 
     device = select_device(args.device)
     set_threads(args.threads)
@@ -256,7 +275,7 @@ def cmd_check(args) -> int:
 
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.evaluate.check_run import check_run
+    from study.evaluate.checkpoint_checks import check_run
     from study.evaluate.checks import DEFAULT_THRESHOLDS
 
     device = select_device(args.device)
@@ -360,7 +379,8 @@ def _add_plan_and_data(sub) -> None:
 
 def _add_training(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("train", parents=[common], help="train (or resume) one run")
-    p.add_argument("--run-config", type=_json_arg, required=True, help="resolved run config (JSON or @file)")
+    p.add_argument("--run-config", type=_spec_json("ConfigSpec", "run config"), required=True,
+                   help="resolved run config (JSON or @file)")
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
     p.add_argument("--init-from", default=None,
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
@@ -384,7 +404,7 @@ def _add_training(sub, common: argparse.ArgumentParser) -> None:
 
 def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("evaluate", parents=[common], help="per-sample evaluation of a trained run")
-    p.add_argument("--evaluation", type=_typed_json("EvaluationJob", "evaluation"), required=True, action="append",
+    p.add_argument("--evaluation", type=_spec_json("EvaluationSpec", "evaluation"), required=True, action="append",
                    help="resolved evaluation (JSON or @file); repeat with an --out each for several")
     p.add_argument("--out", required=True, action="append", help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
@@ -400,7 +420,7 @@ def _add_evaluation(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("check", parents=[common], help="checks against false robustness of one run")
     p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
-    p.add_argument("--pgd", type=_typed_json("PgdJob", "pgd"), required=True,
+    p.add_argument("--pgd", type=_spec_json("EvaluationSpec", "pgd", "PgdJob"), required=True,
                    help="reference PGD evaluation (JSON) for eps sweeps")
     p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
@@ -519,7 +539,8 @@ def _add_tables_and_figures(sub) -> None:
 
 def _add_zoo(sub) -> None:
     p = sub.add_parser("zoo-run", help="the run directory of a zoo model (names its weights file)")
-    p.add_argument("--run-config", type=_json_arg, required=True, help="the zoo run's config (study.config.zoo)")
+    p.add_argument("--run-config", type=_spec_json("ConfigSpec", "run config"), required=True,
+                   help="the zoo run's config (study.config.zoo)")
     p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
     p.add_argument("--download", action="store_true",
                    help="fetch missing weights into the folder first ($STUDY_WEIGHTS_URL_BASE, else robustbench's "

@@ -356,14 +356,13 @@ RUN_CONFIG_FAULTS = {
 @pytest.mark.parametrize("preset", ["ci", "demo"])
 def test_every_planned_run_config_passes_the_check(repo_root, preset):
     """The check refuses bad run configs, never one that the plan makes."""
-    from study.config import load_params, plan_runs
-    from study.train.run_config import check_run_config
+    from study.config import ConfigSpec, load_params, plan_runs
 
     runs = plan_runs(load_params(repo_root / "params.yaml", {"preset": preset}, presets_dir=PRESETS,
                                  schema_path=SCHEMA))
     assert runs
     for run in runs:
-        check_run_config(run.config)
+        ConfigSpec.parse(run.config)
 
 
 @pytest.mark.parametrize("fault", list(RUN_CONFIG_FAULTS))
