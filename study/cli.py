@@ -55,7 +55,7 @@ def _spec_json(kind: str, what: str, job: str = "EvaluationJob"):
         except types.ConfigError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
 
-    parsed.__name__ = kind  # argparse names the type in its messages
+    parsed.__name__ = "RunConfig" if kind == "ConfigSpec" else job  # argparse names the type in its messages
     return parsed
 
 

@@ -116,6 +116,7 @@ def attack_steps(ev: AnyEvaluation) -> int:
 
 def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: int = 1) -> int:
     require(run, (RunConfig, ZooRunConfig), "evaluate_minutes")
+    require(ev, AnyEvaluation, "evaluate_minutes")
     _, test, _, side = _facts(run)
     if ev.test_per_class:
         test = min(test, ev.test_per_class * 100)

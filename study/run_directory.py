@@ -60,6 +60,7 @@ def setting_tuple(run: RunConfig | ZooRunConfig) -> tuple:
 
 def identity(run_id: str, run: RunConfig | ZooRunConfig) -> dict:
     """The columns that say which run a table row comes from (and its training setting)."""
+    require(run, (RunConfig, ZooRunConfig), "identity")
     return {
         "run_id": run_id,
         "dataset": run.dataset,

@@ -17,7 +17,7 @@ MAX_FUNCTION_LINES = 80
 LAYERS = [
     {"io", "device", "provenance"},
     {"data", "models", "attacks", "metrics"},
-    {"runs", "config", "predict", "resources", "names"},
+    {"run_directory", "config", "predict", "resources", "names"},
     {"evaluate", "train", "features"},
     {"figures", "bench", "tables", "robustness_tables", "published", "reproduction", "readme_numbers", "front_page",
      "preflight", "run_summary", "stage"},

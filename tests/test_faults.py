@@ -430,10 +430,11 @@ def _subcommands_with_device():
 @functools.cache
 def _typed_examples() -> dict[str, dict]:
     """A valid value of each typed JSON argument (named by its type), from the ci preset."""
-    from study.config import load_params, resolve_evaluation
+    from study.config import load_params, plan_runs, resolve_evaluation
 
     ci = load_params(overrides={"preset": "ci"})
-    return {"EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
+    return {"RunConfig": dict(plan_runs(ci)[0].config),
+            "EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
             "Construct": ci["features"]["construct"], "SyntheticData": ci["data"]["synthetic"]}
 
 

@@ -212,7 +212,9 @@ class ConfigSpec:
     @property
     def trained(self) -> RunConfig:
         """The config of a run this study trains (TypeError for a zoo model's)."""
-        return require(self.config, RunConfig, f"run {self.run_id}")
+        if not isinstance(self.config, RunConfig):
+            raise TypeError(f"run {self.run_id}: a zoo model's config is no trained run's")
+        return self.config
 
 
 # ---------------------------------------------------------------- an evaluation
@@ -236,11 +238,9 @@ class EvaluationSpec:
     def name(self) -> str:
         return self.config.name
 
-    def at(self, checkpoint: str) -> EvaluationSpec:
-        """The job on a checkpoint's model: its records' name (`<name>@best`) and its
-        `checkpoint`, as typed copies; this one is unchanged."""
-        from study.names import record_name
-
-        update = {"name": record_name(self.config.name, checkpoint), "checkpoint": checkpoint}
+    def at(self, checkpoint: str, record: str) -> EvaluationSpec:
+        """The job on a checkpoint's model, its records named `record` (study.names.record_name:
+        `<name>@best`), as a typed copy; this one is unchanged."""
+        update = {"name": record, "checkpoint": checkpoint}
         # the identity keeps the keys' order as written, a new `checkpoint` last
         return EvaluationSpec(self.config.model_copy(update=update), frozen({**self.identity, **update}))

@@ -14,6 +14,7 @@ from study.config.spec import ConfigSpec, EvaluationSpec, require
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
+from study.names import record_name
 from study.predict import predict
 from study.run_directory import load_trained_model, read_run_config
 
@@ -64,9 +65,10 @@ def evaluate_checkpoint(
     model, _ = load_trained_model(run_dir, dev, checkpoint=checkpoint)
     written = []
     for evaluation, out in jobs:
-        written.append(evaluate_model(model, splits, require(evaluation, EvaluationSpec, "evaluate_checkpoint")
-                                      .at(checkpoint), out, run_id=run_dir.name, run_config=spec,
-                                      device=dev, progress=progress, shard=shard))
+        job = require(evaluation, EvaluationSpec, "evaluate_checkpoint")
+        written.append(evaluate_model(model, splits, job.at(checkpoint, record_name(job.name, checkpoint)), out,
+                                      run_id=run_dir.name, run_config=spec, device=dev, progress=progress,
+                                      shard=shard))
     return written
 
 

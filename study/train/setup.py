@@ -62,8 +62,8 @@ class RunState:
 
     @property
     def run(self) -> RunConfig:
-        """The run config, typed: what the training reads."""
-        return self.spec.trained
+        """The run config, typed: what the training reads (a trained run's: `train` checked it)."""
+        return self.spec.config
 
     @property
     def epochs(self) -> int:
