@@ -6,7 +6,6 @@ records and the final test-set evaluations both come from `predict`, so they can
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +15,8 @@ from tqdm import tqdm
 
 from study.attacks.configured import run_attack_detailed
 from study.attacks.pgd import RNG_CHUNK
-from study.config.types import AnyEvaluation, PgdEvaluation, typed_evaluation
+from study.config.spec import require
+from study.config.types import AnyEvaluation, PgdEvaluation
 from study.data.augment import to_float
 
 #: attack types whose batches are formed inside the attack library, not here
@@ -35,7 +35,7 @@ def predict(
     images: torch.Tensor,
     labels: torch.Tensor,
     *,
-    attack: Mapping | AnyEvaluation | None = None,
+    attack: AnyEvaluation | None = None,
     batch_size: int = 256,
     device: torch.device | str = "cpu",
     seed: int = 0,
@@ -44,7 +44,7 @@ def predict(
     desc: str = "evaluate",
 ) -> Predictions:
     """Classify uint8 `images` (N,C,H,W), optionally under `attack` (an evaluation's settings,
-    typed or as written), in eval mode and fp32."""
+    typed), in eval mode and fp32."""
     device = torch.device(device)
     was_training = model.training
     model.eval()
@@ -74,7 +74,7 @@ def attack_batch_size(attack: AnyEvaluation | None, batch_size: int, n: int) -> 
 
 
 def predict_on_device(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, attack: Mapping | AnyEvaluation | None,
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, attack: AnyEvaluation | None,
     batch_size: int,
     device: torch.device, seed: int = 0, keep_logits: bool = False, progress: bool = False,
     desc: str = "evaluate",
@@ -83,7 +83,8 @@ def predict_on_device(
     first two on `device`: the batches go to the device by non_blocking copies from pinned
     memory and their results stay there, so that no batch waits for the host (a PGD or clean
     evaluation reads nothing back; AutoAttack and Square, one whole-set batch, do)."""
-    attack = typed_evaluation(attack) if attack is not None else None
+    if attack is not None:
+        require(attack, AnyEvaluation, "predict's attack")
     batch_size = attack_batch_size(attack, batch_size, images.shape[0])
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)

@@ -10,9 +10,8 @@ A job that still runs out of time loses at most one epoch: the retry resumes fro
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
-from study.config.run_ids import typed_run
+from study.config.spec import require
 from study.config.types import (
     AnyEvaluation,
     AutoAttackEvaluation,
@@ -21,8 +20,6 @@ from study.config.types import (
     SquareEvaluation,
     SyntheticData,
     ZooRunConfig,
-    parse,
-    typed_evaluation,
 )
 
 # Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
@@ -85,9 +82,9 @@ def _minutes(flops: float, floor: int) -> int:
     return int(min(MAX_MINUTES, max(floor, math.ceil(SAFETY * flops / GPU_FLOPS / 60) + 5)))
 
 
-def train_minutes(cfg: Mapping | RunConfig) -> int:
+def train_minutes(run: RunConfig) -> int:
     """Wall-time request of a training run: epochs x (train set x attack steps + per-epoch evaluation)."""
-    run = cfg if isinstance(cfg, RunConfig) else parse(RunConfig, cfg, "run config")
+    require(run, RunConfig, "train_minutes")
     train, _, _, side = _facts(run)
     fwd = forward_gflops(run.model, side) * 1e9
     adversary = run.method_config.adversary
@@ -99,12 +96,12 @@ def train_minutes(cfg: Mapping | RunConfig) -> int:
     return _minutes(run.epochs * per_epoch, floor=15)
 
 
-def attack_steps(evaluation: Mapping | AnyEvaluation) -> int:
+def attack_steps(ev: AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
     AutoAttack's standard version is APGD-CE (100), APGD-T (9 targets x 100), FAB-T (9 x 100)
     and Square (5000 queries, forward only, counted as a third of a step); a shard of it is
     split from that total by the caller."""
-    ev = typed_evaluation(evaluation)
+    require(ev, AnyEvaluation, "attack_steps")
     if isinstance(ev, AutoAttackEvaluation):
         iters = ev.iterations
         per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * ev.targets, "fab": iters,
@@ -117,10 +114,9 @@ def attack_steps(evaluation: Mapping | AnyEvaluation) -> int:
     return 0
 
 
-def evaluate_minutes(cfg: Mapping | RunConfig | ZooRunConfig, evaluation: Mapping | AnyEvaluation,
-                     shards: int = 1) -> int:
-    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
-    ev = typed_evaluation(evaluation)
+def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: int = 1) -> int:
+    require(run, (RunConfig, ZooRunConfig), "evaluate_minutes")
+    require(ev, AnyEvaluation, "evaluate_minutes")
     _, test, _, side = _facts(run)
     if ev.test_per_class:
         test = min(test, ev.test_per_class * 100)
@@ -131,9 +127,9 @@ def evaluate_minutes(cfg: Mapping | RunConfig | ZooRunConfig, evaluation: Mappin
     return _minutes(test * (1 + BACKWARD * steps) * gflops * 1e9, floor=10)
 
 
-def mem_mb(cfg: Mapping | RunConfig | ZooRunConfig, floor: int = 8000) -> int:
+def mem_mb(run: RunConfig | ZooRunConfig, floor: int = 8000) -> int:
     """Host memory: the uint8 train and test sets (loaded, then copied to the device) plus the runtime."""
-    train, test, channels, side = _facts(cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg))
+    train, test, channels, side = _facts(require(run, (RunConfig, ZooRunConfig), "mem_mb"))
     data_mb = (train + test) * channels * side * side / 2**20
     return int(max(floor, 6000 + 4 * data_mb))
 

@@ -84,8 +84,8 @@ def record_pins(root: Path) -> dict:
 
     from study.config import plan_runs, resolve_evaluation
     from study.data.prepared import load_prepared, prepare_dataset
+    from study.evaluate.checkpoint_eval import evaluate_run
     from study.evaluate.records import read_records
-    from study.evaluate.run import evaluate_run
     from study.train.engine import train_run
 
     torch.set_num_threads(1)

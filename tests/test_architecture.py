@@ -17,7 +17,7 @@ MAX_FUNCTION_LINES = 80
 LAYERS = [
     {"io", "device", "provenance"},
     {"data", "models", "attacks", "metrics"},
-    {"runs", "config", "predict", "resources", "names"},
+    {"run_directory", "config", "predict", "resources", "names"},
     {"evaluate", "train", "features"},
     {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage"},
     {"cli"},
@@ -168,7 +168,7 @@ def test_planning_tables_and_figures_never_import_torch():
         " schema_path='workflow/schemas/params.schema.yaml')\n"
         "runs = plan_runs(params)\n"
         "constructions(params, runs)\n"
-        "[(train_minutes(r.config), mem_mb(r.config)) for r in runs]\n"
+        "[(train_minutes(r.run), mem_mb(r.run)) for r in runs]\n"
         "print(len(runs), sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:5])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

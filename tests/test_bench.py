@@ -242,8 +242,8 @@ def test_bf16_is_refused_on_a_cpu_in_one_line_naming_the_device_and_fp32(tmp_pat
 
 def test_the_precision_reaches_the_engines_run_config():
     """bf16 goes through the pipeline's train.precision (run_config names it only where it is not fp32)."""
+    from study.config.spec import ConfigSpec
     from study.data.synthetic import make_synthetic
-    from study.train.run_config import check_run_config
     from tools.bench import ours
 
     params, _ = ours.load_bench_params()
@@ -253,7 +253,7 @@ def test_the_precision_reaches_the_engines_run_config():
     fp32 = ours.train_config(params, splits, "pgd10_at_epoch", "small_cnn", precision="fp32", **kw)
     assert bf16["precision"] == "bf16" and "precision" not in fp32
     assert {k: v for k, v in bf16.items() if k != "precision"} == fp32
-    check_run_config(bf16)
+    assert ConfigSpec.parse(bf16).trained.precision == "bf16"
 
 
 def test_every_timed_result_is_keyed_by_precision(tiny_bench):

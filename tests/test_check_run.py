@@ -7,9 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from study.evaluate.check_run import check_run
+from study.config.spec import ConfigSpec, EvaluationSpec
+from study.evaluate.checkpoint_checks import check_run
+from study.evaluate.checkpoint_eval import evaluate_model
 from study.evaluate.checks import Check, Thresholds, resolve_scopes, summarize
-from study.evaluate.run import evaluate_model
 from study.models.registry import build_model
 from study.tables.classwise import build_tables
 from study.tables.robustness import robustness_tables
@@ -50,15 +51,16 @@ def run(tmp_path, synthetic_splits):
 
 
 def _evaluate(model, splits, evaluation, path, checkpoint="last", run_id="run-a"):
-    evaluate_model(model, splits, {**evaluation, "checkpoint": checkpoint}, path, run_id=run_id,
-                   run_config=RUN_CONFIG, device=torch.device("cpu"), progress=False)
+    job = EvaluationSpec.parse({**evaluation, "checkpoint": checkpoint})
+    evaluate_model(model, splits, job, path, run_id=run_id,
+                   run_config=ConfigSpec.parse(RUN_CONFIG), device=torch.device("cpu"), progress=False)
     return path
 
 
 def _check(run_dir, splits, records, checkpoint):
     out = run_dir / f"checks-{checkpoint}.json"
-    return check_run(run_dir, splits, records, PGD3, out, out.with_suffix(".csv"), per_class=2, eps_factors=[1.0],
-                     checkpoint=checkpoint, thresholds=CHEAP), out
+    return check_run(run_dir, splits, records, EvaluationSpec.parse(PGD3), out, out.with_suffix(".csv"), per_class=2,
+                     eps_factors=[1.0], checkpoint=checkpoint, thresholds=CHEAP), out
 
 
 def test_each_checkpoint_is_checked_against_its_own_records(run, synthetic_splits):

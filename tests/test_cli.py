@@ -62,11 +62,22 @@ def test_corrupt_archive_in_mirror_is_refused_and_not_copied(tmp_path):
     assert (mirror / "cifar10-jpeg.tar.gz").read_bytes() == b"not an archive", "the mirror copy is left alone"
 
 
-def test_missing_prepared_data_points_to_study_prepare(tmp_path):
+def test_missing_prepared_data_points_to_study_prepare(tmp_path, ci_params):
+    from study.config import plan_runs
+
+    cfg = json.dumps(plan_runs(ci_params)[0].config)
+    proc = run_study("train", "--data", str(tmp_path / "nope.pt"), "--run-dir", str(tmp_path / "run"),
+                     "--run-config", cfg, check=False)
+    assert proc.returncode == 2
+    assert "nope.pt" in proc.stderr and "study prepare" in proc.stderr
+
+
+def test_bad_run_config_is_named_where_the_argument_is_read(tmp_path):
     proc = run_study("train", "--data", str(tmp_path / "nope.pt"), "--run-dir", str(tmp_path / "run"),
                      "--run-config", "{}", check=False)
     assert proc.returncode == 2
-    assert "nope.pt" in proc.stderr and "study prepare" in proc.stderr
+    assert "argument --run-config: run config: missing key(s) dataset" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
 
 
 def test_bad_json_argument_is_named(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import study.train.step as step_module
-from study.runs import EPOCHS_FILE, META_FILE
+from study.run_directory import EPOCHS_FILE, META_FILE
 from study.train.engine import train_run
 
 

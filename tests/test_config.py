@@ -3,13 +3,13 @@ import yaml
 
 from study.config import (
     ConfigError,
+    ConfigSpec,
     coerce_overrides,
     deep_merge,
     load_params,
     parse_fraction,
     plan_runs,
     resolve_evaluation,
-    run_id,
 )
 
 
@@ -144,7 +144,7 @@ def test_run_ids_are_keyed_by_the_resolved_config(repo_root):
 
 def test_run_id_slug_is_readable(ci_params):
     cfg = plan_runs(ci_params)[0].config
-    rid = run_id(cfg)
+    rid = ConfigSpec.parse(cfg).run_id
     assert rid.split("-")[:4] == ["synthetic", "small_cnn", cfg["method"], "sgd0.05"]
     assert rid.endswith(f"-s{cfg['seed']}-" + rid.rsplit("-", 1)[1])
 
@@ -186,15 +186,13 @@ def test_feature_runs_train_on_each_constructed_set(repo_root):
 
 
 def test_run_config_typo_is_one_line_naming_path_and_valid_keys(ci_params):
-    from study.train.run_config import parse_run_config
-
     cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "pgd_at").config
-    run = parse_run_config(cfg)
+    run = ConfigSpec.parse(cfg).trained
     assert run.optimizer.momentum == 0.9 and run.method_config.adversary.steps == 3
     bad = {**cfg, "optimizer": {**cfg["optimizer"], "weight_decey": 0.1},
            "schedule": {**cfg["schedule"], "name": "cosine"}, "epoch_eval": {**cfg["epoch_eval"], "per_class": 0}}
     with pytest.raises(ValueError) as err:
-        parse_run_config(bad)
+        ConfigSpec.parse(bad)
     message = str(err.value)
     assert "\n" not in message and message.startswith("run config: ")
     assert "optimizer.weight_decey: unknown key (valid keys: betas, lr, momentum, name, nesterov, weight_decay)" \

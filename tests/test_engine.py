@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
+from study.config.types import OptimizerSettings, ScheduleSettings, parse
 from study.io import load_torch
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model
 from study.train.engine import EPOCH_COLUMNS, TEST_PAUSE_ENV, TrainingDivergedError, channel_stats, train_run
 from study.train.optim import lr_factor
 
@@ -165,14 +166,14 @@ def test_channel_stats_match_numpy():
 
 
 def test_step_schedule_divides_at_half_and_three_quarters():
-    f = lr_factor({"name": "step", "milestones": [0.5, 0.75], "gamma": 0.1}, epochs=200, iters_per_epoch=10)
+    f = lr_factor(ScheduleSettings(name="step", milestones=[0.5, 0.75], gamma=0.1), epochs=200, iters_per_epoch=10)
     assert f(0) == 1.0 and f(999) == 1.0
     assert f(1000) == pytest.approx(0.1) and f(1499) == pytest.approx(0.1)
     assert f(1500) == pytest.approx(0.01)
 
 
 def test_cyclic_schedule_is_one_linear_cycle():
-    f = lr_factor({"name": "cyclic", "peak": 0.4}, epochs=10, iters_per_epoch=10)
+    f = lr_factor(ScheduleSettings(name="cyclic", peak=0.4), epochs=10, iters_per_epoch=10)
     assert f(0) == 0.0
     assert f(40) == pytest.approx(1.0)
     assert f(20) == pytest.approx(0.5)
@@ -182,9 +183,8 @@ def test_cyclic_schedule_is_one_linear_cycle():
 
 
 def test_unknown_schedule_and_optimizer_are_named():
-    from study.train.optim import build_optimizer
-
+    # named where a run config is parsed (study.config.spec), as the train command parses it
     with pytest.raises(ValueError, match="'warmup'.*step, cyclic, constant"):
-        lr_factor({"name": "warmup"}, 1, 1)
+        parse(ScheduleSettings, {"name": "warmup"}, "schedule")
     with pytest.raises(ValueError, match="'lbfgs'.*sgd, adam"):
-        build_optimizer([torch.zeros(1, requires_grad=True)], {"name": "lbfgs", "lr": 1, "weight_decay": 0})
+        parse(OptimizerSettings, {"name": "lbfgs", "lr": 1, "weight_decay": 0}, "optimizer")

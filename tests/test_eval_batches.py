@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from study.attacks.pgd import RNG_CHUNK
+from study.config.types import PgdEvaluation
 from study.device import AUTO_EVAL_BATCH, eval_batch_size
 from study.predict import predict
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model
 
 ATTACKS = {
-    "linf": {"type": "pgd", "norm": "linf", "eps": 8 / 255, "alpha": 2 / 255, "steps": 3, "restarts": 1},
-    "l2": {"type": "pgd", "norm": "l2", "eps": 0.5, "alpha": 0.2, "steps": 3, "restarts": 2},
+    "linf": PgdEvaluation(type="pgd", norm="linf", eps=8 / 255, alpha=2 / 255, steps=3, restarts=1),
+    "l2": PgdEvaluation(type="pgd", norm="l2", eps=0.5, alpha=0.2, steps=3, restarts=2),
 }
 
 

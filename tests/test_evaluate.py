@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from study.config import resolve_evaluation
+from study.evaluate.checkpoint_eval import evaluate_run
 from study.evaluate.records import read_records
-from study.evaluate.run import evaluate_run
 from study.tables.classwise import build_tables
 from study.train.engine import train_run
 

@@ -356,14 +356,13 @@ RUN_CONFIG_FAULTS = {
 @pytest.mark.parametrize("preset", ["ci", "demo"])
 def test_every_planned_run_config_passes_the_check(repo_root, preset):
     """The check refuses bad run configs, never one that the plan makes."""
-    from study.config import load_params, plan_runs
-    from study.train.run_config import check_run_config
+    from study.config import ConfigSpec, load_params, plan_runs
 
     runs = plan_runs(load_params(repo_root / "params.yaml", {"preset": preset}, presets_dir=PRESETS,
                                  schema_path=SCHEMA))
     assert runs
     for run in runs:
-        check_run_config(run.config)
+        ConfigSpec.parse(run.config)
 
 
 @pytest.mark.parametrize("fault", list(RUN_CONFIG_FAULTS))
@@ -431,10 +430,11 @@ def _subcommands_with_device():
 @functools.cache
 def _typed_examples() -> dict[str, dict]:
     """A valid value of each typed JSON argument (named by its type), from the ci preset."""
-    from study.config import load_params, resolve_evaluation
+    from study.config import load_params, plan_runs, resolve_evaluation
 
     ci = load_params(overrides={"preset": "ci"})
-    return {"EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
+    return {"RunConfig": dict(plan_runs(ci)[0].config),
+            "EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
             "Construct": ci["features"]["construct"], "SyntheticData": ci["data"]["synthetic"]}
 
 

@@ -12,7 +12,7 @@ from study.config import plan_runs
 from study.figures import panels
 from study.figures.make import make_figure
 from study.figures.registry import FIGURE_KINDS
-from study.runs import setting_tuple
+from study.run_directory import setting_tuple
 
 
 def test_every_kind_draws_with_the_uniform_signature():
@@ -58,7 +58,7 @@ def test_panels_of_the_ci_plan(ci_params):
     for key, (ids, options) in epochs.items():
         # one training setting per panel, that of the panel's first planned run
         first = next(r for r in plain if (r.dataset, r.config["model"], r.config["method"]) == key)
-        assert ids[0] == first.run_id and {setting_tuple(by_id[i].config) for i in ids} == {setting_tuple(first.config)}
+        assert ids[0] == first.run_id and {setting_tuple(by_id[i].run) for i in ids} == {setting_tuple(first.run)}
         assert options == {"dataset": key[0], "model": key[1], "method": key[2], "runs": ids}
     standard = panels.classwise(runs, "standard")
     assert {key[2] for key in standard} == {"standard"}

@@ -118,7 +118,7 @@ def test_evaluation_records_do_not_depend_on_the_batch_size(norm, standard_run, 
 
     from study.attacks.pgd import RNG_CHUNK
     from study.predict import predict
-    from study.runs import load_trained_model
+    from study.run_directory import load_trained_model
 
     model = load_trained_model(standard_run, device=DEVICE)[0]
     x, y = synthetic_splits.test_x, synthetic_splits.test_y
@@ -131,12 +131,12 @@ def test_evaluation_records_do_not_depend_on_the_batch_size(norm, standard_run, 
 def test_our_autoattack_is_the_librarys_on_cuda(standard_run, synthetic_splits, ci_params):
     from study.attacks.autoattack import _build, attack_list, autoattack_batch
     from study.config import resolve_evaluation
-    from study.config.types import typed_evaluation
+    from study.config.spec import EvaluationSpec
     from study.data.augment import to_float
-    from study.runs import load_trained_model
+    from study.run_directory import load_trained_model
 
     model, _ = load_trained_model(standard_run, device=DEVICE)
-    ev = typed_evaluation({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7})
+    ev = EvaluationSpec.parse({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7}).config
     x = to_float(synthetic_splits.test_x[:30]).to(DEVICE)
     y = synthetic_splits.test_y[:30].to(DEVICE)
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))

@@ -11,14 +11,13 @@ turns any synchronisation inside the loops into an error."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 from collections import Counter
 
 import pytest
 import torch
 
-from study.config import resolve_evaluation
+from study.config import ConfigSpec, EvaluationSpec, resolve_evaluation
 from study.predict import predict
 from study.train.epoch import EpochPolicyState, train_epoch
 from study.train.policies import CFPTargets
@@ -67,10 +66,8 @@ def counted_reads():
 
 def _state(cfg, splits, run_dir, batches: int, cfp: bool, device: str = "cpu"):
     """A fresh run state whose epoch has `batches` batches (FAIR-TAT's CFP targets with `cfp`)."""
-    cfg = copy.deepcopy(cfg)
-    state = setup_run(cfg, splits, run_dir, device)
-    cfg["batch_size"] = math.ceil(state.x_train.shape[0] / batches)
-    state.cfg = cfg
+    state = setup_run(ConfigSpec.parse(cfg), splits, run_dir, device)
+    state.spec = ConfigSpec.parse({**cfg, "batch_size": math.ceil(state.x_train.shape[0] / batches)})
     if cfp:
         state.policies.targets = CFPTargets(state.num_classes)
         state.policies.targets.cfp = torch.linspace(0.0, 1.0, state.num_classes, dtype=torch.float64)
@@ -104,7 +101,7 @@ def test_evaluation_reads_do_not_grow_with_batches(synthetic_splits, ci_params, 
     torch.manual_seed(0)
     model = build_model("small_cnn", len(synthetic_splits.class_names), in_channels=x.shape[1],
                         image_size=x.shape[2], mean=(0.5,) * x.shape[1], std=(0.25,) * x.shape[1])
-    ev = resolve_evaluation(ci_params, attack) if attack else None
+    ev = EvaluationSpec.parse(resolve_evaluation(ci_params, attack)).config if attack else None
     images, labels = synthetic_splits.test_x[:48], synthetic_splits.test_y[:48]
     counts = {}
     for batches in (2, 4):
@@ -139,7 +136,7 @@ def test_fairtat_targets_follow_softmax_of_cfp_over_the_other_classes():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: torch's sync debug mode is CUDA's")
 def test_no_synchronisation_in_the_cuda_loops(tmp_path, synthetic_splits, tiny_run_config, standard_run, ci_params):
     from study.predict import predict_on_device
-    from study.runs import load_trained_model
+    from study.run_directory import load_trained_model
     from study.train.epoch import train_batches
 
     cfg = {**tiny_run_config, "epochs": 1}
@@ -149,7 +146,7 @@ def test_no_synchronisation_in_the_cuda_loops(tmp_path, synthetic_splits, tiny_r
     model, _ = load_trained_model(standard_run, "cuda")
     model = model.to(memory_format=torch.channels_last)
     images, labels = synthetic_splits.test_x[:96], synthetic_splits.test_y[:96]
-    ev = resolve_evaluation(ci_params, "pgd3")
+    ev = EvaluationSpec.parse(resolve_evaluation(ci_params, "pgd3")).config
 
     def loops():
         train_batches(state, step, 1, policy_state, progress=False)

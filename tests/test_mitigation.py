@@ -16,10 +16,11 @@ from study.config import (
     resolve_evaluation,
     resolve_method,
     run_config,
-    run_id,
 )
+from study.config.methods import resolved_method
+from study.config.spec import ConfigSpec
 from study.io import load_torch
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model
 from study.train.engine import train_run
 from study.train.policies import POLICY_KEYS, build_policies
 
@@ -93,7 +94,7 @@ def test_fine_tuning_starts_from_the_parent_and_checks_it(tmp_path, synthetic_sp
     small = {**copy.deepcopy(tiny_run_config), "train_per_class": 10,
              "epoch_eval": {**tiny_run_config["epoch_eval"], "per_class": 2}}
     parent = {**small, "epochs": 1, "method": "standard", "method_config": {"adversary": None}}
-    parent_dir = tmp_path / run_id(parent)
+    parent_dir = tmp_path / ConfigSpec.parse(parent).run_id
     train_run(parent, synthetic_splits, parent_dir, device="cpu", progress=False)
     child = {**small, "epochs": 1, "init_from": parent_dir.name,
              "optimizer": {**tiny_run_config["optimizer"], "lr": 1e-12}}
@@ -129,7 +130,7 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     assert trades_cfa["adversary"]["bn_mode"] == "eval" and trades_cfa["adversary"]["steps"] == 3
     frl = run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)
     parent = run_config(params, group, "small_cnn", "at", 0)
-    assert frl["init_from"] == run_id(parent)
+    assert frl["init_from"] == ConfigSpec.parse(parent).run_id
     assert frl["epochs"] == 1 and frl["optimizer"]["lr"] == 0.001 and frl["method_config"]["loss"]["beta"] == 1
     assert "init_from" not in frl["method_config"] and "train" not in frl["method_config"]
     # a changed parent is a new child
@@ -140,7 +141,7 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
 def _policy_types(params, method: str) -> set[tuple[str, str]]:
     """The engine's policy classes a method builds, its adversary type, and whether it fine-tunes."""
     cfg = resolve_method(params, method)
-    policies = build_policies(cfg, num_classes=10, epochs=2, class_counts=torch.ones(10))
+    policies = build_policies(resolved_method(params, method), num_classes=10, epochs=2, class_counts=torch.ones(10))
     return {(key, type(getattr(policies, key)).__name__) for key in POLICY_KEYS} | {
         ("adversary", (cfg.get("adversary") or {}).get("type", "none")),
         ("init_from", str(bool(method_definition(params, method).get("init_from"))))}

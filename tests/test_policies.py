@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from study.config.types import WeightsPolicy
+from study.config.types import Method, WeightsPolicy, parse
 from study.train.policies import (
     EMA,
     FAWA,
@@ -98,9 +98,14 @@ def _paper_params(repo_root):
 
 def _paper_method(repo_root, name):
     """A method of the paper preset, resolved as the engine gets it."""
-    from study.config import resolve_method
+    from study.config.methods import resolved_method
 
-    return resolve_method(_paper_params(repo_root), name)
+    return resolved_method(_paper_params(repo_root), name)
+
+
+def _method(definition: dict) -> Method:
+    """A method definition typed, as the plan types a run config's `method_config`."""
+    return parse(Method, definition, "method_config")
 
 
 def _first_calibrated_epoch(policy, values, epochs, t):
@@ -273,11 +278,11 @@ def test_frl_reweight_remargin_step_follows_the_batch_largest_eps_and_cfa_keeps_
     y = torch.tensor([0, 1, 1, 0])
     eps = class_eps.float()[y]
     # utils_frl2.py:trades_adv: step_size = max(new_eps) / 4 for the whole batch
-    adversary = Adversary(_paper_method(repo_root, "frl_reweight_remargin")["adversary"])
+    adversary = Adversary(_paper_method(repo_root, "frl_reweight_remargin").adversary)
     assert torch.allclose(adversary.step_sizes(eps), torch.full((4,), float(eps.max()) / 4))
     # utils_frl1.py (remargin alone) and CFA / FAIR-TAT keep the configured step 2/255
     for name in ("frl_remargin", "pgd_at_cfa", "trades_cfa", "fat_cfa", "pgd_at_fairtat"):
-        steps = Adversary(_paper_method(repo_root, name)["adversary"]).step_sizes(eps)
+        steps = Adversary(_paper_method(repo_root, name).adversary).step_sizes(eps)
         assert torch.allclose(steps, torch.full((4,), 2 / 255)), name
 
 
@@ -303,15 +308,15 @@ def test_training_step_attacks_with_cfa_fixed_step_under_class_eps(repo_root):
 def test_frl_policies_take_a_first_step_from_the_starting_model_and_the_others_wait():
     # fair_robust frl_train updates the multipliers before training each epoch, the first
     # time from the hot-start model; CFA needs an epoch of training statistics
-    p = build_policies({"adversary": ADVERSARY, "epsilon": {"type": "cfa"},
-                        "weights": {"type": "frl"}}, 3, 120, torch.tensor([5, 5, 5]))
+    p = build_policies(_method({"adversary": ADVERSARY, "epsilon": {"type": "cfa"},
+                        "weights": {"type": "frl"}}), 3, 120, torch.tensor([5, 5, 5]))
     assert p.needs_priming and p.needs_validation
     p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=0))
     assert torch.allclose(p.weights.lam_nat, torch.clamp(0.05 * GAP_NAT, min=0))
     assert p.epsilon.t is None
     with pytest.raises(ValueError, match="epoch 0\\), got epoch 3"):
         p.prime(stats(val_clean=VAL_CLEAN, val_robust=VAL_ROBUST, epoch=3))
-    assert not build_policies({"adversary": ADVERSARY, "epsilon": {"type": "cfa"}}, 3, 10,
+    assert not build_policies(_method({"adversary": ADVERSARY, "epsilon": {"type": "cfa"}}), 3, 10,
                               torch.tensor([5, 5, 5])).needs_priming
 
 
@@ -364,20 +369,20 @@ def test_cosine_penalty_is_mean_pairwise_cosine_of_class_mean_logits():
 
 
 def test_policy_state_round_trips_and_bad_types_are_named():
-    p = build_policies({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
+    p = build_policies(_method({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
                         "loss": {"type": "trades", "lambda2": 0.5}, "weights": {"type": "frl"},
-                        "averaging": {"type": "fawa"}}, 2, 10, torch.tensor([5, 5]))
+                        "averaging": {"type": "fawa"}}), 2, 10, torch.tensor([5, 5]))
     p.update(stats(train_acc=[0.2, 0.4], confusion=[[3, 2], [1, 4]], val_clean=[0.8, 0.4], val_robust=[0.5, 0.1]))
-    q = build_policies({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
+    q = build_policies(_method({"adversary": SMALL_ADVERSARY, "targets": {"type": "cfp"}, "epsilon": {"type": "cfa"},
                         "loss": {"type": "trades", "lambda2": 0.5}, "weights": {"type": "frl"},
-                        "averaging": {"type": "fawa"}}, 2, 10, torch.tensor([5, 5]))
+                        "averaging": {"type": "fawa"}}), 2, 10, torch.tensor([5, 5]))
     q.load_state_dict(p.state_dict())
     assert torch.equal(q.epsilon.class_eps(), p.epsilon.class_eps())
     assert torch.equal(q.targets.cfp, p.targets.cfp) and torch.equal(q.weights.lam_nat, p.weights.lam_nat)
     with pytest.raises(ValueError, match="epsilon.type: 'wide' is not valid; expected one of fixed, cfa, remargin"):
-        build_policies({"adversary": SMALL_ADVERSARY, "epsilon": {"type": "wide"}}, 2, 10, torch.tensor([5, 5]))
+        _method({"adversary": SMALL_ADVERSARY, "epsilon": {"type": "wide"}})
     with pytest.raises(ValueError, match="need an adversary"):
-        build_policies({"adversary": None, "loss": {"type": "trades"}}, 2, 10, torch.tensor([5, 5]))
+        build_policies(_method({"adversary": None, "loss": {"type": "trades"}}), 2, 10, torch.tensor([5, 5]))
 
 
 def test_each_policy_kind_is_one_table_that_names_bad_types_and_matches_the_schema(repo_root):

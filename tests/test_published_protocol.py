@@ -16,7 +16,7 @@ from study.config.protocols import first_eligible_epoch, published_protocol
 from study.config.types import Checkpoint, PublishedSelection
 from study.io import load_torch
 from study.names import CHECKPOINTS, STUDY_CHECKPOINTS, eval_name, record_name, split_record_name
-from study.runs import CHECKPOINT_FILES
+from study.run_directory import CHECKPOINT_FILES
 from study.train.published_protocol import choose_published
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,12 +136,12 @@ def test_a_bad_setting_is_one_line_naming_it(value, named):
 
 
 def test_the_run_config_refuses_the_protocol_without_an_epoch_attack(ci_params):
-    from study.train.run_config import parse_run_config
+    from study.config.spec import ConfigSpec
 
     cfg = copy.deepcopy(next(r for r in plan_runs(ci_params) if "published_selection" in r.config).config)
     cfg["epoch_eval"].pop("attack")
     with pytest.raises(ValueError, match=r"published_selection: needs epoch_eval\.attack"):
-        parse_run_config(cfg)
+        ConfigSpec.parse(cfg)
 
 
 def test_the_paper_protocol_reads_as_the_report_names_it():
@@ -178,7 +178,7 @@ def published_run(tmp_path_factory, synthetic_splits, ci_params):
     """A 3-epoch PGD-AT run of the ci preset that keeps the published checkpoint (CFA's
     settings: epochs 2 and 3 are eligible), with its clean records of that checkpoint in the tables."""
     from study.config import resolve_evaluation
-    from study.evaluate.run import evaluate_run
+    from study.evaluate.checkpoint_eval import evaluate_run
     from study.tables.classwise import build_tables
     from study.train.engine import train_run
 

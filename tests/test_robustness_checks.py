@@ -6,6 +6,8 @@ import pytest
 import torch
 from torch import nn
 
+from study.config.spec import EvaluationSpec
+from study.config.types import PgdJob
 from study.data.augment import to_float
 from study.data.splits import stratified_subset
 from study.evaluate.checks import (
@@ -23,6 +25,11 @@ EPS = 24 / 255
 PGD = {"name": "pgd20", "type": "pgd", "norm": "linf", "eps": EPS, "alpha": EPS / 8, "steps": 20, "restarts": 2}
 SQUARE = {"name": "square", "type": "square", "norm": "linf", "eps": EPS, "queries": 200}
 # One PGD step of a hundredth of eps from the clean image: it barely moves the sample.
+def _typed(evaluation: dict):
+    """An evaluation typed as the command line types it (study.config.spec)."""
+    return EvaluationSpec.parse(evaluation).config
+
+
 WEAK = {**PGD, "name": "pgd1", "steps": 1, "alpha": EPS / 100, "restarts": 1, "random_start": False}
 
 
@@ -59,7 +66,7 @@ def _means(splits):
 def _records(model, images, labels, idx, evaluations=({"name": "clean", "type": "clean"}, PGD, SQUARE)):
     out = {}
     for ev in evaluations:
-        p = predict(model, images, labels, attack=None if ev["type"] == "clean" else ev, batch_size=len(labels))
+        p = predict(model, images, labels, attack=None if ev["type"] == "clean" else _typed(ev), batch_size=len(labels))
         out[ev["name"]] = (pd.DataFrame({"index": idx.numpy(), "label": labels.numpy(), "pred": p.pred}), ev)
     return out
 
@@ -73,7 +80,7 @@ def test_sound_model_passes_every_check(synthetic_splits):
     sound = NearestMean(_means(synthetic_splits)).eval()
     records = _records(sound, images, labels, idx)
     checks = [records_reproduce(sound, synthetic_splits.test_x, synthetic_splits.test_y, records, per_class=3)]
-    checks += model_checks(sound, images, labels, PGD, [0.25, 0.5, 1.0])
+    checks += model_checks(sound, images, labels, _typed(PGD), [0.25, 0.5, 1.0])
     checks += record_checks(records, list(synthetic_splits.class_names))
     by = {c.name: c for c in checks}
     expected = {"records_reproduce", "outputs_logits", "batch_independent", "falls_with_eps", "large_eps_breaks",
@@ -97,7 +104,8 @@ def test_gradient_masking_is_flagged(synthetic_splits):
 
     broken = NearestMean(means, quantize=4).eval()
     records = _records(broken, images, labels, idx)
-    by = {c.name: c for c in model_checks(broken, images, labels, PGD, [1.0]) + record_checks(records, names)}
+    by = {c.name: c for c in model_checks(broken, images, labels, _typed(PGD), [1.0])
+          + record_checks(records, names)}
     # Rounding leaves PGD no gradient: even where any image is allowed, most samples survive.
     assert by["large_eps_breaks"].status == "flag" and by["large_eps_breaks"].values["accuracy"] > 0.3
     # Square, which needs no gradients, does not care: the black-box attack beats the white-box one.
@@ -113,7 +121,8 @@ def test_gradient_masking_is_flagged(synthetic_splits):
 def test_weak_reference_pgd_is_flagged(synthetic_splits):
     images, labels, _ = _subset(synthetic_splits, 3)
     sound = NearestMean(_means(synthetic_splits)).eval()
-    by = {c.name: c for c in model_checks(sound, images, labels, WEAK, [1.0], thresholds=Thresholds(strong_steps=50))}
+    by = {c.name: c for c in model_checks(sound, images, labels, _typed(WEAK), [1.0],
+                                          thresholds=Thresholds(strong_steps=50))}
     check = by["more_steps_no_stronger"]
     assert check.status == "flag", check
     assert check.values["strong_accuracy"] < check.values["reference_accuracy"] - 0.2
@@ -161,14 +170,15 @@ def test_probabilities_and_batch_dependence_fail(synthetic_splits):
     images, labels, _ = _subset(synthetic_splits, 2)
     means = _means(synthetic_splits)
     cheap = Thresholds(strong_steps=2, strong_restarts=1)
-    probs = {c.name: c for c in model_checks(NearestMean(means, softmax=True).eval(), images, labels, PGD, [1.0],
+    probs = {c.name: c for c in model_checks(NearestMean(means, softmax=True).eval(), images, labels,
+                                             _typed(PGD), [1.0],
                                              thresholds=cheap)}
     assert probs["outputs_logits"].status == "fail" and probs["outputs_logits"].scope == "attacks"
     assert probs["batch_independent"].status == "pass"
 
     pixels = images[0].numel()
     bn = nn.Sequential(nn.Flatten(), nn.BatchNorm1d(pixels), nn.Linear(pixels, 10)).train()
-    status = {c.name: c.status for c in model_checks(bn, images, labels, PGD, [1.0], thresholds=cheap)}
+    status = {c.name: c.status for c in model_checks(bn, images, labels, _typed(PGD), [1.0], thresholds=cheap)}
     assert status["batch_independent"] == "fail" and status["outputs_logits"] == "pass"
 
 
@@ -194,8 +204,14 @@ def test_bad_scopes_and_references_are_refused(synthetic_splits):
         resolve_scopes([Check("x", "flag", "", scope="everything")], {"clean": {"type": "clean"}}, PGD)
     images, labels, _ = _subset(synthetic_splits, 1)
     model = NearestMean(_means(synthetic_splits))
-    with pytest.raises(ValueError, match="must be a PGD evaluation; got type 'square'"):
-        model_checks(model, images, labels, SQUARE, [1.0])
+    # a reference is typed where it enters (`study check --pgd`): another type is refused there,
+    # and a typed evaluation of another kind, or an untyped one, by the checks
+    with pytest.raises(ValueError, match="pgd: type: 'square' is not valid"):
+        EvaluationSpec.parse(SQUARE, "pgd", PgdJob)
     with pytest.raises(ValueError, match="norm: 'l1' is not valid; expected one of linf, l2"):
-        model_checks(model, images, labels, {**PGD, "norm": "l1"}, [1.0])
+        EvaluationSpec.parse({**PGD, "norm": "l1"}, "pgd", PgdJob)
+    with pytest.raises(TypeError, match="expected PgdEvaluation"):
+        model_checks(model, images, labels, _typed(SQUARE), [1.0])
+    with pytest.raises(TypeError, match="expected PgdEvaluation"):
+        model_checks(model, images, labels, PGD, [1.0])
 

@@ -10,9 +10,9 @@ import torch
 
 from study.config import resolve_evaluation
 from study.data.corruptions import CORRUPTIONS, corrupt
+from study.evaluate.checkpoint_eval import evaluate_run
 from study.evaluate.corruptions import evaluate_corruptions
 from study.evaluate.records import read_records
-from study.evaluate.run import evaluate_run
 from study.evaluate.shards import merge_shards
 from study.figures.make import make_figure
 from study.tables.robustness import corruption_table, robustness_tables
@@ -122,12 +122,12 @@ def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_r
     """Our cascade, one attack at a time over the whole set, keeps pyautoattack's attack
     objects and chunks: per sample, robust exactly where the library's one-call cascade says."""
     from study.attacks.autoattack import _build, attack_list, autoattack_batch
-    from study.config.types import typed_evaluation
+    from study.config.spec import EvaluationSpec
     from study.data.augment import to_float
-    from study.runs import load_trained_model
+    from study.run_directory import load_trained_model
 
     model, _ = load_trained_model(standard_run)
-    ev = typed_evaluation({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7})
+    ev = EvaluationSpec.parse({**resolve_evaluation(ci_params, "autoattack"), "seed": 3, "batch_size": 7}).config
     x = to_float(synthetic_splits.test_x[:30])
     y = synthetic_splits.test_y[:30]
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
+from study.config.spec import ConfigSpec
 from study.io import load_torch
 from study.train.engine import train_run
 from study.train.policies import EpochStats
-from study.train.run_config import parse_run_config
 from study.train.selection import selection_of, validation_score
 
 
@@ -31,16 +31,20 @@ def test_score_parts_by_hand():
     assert validation_score(stats, True, "mean_plus_worst")["score"] == pytest.approx(mean + 0.2)
 
 
+def _parsed(cfg: dict):
+    return ConfigSpec.parse(cfg).trained
+
+
 def test_selection_defaults_and_rejects_unknown_scores(tiny_run_config):
     # the rule is the run's (its group's train.selection), never its method's
-    assert selection_of(parse_run_config(tiny_run_config)) == {"score": "mean", "from_epoch": 0.0}
-    chosen = parse_run_config({**tiny_run_config, "selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})
+    assert selection_of(_parsed(tiny_run_config)) == {"score": "mean", "from_epoch": 0.0}
+    chosen = _parsed({**tiny_run_config, "selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})
     assert selection_of(chosen) == {"score": "mean_plus_worst", "from_epoch": 0.5}
     with pytest.raises(ValueError, match=r"selection.score: .median. is not valid; expected one of mean, mean_plus"):
-        parse_run_config({**tiny_run_config, "selection": {"score": "median"}})
+        _parsed({**tiny_run_config, "selection": {"score": "median"}})
     method = {**tiny_run_config["method_config"], "selection": {"score": "mean"}}
     with pytest.raises(ValueError, match=r"method_config.selection: unknown key"):
-        parse_run_config({**tiny_run_config, "method_config": method})
+        _parsed({**tiny_run_config, "method_config": method})
 
 
 def test_engine_chooses_by_the_runs_rule_and_records_the_parts(tmp_path, synthetic_splits, tiny_run_config):

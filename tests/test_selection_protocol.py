@@ -85,7 +85,7 @@ def test_a_baselines_best_checkpoint_follows_the_groups_rule(tmp_path, paper_run
     at = next(r for r in _mitigation(paper_runs) if r.config["method"] == "at")
     (tmp_path / "validation.json").write_text("{}")
     model = torch.nn.Linear(2, 2)
-    state = SimpleNamespace(cfg=at.config, run=at.run, epochs=4, run_dir=tmp_path,
+    state = SimpleNamespace(spec=at.spec, run=at.run, epochs=4, run_dir=tmp_path,
                             best={"score": -math.inf, "epoch": None}, model=model, arch={"name": "linear"})
     for epoch, correct in enumerate(([5, 5], [10, 10], [10, 2], [7, 4]), start=1):
         choose_best(state, epoch, _val_stats(correct), model, has_attack=True)
@@ -220,7 +220,7 @@ def test_the_tables_mark_a_run_whose_averaging_took_no_epoch(tmp_path, fawa_run,
     import pandas as pd
 
     from study.config import resolve_evaluation
-    from study.evaluate.run import evaluate_run
+    from study.evaluate.checkpoint_eval import evaluate_run
     from study.tables.classwise import build_tables
 
     ev = {**resolve_evaluation(ci_params, "clean"), "test_per_class": 2}

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from study.runs import CHECKPOINT_FILES
+from study.run_directory import CHECKPOINT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -93,7 +93,7 @@ def test_training_declares_every_run_file_that_other_jobs_read(ci_jobs):
         shell = job["shell"]
         for run in _option_values(shell, "--run-dir") + _option_values(shell, "--source-run"):
             if job["rule"] not in TRAINING_RULES:
-                reads.append((job, f"{run}/config.json", False))  # study.runs: the run's config
+                reads.append((job, f"{run}/config.json", False))  # study.run_directory: the run's config
                 named = re.search(r"--checkpoint[ =](\w+)", shell)
                 reads.append((job, f"{run}/{CHECKPOINT_FILES[named[1] if named else 'last']}", True))
         reads += [(job, path, True) for path in _option_values(shell, "--init-from")]

@@ -17,7 +17,7 @@ import dataclasses
 import pytest
 import torch
 
-from study.config import run_config
+from study.config import ConfigSpec, run_config
 from study.data.batches import epoch_batches
 from study.train.epoch import EpochPolicyState, augmented_batch
 from study.train.optim import build_optimizer, build_scheduler, lr_table
@@ -60,7 +60,7 @@ def _state(params: dict, splits, method: str, run_dir, optimizer: dict | None = 
     if optimizer:
         cfg["optimizer"] = {**cfg["optimizer"], **optimizer}
     cfg["method_config"] = {k: v for k, v in cfg["method_config"].items() if k != "averaging"}
-    state = setup_run(cfg, splits, run_dir, "cpu")
+    state = setup_run(ConfigSpec.parse(cfg), splits, run_dir, "cpu")
     resume_or_start(state, None)
     return state
 
@@ -73,7 +73,7 @@ def _steps(state, mode: str, backend: str | None, steps: int) -> tuple[EpochTota
     step = TrainStep(state, mode, backend=backend)
     tables = EpochPolicyState.of(state).tables(state)
     totals = EpochTotals.zeros(state.num_classes, state.dev)
-    batches = epoch_batches(state.x_train.shape[0], int(state.cfg["batch_size"]), state.cpu_gen)[:steps]
+    batches = epoch_batches(state.x_train.shape[0], state.run.batch_size, state.cpu_gen)[:steps]
     lrs = lr_table(state.scheduler, state.scheduler.last_epoch, len(batches), state.dev)
     for i, idx in enumerate(batches):
         x, y = augmented_batch(state, idx)
@@ -107,7 +107,7 @@ def test_functional_adam_matches_torch_adam(ci_params, synthetic_splits, tmp_pat
     """The step's own Adam update against torch.optim.Adam on the same gradients."""
     state = _state(ci_params, synthetic_splits, "standard", tmp_path / "a", {"name": "adam", "lr": 0.001})
     reference = copy.deepcopy(state.model)
-    ref_opt = torch.optim.Adam(reference.parameters(), lr=0.001, weight_decay=state.cfg["optimizer"]["weight_decay"])
+    ref_opt = torch.optim.Adam(reference.parameters(), lr=0.001, weight_decay=state.run.optimizer.weight_decay)
     step = TrainStep(state, "off")
     lr = torch.tensor(0.001)
     for seed in range(3):
@@ -206,8 +206,8 @@ def test_inductor_compiles_the_pgd_at_step_whole_and_matches_eager(ci_params, sy
         state.model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
                                           torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
                                           torch.nn.Linear(8, state.num_classes))
-        state.optimizer = build_optimizer(state.model.parameters(), state.cfg["optimizer"])
-        state.scheduler = build_scheduler(state.optimizer, state.cfg["schedule"], 1, 1)
+        state.optimizer = build_optimizer(state.model.parameters(), state.run.optimizer)
+        state.scheduler = build_scheduler(state.optimizer, state.run.schedule, 1, 1)
         totals, step = _steps(state, mode, None, 2)
         states.append((state, totals, step))
     (eager, a, _), (compiled, b, step) = states

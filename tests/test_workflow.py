@@ -20,7 +20,7 @@ from study.config import group_datasets, method_definition
 from study.data.registry import get_dataset_info
 from study.figures.registry import FIGURE_KINDS
 from study.names import STUDY_CHECKPOINTS, record_name
-from study.runs import setting_tuple
+from study.run_directory import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -176,7 +176,7 @@ def _figure_jobs(params, runs) -> dict[str, int]:
     tabled, _, corrupted = _robustness_runs(params, runs)
     configs: dict[str, set] = {}
     for r in plain:
-        configs.setdefault(r.dataset, set()).add((r.config["model"], r.config["method"], setting_tuple(r.config)))
+        configs.setdefault(r.dataset, set()).add((r.config["model"], r.config["method"], setting_tuple(r.run)))
 
     def panels(rs, method=None):
         return len({(r.dataset, r.config["model"], method or r.config["method"]) for r in rs})

@@ -9,6 +9,8 @@ import torch
 from conftest import SHARED_FIXTURE_GROUPS
 from test_workflow import TRAIN_RULES, _evaluate_count, _job_counts
 
+from study.config.spec import EvaluationSpec
+from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation, RunConfig, parse
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, attack_steps, evaluate_minutes, mem_mb, train_minutes
 
@@ -58,7 +60,11 @@ def test_paper_runtime_grows_with_model_data_and_attack(paper_dry_run):
 
 
 def _cfg(model="resnet18", dataset="cifar10", steps=0, per_class=None):
-    """A complete run config (as `study plan` writes it), PGD-AT with `steps` steps or standard."""
+    """A complete run config (as `study plan` writes it), PGD-AT with `steps` steps or standard; typed."""
+    return parse(RunConfig, _raw(model, dataset, steps, per_class), "run config")
+
+
+def _raw(model="resnet18", dataset="cifar10", steps=0, per_class=None):
     adversary = {"eps": 8 / 255, "alpha": 2 / 255, "steps": steps} if steps else None
     return {"dataset": dataset, "data_variant": "official", "train_per_class": per_class, "model": model,
             "method": "at" if steps else "standard", "method_config": {"adversary": adversary},
@@ -66,8 +72,8 @@ def _cfg(model="resnet18", dataset="cifar10", steps=0, per_class=None):
             "epochs": 10, "batch_size": 128, "epoch_eval": {"per_class": 10}, "seed": 0}
 
 
-PGD20 = {"type": "pgd", "norm": "linf", "eps": 8 / 255, "alpha": 2 / 255, "steps": 20}
-CLEAN = {"type": "clean"}
+PGD20 = PgdEvaluation(type="pgd", norm="linf", eps=8 / 255, alpha=2 / 255, steps=20)
+CLEAN = CleanEvaluation(type="clean")
 
 
 def test_estimates_scale():
@@ -75,14 +81,16 @@ def test_estimates_scale():
     assert train_minutes(_cfg(per_class=100)) <= train_minutes(_cfg())
     assert evaluate_minutes(_cfg("wrn_28_10"), PGD20) > evaluate_minutes(_cfg("wrn_28_10"), CLEAN)
     # a resolved evaluation (named, as the evaluate jobs get it) reads alike
-    assert evaluate_minutes(_cfg(), {**PGD20, "name": "pgd20"}) == evaluate_minutes(_cfg(), PGD20)
-    assert attack_steps({"type": "autoattack", "norm": "linf", "eps": 8 / 255}) == 100 + 900 + 900 + 5000 // 3
-    assert attack_steps({**PGD20, "restarts": 2}) == 40
+    named = EvaluationSpec.parse({**PGD20.model_dump(), "name": "pgd20"}).config
+    assert evaluate_minutes(_cfg(), named) == evaluate_minutes(_cfg(), PGD20)
+    standard = AutoAttackEvaluation(type="autoattack", norm="linf", eps=8 / 255)
+    assert attack_steps(standard) == 100 + 900 + 900 + 5000 // 3
+    assert attack_steps(PGD20.model_copy(update={"restarts": 2})) == 40
     assert mem_mb(_cfg(dataset="cifar10"), floor=0) > mem_mb(_cfg(dataset="mnist"), floor=0)
     with pytest.raises(ValueError, match="no cost estimate for model 'alexnet'"):
         train_minutes(_cfg(model="alexnet"))
-    with pytest.raises(ValueError, match="run config: epochs: missing"):
-        train_minutes({k: v for k, v in _cfg().items() if k != "epochs"})
+    with pytest.raises(TypeError, match="train_minutes: expected RunConfig"):
+        train_minutes(_raw())  # a run config as written is parsed where it enters, never here
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

@@ -13,11 +13,12 @@ import pytest
 import torch
 
 from study.config import ConfigError
+from study.config.spec import ConfigSpec, EvaluationSpec
 from study.config.zoo import plan_zoo, zoo_run_config
 from study.data.prepared import save_prepared
 from study.data.splits import Splits
+from study.evaluate.checkpoint_eval import evaluate_checkpoint
 from study.evaluate.records import read_records
-from study.evaluate.run import evaluate_checkpoint
 from study.figures.zoo import draw_zoo_classwise, draw_zoo_gap, draw_zoo_ranks
 from study.models.weights import WEIGHTS_ENV, WeightsUnavailableError
 from study.models.zoo import (
@@ -29,7 +30,7 @@ from study.models.zoo import (
     load_zoo_model,
     reported_accuracy,
 )
-from study.runs import write_zoo_run
+from study.run_directory import write_zoo_run
 from study.tables.classwise import build_tables, zoo_table
 
 ENTRY = ZooEntry("cifar10", "Linf", "Wong2020Fast")  # PreAct-ResNet-18: the cheapest real zoo entry
@@ -192,11 +193,12 @@ def test_torchvision_entry_evaluates_class_wise_like_a_run(torchvision_weights, 
     folder, _ = torchvision_weights
     _, splits = imagenet_like
     cfg = zoo_run_config(TORCHVISION)
-    run_dir = write_zoo_run(tmp_path / "zoo-imagenet-Linf-resnet50", cfg, folder)
+    run_dir = write_zoo_run(tmp_path / "zoo-imagenet-Linf-resnet50", ConfigSpec.parse(cfg), folder)
     blob = torch.load(run_dir / "model.pt", weights_only=True)
     assert list(blob["files"]) == [TORCHVISION["file"]] and len(blob["files"][TORCHVISION["file"]]) == 64
     out = tmp_path / "records"
-    evaluate_checkpoint(run_dir, splits, [(CLEAN, out / "clean.parquet"), (PGD, out / "pgd20_linf4.parquet")],
+    evaluate_checkpoint(run_dir, splits, [(EvaluationSpec.parse(CLEAN), out / "clean.parquet"),
+                                          (EvaluationSpec.parse(PGD), out / "pgd20_linf4.parquet")],
                         device="cpu", progress=False)
     clean, clean_meta = read_records(out / "clean.parquet")
     pgd, pgd_meta = read_records(out / "pgd20_linf4.parquet")
@@ -219,9 +221,10 @@ def test_torchvision_entry_evaluates_class_wise_like_a_run(torchvision_weights, 
 
 
 def test_torchvision_entry_refuses_other_data(torchvision_weights, synthetic_splits, tmp_path):
-    run_dir = write_zoo_run(tmp_path / "run", zoo_run_config(TORCHVISION), torchvision_weights[0])
+    run_dir = write_zoo_run(tmp_path / "run", ConfigSpec.parse(zoo_run_config(TORCHVISION)), torchvision_weights[0])
     with pytest.raises(ValueError, match=r"trained on imagenet \(val\) but the data given is synthetic"):
-        evaluate_checkpoint(run_dir, synthetic_splits, [(CLEAN, tmp_path / "x.parquet")], device="cpu",
+        evaluate_checkpoint(run_dir, synthetic_splits, [(EvaluationSpec.parse(CLEAN), tmp_path / "x.parquet")],
+                            device="cpu",
                             progress=False)
 
 

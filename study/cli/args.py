@@ -36,6 +36,31 @@ def typed_json(kind: str, what: str) -> Callable[[str], dict]:
     return typed
 
 
+def spec_json(kind: str, what: str, job: str = "EvaluationJob", zoo: bool | None = None) -> Callable[[str], object]:
+    """An argument type: inline JSON (or @file) parsed where argparse hands it over into the
+    value the command works with (study.config.spec: `ConfigSpec` of a run config, `EvaluationSpec`
+    of an evaluation job, `job` naming which), one line naming every bad key path otherwise.
+    `zoo` (True or False) says which kind of run config the command takes."""
+    def parsed(text: str) -> object:
+        from study.config import spec, types
+
+        value = json_arg(text)
+        try:
+            if kind == "ConfigSpec":
+                result = spec.ConfigSpec.parse(value, what)
+            else:
+                return spec.EvaluationSpec.parse(value, what, getattr(types, job))
+        except types.ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        if zoo is not None and isinstance(result.config, types.ZooRunConfig) != zoo:
+            want = "a zoo model's run config (with a 'zoo' entry)" if zoo else "a trained run's config (no 'zoo' entry)"
+            raise argparse.ArgumentTypeError(f"{what}: this command takes {want}; got keys {', '.join(sorted(value))}")
+        return result
+
+    parsed.__name__ = "RunConfig" if kind == "ConfigSpec" else job  # argparse names the type in its messages
+    return parsed
+
+
 def add_params_args(p: argparse.ArgumentParser) -> None:
     """The arguments of a command that reads the study's configuration (params.yaml and a preset)."""
     p.add_argument("--params", default="params.yaml", help="the study's params.yaml")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from study.cli.args import run_args, typed_json
+from study.cli.args import run_args, spec_json
 from study.names import CHECKPOINTS
 
 
@@ -19,7 +19,7 @@ def _shard_arg(text: str) -> tuple[int, int]:
 
 def add_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", parents=[run_args()], help="per-sample evaluation of a trained run")
-    p.add_argument("--evaluation", type=typed_json("EvaluationJob", "evaluation"), required=True, action="append",
+    p.add_argument("--evaluation", type=spec_json("EvaluationSpec", "evaluation"), required=True, action="append",
                    help="resolved evaluation (JSON or @file); repeat with an --out each for several")
     p.add_argument("--out", required=True, action="append", help="parquet file of per-sample records")
     p.add_argument("--shard", type=_shard_arg, default=None, help="evaluate only shard I of N (I/N, from 0)")
@@ -32,7 +32,7 @@ def add_evaluate(sub) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.evaluate.run import evaluate_checkpoint
+    from study.evaluate.checkpoint_eval import evaluate_checkpoint
 
     if len(args.evaluation) != len(args.out):
         raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "

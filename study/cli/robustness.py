@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from study.cli.args import run_args, typed_json
+from study.cli.args import run_args, spec_json
 from study.names import CHECKPOINTS
 
 
@@ -23,7 +23,7 @@ def _positive_int(text: str) -> int:
 def add_check(sub) -> None:
     p = sub.add_parser("check", parents=[run_args()], help="checks against false robustness of one run")
     p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
-    p.add_argument("--pgd", type=typed_json("PgdJob", "pgd"), required=True,
+    p.add_argument("--pgd", type=spec_json("EvaluationSpec", "pgd", "PgdJob"), required=True,
                    help="reference PGD evaluation (JSON) for eps sweeps")
     p.add_argument("--per-class", type=int, default=20, help="test samples per class for the model checks")
     p.add_argument("--eps-factors", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.evaluate.check_run import check_run
+    from study.evaluate.checkpoint_checks import check_run
     from study.evaluate.checks import DEFAULT_THRESHOLDS
 
     device = select_device(args.device)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from study.cli.args import json_arg, run_args
+from study.cli.args import run_args, spec_json
 
 
 def add_train(sub) -> None:
     p = sub.add_parser("train", parents=[run_args()], help="train (or resume) one run")
-    p.add_argument("--run-config", type=json_arg, required=True, help="resolved run config (JSON or @file)")
+    p.add_argument("--run-config", type=spec_json("ConfigSpec", "run config", zoo=False), required=True,
+                   help="resolved run config (JSON or @file)")
     p.add_argument("--stop-after", type=int, default=None, help="end this call after this epoch")
     p.add_argument("--init-from", default=None,
                    help="model file of the parent run that a fine-tuning method (init_from) starts from")
@@ -21,14 +22,14 @@ def add_train(sub) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
-    from study.train.engine import train_run
+    from study.train.engine import train
 
     device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
-    result = train_run(args.run_config, splits, args.run_dir, device=device,
-                       stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
-                       compile_mode=args.compile)
+    result = train(args.run_config, splits, args.run_dir, device=device,
+                   stop_after=args.stop_after, progress=not args.no_progress, init_from=args.init_from,
+                   compile_mode=args.compile)
     return 0 if result.finished or args.stop_after is not None else 1
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from study.cli.args import json_arg
+from study.cli.args import spec_json
 
 
 def add_zoo_run(sub) -> None:
     p = sub.add_parser("zoo-run", help="the run directory of a zoo model (names its weights file)")
-    p.add_argument("--run-config", type=json_arg, required=True, help="the zoo run's config (study.config.zoo)")
+    p.add_argument("--run-config", type=spec_json("ConfigSpec", "run config", zoo=True), required=True,
+                   help="the zoo run's config (study.config.zoo)")
     p.add_argument("--weights-dir", default=None, help="weights folder (default: $STUDY_WEIGHTS_DIR)")
     p.add_argument("--download", action="store_true",
                    help="fetch missing weights into the folder first ($STUDY_WEIGHTS_URL_BASE, else robustbench's "
@@ -21,10 +22,10 @@ def add_zoo_run(sub) -> None:
 
 
 def cmd_zoo_run(args: argparse.Namespace) -> int:
-    from study.runs import write_zoo_run
+    from study.run_directory import write_zoo_run
 
     run_dir = write_zoo_run(args.run_dir, args.run_config, args.weights_dir, download=args.download)
-    print(f"{args.run_config['zoo']['name']}: {run_dir} names its weights", file=sys.stderr)
+    print(f"{args.run_config.config.zoo.name}: {run_dir} names its weights", file=sys.stderr)
     return 0
 
 

@@ -6,8 +6,10 @@
     methods   method (`base` chains) and evaluation resolution
     plan      the runs, constructions and feature runs of the configured study
     protocols the checkpoint selection protocols (validation; published: published_protocol)
+    spec      a run config and an evaluation parsed where they enter: typed, and as written
+              (the identity whose hash is the run key and the run id's tail)
 
-Run ids, training settings and run files live in `study.runs`. The names below are the
+Training settings and a run directory's files live in `study.run_directory`. The names below are the
 package's public face, so callers need not know which module holds what.
 """
 
@@ -47,14 +49,15 @@ from study.config.plan import (
     prepared_name,
     run_config,
 )
-from study.config.run_ids import run_id, run_key
+from study.config.spec import ConfigSpec, EvaluationSpec, run_key
 
 __all__ = [
-    "PER_DATASET_SECTIONS", "ConfigError", "Construction", "RunSpec", "available_presets", "check_method",
+    "PER_DATASET_SECTIONS", "ConfigError", "ConfigSpec", "Construction", "EvaluationSpec", "RunSpec",
+    "available_presets", "check_method",
     "coerce_overrides", "comparison_baseline", "configured_mirror",
     "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
     "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
     "present_baseline",
-    "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_id", "run_key", "set_dotted",
+    "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_key", "set_dotted",
     "validate_params",
 ]

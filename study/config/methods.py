@@ -65,7 +65,8 @@ def _plain(method: Method) -> bool:
             and (method.loss is None or method.loss.lambda2 is None))
 
 
-def _resolved(params: Mapping, name: str) -> Method:
+def resolved_method(params: Mapping, name: str) -> Method:
+    """A method of params, resolved (its `base` chain merged) and typed: where params' methods are parsed."""
     return Method.model_validate(resolve_method(params, name))
 
 
@@ -78,11 +79,11 @@ def comparison_baseline(params: Mapping, name: str) -> str | None:
         return definition.compare_with
     if definition.init_from:
         return definition.init_from
-    if _plain(_resolved(params, name)):
+    if _plain(resolved_method(params, name)):
         return None
     base = _entry(params, name).base
     while base is not None:
-        if _plain(_resolved(params, base)):
+        if _plain(resolved_method(params, base)):
             return base
         base = _entry(params, base).base
     return None
@@ -102,10 +103,10 @@ def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str 
     present = list(present)
     if baseline in present:
         return baseline
-    wanted = _resolved(params, baseline)
+    wanted = resolved_method(params, baseline)
     for other in present:
         try:
-            if other != name and _resolved(params, other) == wanted:
+            if other != name and resolved_method(params, other) == wanted:
                 return other
         except ConfigError:
             continue
@@ -124,7 +125,7 @@ def check_method(params: Mapping, name: str) -> None:
                               f"defined: {', '.join(sorted(methods))}")
     if definition.differs_in is not None:
         check_differs_in(name, definition.differs_in)
-    method = _resolved(params, name)
+    method = resolved_method(params, name)
     adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items()
                 if getattr(method, k) is not None and getattr(method, k).type != plain]
     if method.adversary is None and adaptive:

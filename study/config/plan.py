@@ -5,7 +5,6 @@ and the runs trained on them."""
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import get_args
@@ -15,7 +14,7 @@ from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
 from study.config.params import typed_params
 from study.config.protocols import published_selection
-from study.config.run_ids import construction_key, run_id, typed_run
+from study.config.spec import ConfigSpec, construction_key
 from study.config.types import (
     Checkpoint,
     ExperimentGroup,
@@ -41,8 +40,10 @@ CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
 
 @dataclass
 class RunSpec:
+    #: a trained run's spec.run_id; a zoo model's its own (study.config.zoo.zoo_run_id)
     run_id: str
-    config: dict
+    #: the run config, typed and as written (parsed once, where the plan makes it)
+    spec: ConfigSpec
     groups: list[str] = field(default_factory=list)
     evaluations: list[str] = field(default_factory=list)
     #: checkpoints to evaluate: `last` (model.pt), for runs with a validation split `best`
@@ -52,10 +53,15 @@ class RunSpec:
     #: the kinds of its experiment groups (`mitigation`: figure 13's runs, checked by default)
     kinds: list[str] = field(default_factory=list)
 
-    @functools.cached_property
+    @property
+    def config(self) -> Mapping:
+        """The run config as written (read-only): its hash is the run id's, config.json holds it."""
+        return self.spec.identity
+
+    @property
     def run(self) -> RunConfig | ZooRunConfig:
-        """The run config, typed (`config` holds it as written: its hash is the run id's)."""
-        return typed_run(self.config)
+        """The run config, typed."""
+        return self.spec.config
 
     @property
     def init_from(self) -> str | None:
@@ -182,7 +188,7 @@ def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, de
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.
         parent = run_config(params, group, model, definition.init_from, seed, dataset=dataset, cell=cell)
-        extra["init_from"] = run_id(parent)
+        extra["init_from"] = ConfigSpec.parse(parent, f"run config of method {definition.init_from!r}").run_id
         # FRL's reference fine-tunes its best pre-trained model: the parent's best checkpoint
         # where the parent has a validation split to choose it on, else its last.
         extra["init_checkpoint"] = "best" if "validation" in parent else "last"
@@ -241,8 +247,9 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
     for group in typed.experiments:
         for dataset, method, cfg in _group_configs(params, group):
             evaluations = group.evaluations or defaults.get(dataset) or typed.evaluate.default
-            rid = run_id(cfg)
-            spec = runs.setdefault(rid, RunSpec(rid, cfg))
+            parsed = ConfigSpec.parse(cfg, f"experiment group {group.group!r}, method {method!r}: run config")
+            rid = parsed.run_id
+            spec = runs.setdefault(rid, RunSpec(rid, parsed))
             if method not in group.methods:
                 # a parent that the group's methods fine-tune but that it does not list (a
                 # fine-tune may start from another group's PGD-AT model): trained, not one of
@@ -335,7 +342,8 @@ def feature_runs(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
             cfg = {**run_config(params, group, train.model, train.method, seed),
                    "train_per_class": None,  # the constructed set is already the chosen subset
                    "constructed": {"kind": con.kind, "key": con.key, "source_run": con.source_run.run_id}}
-            specs.append(RunSpec(run_id(cfg), cfg, ["features"], list(train.evaluations)))
+            parsed = ConfigSpec.parse(cfg, f"features.train on {con.name}: run config")
+            specs.append(RunSpec(parsed.run_id, parsed, ["features"], list(train.evaluations)))
     return specs
 
 

@@ -161,15 +161,6 @@ EvaluationJob = Annotated[CleanJob | PgdJob | AutoAttackJob | SquareJob, Field(d
 AnyEvaluation = CleanEvaluation | PgdEvaluation | AutoAttackEvaluation | SquareEvaluation
 
 
-def typed_evaluation(data: Mapping | AnyEvaluation) -> AnyEvaluation:
-    """An evaluation's settings as their type: resolved and named (`EvaluationJob`, what
-    study.config.methods.resolve_evaluation returns), or a bare entry (an `evaluations` entry,
-    an epoch's attack); a typed one as it is."""
-    if isinstance(data, _Evaluation):
-        return data
-    return parse(EvaluationJob if "name" in data else Evaluation, data, "evaluation")
-
-
 class EvaluationOverride(Config):
     """An evaluation's settings, all optional (per_dataset: merged over the evaluation of the same name)."""
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from study.config.core import ConfigError, dataset_variant
 from study.config.params import typed_params
 from study.config.plan import RunSpec
+from study.config.spec import ConfigSpec
 from study.config.types import Zoo, ZooEntry, ZooImageNet, parse
 
 ZOO_PREFIX = "zoo-"
@@ -220,7 +221,8 @@ def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
                                   f"defined in params 'evaluations': {', '.join(sorted(typed.evaluations))}")
         # An entry without its own variant takes the study's (data.variants, "auto" resolved).
         variant = entry.variant or dataset_variant(params, entry.data or entry.dataset)
-        runs.append(RunSpec(zoo_run_id(entry), zoo_run_config(entry.model_copy(update={"variant": variant})),
+        cfg = zoo_run_config(entry.model_copy(update={"variant": variant}))
+        runs.append(RunSpec(zoo_run_id(entry), ConfigSpec.parse(cfg, f"zoo entry {entry.name}: run config"),
                             [ZOO_GROUP], list(evaluations)))
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

@@ -40,7 +40,8 @@ import torch
 from torch import nn
 
 from study.attacks.pgd import pgd_attack
-from study.config.types import PgdEvaluation, typed_evaluation
+from study.config.spec import require
+from study.config.types import PgdEvaluation
 from study.data.augment import to_float
 from study.names import split_record_name
 from study.predict import predict
@@ -119,16 +120,13 @@ def _scaled(pgd: PgdEvaluation, eps: float) -> PgdEvaluation:
 
 
 def model_checks(
-    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, pgd: Mapping | PgdEvaluation,
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, pgd: PgdEvaluation,
     eps_factors: Sequence[float],
     *, thresholds: Thresholds = DEFAULT_THRESHOLDS, seed: int = 0,
 ) -> list[Check]:
     """Run the model on uint8 `images` (a small subset, on the model's device) as the
     evaluation does, with `pgd` the reference PGD evaluation (type, norm, eps, alpha, steps)."""
-    reference = typed_evaluation(pgd)
-    if not isinstance(reference, PgdEvaluation):
-        raise ValueError(f"the reference of the checks must be a PGD evaluation; got type {reference.type!r}")
-    pgd = reference
+    require(pgd, PgdEvaluation, "the reference of the checks (a PGD evaluation)")
     x, y = to_float(images), labels
     with torch.no_grad():
         logits = model(x).float()

@@ -9,7 +9,6 @@ regenerated). Records and tables say which was used in `corruption_variant`."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -18,14 +17,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from study.config.run_ids import typed_run
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import check_image_size, corrupt
 from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
 from study.predict import predict
-from study.runs import CHECKPOINT_FILES, load_trained_model
+from study.run_directory import CHECKPOINT_FILES, load_trained_model, read_run_config
 
 SOURCES = ("auto", "official", "regenerated")
 
@@ -80,7 +78,7 @@ def evaluate_corruptions(
     check_image_size(corruptions, splits.test_x.shape[1:])
     variant, archive = resolve_source(source, splits, raw_dir, mirror)
     print(f"CIFAR-10-C images: {variant}" + (f" ({archive})" if archive else ""), file=sys.stderr)
-    cfg = json.loads((run_dir / "config.json").read_text())
+    spec = read_run_config(run_dir)
     model, _ = load_trained_model(run_dir, device)
     model_sha256 = file_checksums(run_dir / CHECKPOINT_FILES["last"], ["sha256"])["sha256"]
     idx = stratified_subset(splits.test_y, per_class)
@@ -112,8 +110,9 @@ def evaluate_corruptions(
             frames.append(frame)
             acc = float((frame["pred"] == frame["label"]).mean())
             print(f"{corruption} {severity}: {100 * acc:.1f}% [{time.perf_counter() - t0:.1f}s]", file=sys.stderr)
-    run = typed_run(cfg)
-    meta = {"run_id": run_dir.name, "run_config": cfg, "dataset": run.dataset, "data_variant": run.data_variant,
+    run = spec.config
+    meta = {"run_id": run_dir.name, "run_config": spec.identity, "dataset": run.dataset,
+            "data_variant": run.data_variant,
             "corruption_variant": variant, "class_names": list(splits.class_names),
             "evaluation": {"name": "corruptions", "type": "corruptions", "corruptions": list(corruptions),
                            "severities": [int(s) for s in severities], "per_class": per_class, "seed": seed,

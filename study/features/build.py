@@ -29,7 +29,7 @@ from study.features.construct import (
     representation_distance,
 )
 from study.io import atomic_torch_save, load_torch
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model
 
 SETTINGS_KEYS = ("per_class", "chunk_size", "seed", "representation", "relabel")
 

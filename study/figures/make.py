@@ -12,7 +12,7 @@ import pandas as pd
 from study.figures.registry import FIGURE_KINDS
 from study.figures.style import run_title, save_figure, table_recipe
 from study.names import STUDY_CHECKPOINTS, eval_name, method_name, split_record_name, table_checkpoints
-from study.runs import SETTING_COLUMNS
+from study.run_directory import SETTING_COLUMNS
 
 
 def make_figure(

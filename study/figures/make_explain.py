@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from study.config.run_ids import typed_run
+from study.config.spec import ConfigSpec
 from study.evaluate.records import read_records
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
@@ -140,7 +140,7 @@ def class_groups(dataset: str) -> list[str] | None:
 def records_recipe(metas: Sequence[dict]) -> str | None:
     """style.reduced_recipe of the trained runs whose records these are (their run configs'
     epochs and train_per_class); None for a zoo model's records, which name no training."""
-    runs = [typed_run(m["run_config"]) for m in metas if "run_config" in m]
+    runs = [ConfigSpec.parse(m["run_config"], "a record's run_config").config for m in metas if "run_config" in m]
     trained = [r for r in runs if hasattr(r, "epochs")]
     if not trained:
         return None
@@ -173,7 +173,7 @@ def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[s
               + (f" · subset: n = {min(sizes[e])} per class" if max(sizes[e]) < most else "")
               + (f" · mean of {len(per_eval[e])} seeds" if len(per_eval[e]) > 1 else ""):
               np.nanmean(np.stack(per_eval[e]), axis=0) for e in order}
-    run = typed_run(meta0["run_config"])
+    run = ConfigSpec.parse(meta0["run_config"], "a record's run_config").config
     return (panels, meta0["class_names"], class_groups(run.dataset), run_title(run.dataset, run.model, run.method),
             records_recipe(metas))
 

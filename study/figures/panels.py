@@ -8,21 +8,23 @@ Nothing here knows a path; workflow/rules/common.smk maps panels onto files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Protocol
 
 from study.config.types import RunConfig, ZooRunConfig
-from study.runs import setting_tuple
+from study.run_directory import setting_tuple
 
 Panels = dict[tuple, tuple[list[str], dict]]
 
 
 class Run(Protocol):  # study.config.RunSpec
     run_id: str
-    config: dict
     groups: list[str]
     evaluations: list[str]
     kinds: list[str]
+
+    @property
+    def config(self) -> Mapping: ...
 
     @property
     def dataset(self) -> str: ...
@@ -51,7 +53,7 @@ def grouped(runs: Sequence[Run], key: Callable[[Run], Hashable]) -> dict:
 def one_setting(panels: dict) -> dict[tuple, list[str]]:
     """Run ids per panel, of one training setting: that of the panel's first planned run (the
     baseline's, as groups are planned in order); figure 6 compares the settings."""
-    return {key: [r.run_id for r in runs if setting_tuple(r.config) == setting_tuple(runs[0].config)]
+    return {key: [r.run_id for r in runs if setting_tuple(r.run) == setting_tuple(runs[0].run)]
             for key, runs in panels.items()}
 
 
@@ -105,7 +107,7 @@ def rank_agreement(runs: Sequence[Run]) -> Panels:
     """Figure 8, per dataset with at least two configurations (model, method, setting) to compare."""
     out = {}
     for dataset, members in grouped(plain_runs(runs), lambda r: r.dataset).items():
-        if len({(*dataset_model_method(r), setting_tuple(r.config)) for r in members}) > 1:
+        if len({(*dataset_model_method(r), setting_tuple(r.run)) for r in members}) > 1:
             ids = [r.run_id for r in members]
             out[(dataset,)] = (ids, {"dataset": dataset, "runs": ids, "evaluations": evaluations_of(members)})
     return out

@@ -24,13 +24,13 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from study.config import ConfigError, comparison_baseline, resolve_evaluation, resolve_method
-from study.config.methods import method_entry
-from study.config.types import AutoAttackEvaluation, CleanEvaluation, Method, PgdEvaluation, typed_evaluation
+from study.config import ConfigError, EvaluationSpec, comparison_baseline, resolve_evaluation, resolve_method
+from study.config.methods import method_entry, resolved_method
+from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.metrics.trust import not_counted
 from study.names import split_record_name, table_checkpoints
 from study.published import BY_ID, PUBLISHED_EPOCHS, Published
-from study.runs import SETTING_COLUMNS
+from study.run_directory import SETTING_COLUMNS
 
 PUBLISHED_EPS = 8 / 255
 PUBLISHED_RECIPE = {"optimizer": "sgd", "schedule": "step", "weight_decay": 5e-4}
@@ -48,7 +48,7 @@ GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
     """clean, pgd or autoattack (at the published L-inf 8/255) with the PGD step count; None otherwise."""
     try:
-        ev = typed_evaluation(resolve_evaluation(params, name, dataset))
+        ev = EvaluationSpec.parse(resolve_evaluation(params, name, dataset), f"evaluation {name!r}").config
     except ConfigError:
         return None, math.nan
     if isinstance(ev, CleanEvaluation):
@@ -222,7 +222,7 @@ class Redefinitions(NamedTuple):
 def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
     """How the preset redefines the published method (Redefinitions), read off its definition."""
     try:
-        entry, adversary = method_entry(params, method), Method.model_validate(resolve_method(params, method)).adversary
+        entry, adversary = method_entry(params, method), resolved_method(params, method).adversary
     except ConfigError:
         return Redefinitions()
     attack = ()

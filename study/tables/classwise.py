@@ -11,20 +11,20 @@ evaluation stays in classwise.csv and summary.csv, marked, but its samples are n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from study.config.spec import ConfigSpec
 from study.config.types import AveragingPolicy, RunConfig, ZooRunConfig
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.metrics import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
 from study.names import checkpoint_of, metrics_stem, zoo_model_name
-from study.runs import SETTING_COLUMNS, identity, typed_run
+from study.run_directory import CONFIG_FILE, SETTING_COLUMNS, identity, read_run_config
 
 #: the columns a seed aggregate is keyed by
 SEED_KEYS = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS, "eval", "checkpoint"]
@@ -47,7 +47,8 @@ def build_tables(
     for path in map(Path, records):
         frame, meta = read_records(path)
         name = meta["evaluation"]["name"]
-        ident = {**identity(meta["run_id"], meta["run_config"]), "eval": name,
+        run = ConfigSpec.parse(meta["run_config"], f"{path}: run_config").config  # a record's metadata
+        ident = {**identity(meta["run_id"], run), "eval": name,
                  "checkpoint": checkpoint_of(meta["evaluation"]), **trust_of(verdicts, meta["run_id"], name)}
         blocks.append(classwise_table([(ident, frame)], meta["class_names"]))
     if not blocks:
@@ -59,10 +60,9 @@ def build_tables(
     epoch_frames = []
     averaged: dict[str, float] = {}
     for path in map(Path, epochs):
-        config_path = path.parent / "config.json"
-        if not config_path.exists():
+        if not (path.parent / CONFIG_FILE).exists():
             raise FileNotFoundError(f"{path} has no config.json beside it; is it a run directory?")
-        run = typed_run(json.loads(config_path.read_text()))
+        run = read_run_config(path.parent).config
         ident = identity(path.parent.name, run)
         frame = pd.read_csv(path)
         averaged[path.parent.name] = averaged_epochs(run, frame)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from study.config.spec import ConfigSpec
 from study.evaluate.records import read_records
 from study.io import atomic_path
 from study.metrics.classwise import class_accuracy, discrepancy
@@ -30,7 +31,7 @@ from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
 from study.metrics.trust import counted, read_checks, trust_of
 from study.names import checkpoint_of
-from study.runs import identity
+from study.run_directory import identity
 
 
 def _attack_row(ident: dict, frame: pd.DataFrame, names: list[str]) -> dict:
@@ -81,7 +82,8 @@ def robustness_tables(records: Iterable[str | Path], checks: Iterable[str | Path
         for name, (frame, meta) in evs.items():
             names, ev = meta["class_names"], meta["evaluation"]
             checkpoint = checkpoint_of(ev)
-            ident = {**identity(run_id, meta["run_config"]), "eval": name, "checkpoint": checkpoint,
+            run = ConfigSpec.parse(meta["run_config"], f"{run_id} {name}: run_config").config  # a record's metadata
+            ident = {**identity(run_id, run), "eval": name, "checkpoint": checkpoint,
                      "attack": ev.get("type", "clean"), **trust_of(verdicts, run_id, name)}
             cfp, conf = _class_tables(ident, frame, names)
             tables["cfp"].append(cfp)
@@ -127,7 +129,8 @@ def corruption_table(records: Iterable[str | Path]) -> pd.DataFrame:
     blocks = []
     for path in records:
         frame, meta = read_records(path)
-        ident = {**identity(meta["run_id"], meta["run_config"]), "corruption_variant": meta["corruption_variant"]}
+        run = ConfigSpec.parse(meta["run_config"], f"{path}: run_config").config  # a record's metadata
+        ident = {**identity(meta["run_id"], run), "corruption_variant": meta["corruption_variant"]}
         for (corruption, severity), part in frame.groupby(["corruption", "severity"], sort=False):
             table = class_accuracy(part, meta["class_names"])
             table.insert(0, "severity", severity)

@@ -16,12 +16,10 @@ This module holds the configuration; the attack itself runs inside the training 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 
+from study.config.spec import require
 from study.config.types import Adversary as AdversaryConfig
-from study.config.types import parse
 
 
 def _alpha_fixed(alpha: float, eps: torch.Tensor, base: float) -> torch.Tensor:
@@ -48,9 +46,9 @@ class Adversary:
     """A method's training attack (None: train on the clean batch), typed: its defaults are
     study.config.types.Adversary's."""
 
-    def __init__(self, cfg: AdversaryConfig | Mapping | None):
-        if cfg is not None and not isinstance(cfg, AdversaryConfig):
-            cfg = parse(AdversaryConfig, cfg, "adversary")
+    def __init__(self, cfg: AdversaryConfig | None):
+        if cfg is not None:
+            require(cfg, AdversaryConfig, "Adversary")
         self.cfg: AdversaryConfig | None = cfg
         if self.cfg is not None and self.cfg.step_noise and self.cfg.type != "fat":
             raise ValueError(f"step_noise (FAT's omega) needs adversary type fat, got {self.cfg.type!r}")

@@ -7,7 +7,7 @@ robust accuracy on a fixed test subset. Each epoch ends with an atomic checkpoin
 killed job rerun with the same command continues where it stopped and, on the CPU with
 a fixed seed, finishes with the same records as an uninterrupted run.
 
-    train_run
+    train (train_run: the same from a run config as written)
       setup_run, resume_or_start            (study.train.setup)
       for each epoch:
         train_epoch: batches -> adversary -> loss policy -> step   (study.train.epoch)
@@ -29,18 +29,18 @@ from pathlib import Path
 
 import torch
 
+from study.config.spec import ConfigSpec, require
 from study.data.splits import Splits
 from study.device import describe, set_tf32, tf32_flags
 from study.io import atomic_write_json
 from study.provenance import provenance
-from study.runs import (
+from study.run_directory import (
     CHECKPOINT_FILES,
     EPOCHS_FILE,
     META_FILE,
     PUBLISHED_FILE,
     STATE_FILE,
     VALIDATION_FILE,
-    run_key,
     save_model,
 )
 from study.train.checkpoint import rng_state, save_checkpoint
@@ -48,7 +48,6 @@ from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedErr
 from study.train.policies import EpochStats
 from study.train.published_protocol import choose_published
 from study.train.records import EPOCH_COLUMNS, class_accuracy, epoch_line, epoch_rows, validate, write_epochs_csv
-from study.train.run_config import check_run_config
 from study.train.selection import best_on_validation, selection_of, validation_score
 from study.train.setup import (
     RunState,
@@ -83,7 +82,24 @@ def train_run(
     init_from: str | Path | None = None,
     compile_mode: str = "off",
 ) -> TrainResult:
-    """Train (or resume) the run `cfg` into `run_dir`; `stop_after` ends this call after that epoch.
+    """`train` of the run config `cfg` as written (a plan's `config`): parsed here, once, for
+    a caller that holds the mapping (a bench, a test); `study train` parses its JSON argument."""
+    return train(ConfigSpec.parse(cfg), splits, run_dir, device=device, stop_after=stop_after, progress=progress,
+                 init_from=init_from, compile_mode=compile_mode)
+
+
+def train(
+    spec: ConfigSpec,
+    splits: Splits,
+    run_dir: str | Path,
+    *,
+    device: str = "auto",
+    stop_after: int | None = None,
+    progress: bool = True,
+    init_from: str | Path | None = None,
+    compile_mode: str = "off",
+) -> TrainResult:
+    """Train (or resume) the run `spec` into `run_dir`; `stop_after` ends this call after that epoch.
     `compile_mode` is `speed.compile` (study.train.step: off, default, auto); meta.json's
     `compile` records what ran (`auto` falls back to a smaller compiled region, or eager,
     where the device's torch cannot compile the whole step).
@@ -91,16 +107,16 @@ def train_run(
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
     weights of that parent run, `init_from` being the parent's model file."""
     run_dir = Path(run_dir)
-    run = check_run_config(cfg)
+    run = require(spec, ConfigSpec, "train").trained
     check_data(run, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
-    check_run_dir(run_dir, cfg)
+    check_run_dir(run_dir, spec)
     # "fp32" on an Ampere+ GPU: set, not left to the library (docs/methods.md, precision)
     set_tf32(run.tf32.model_dump())
-    state = setup_run(cfg, splits, run_dir, device)
+    state = setup_run(spec, splits, run_dir, device)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
-    write_run_config(run_dir, cfg)
+    write_run_config(run_dir, spec)
     prime_policies(state)
     step = TrainStep(state, compile_mode)
     for epoch in range(state.start_epoch + 1, state.epochs + 1):
@@ -176,7 +192,7 @@ def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: boo
     eligible, new_best = best_on_validation(epoch, state.epochs, parts["score"], state.best["score"], selection)
     if new_best:
         state.best = {"score": parts["score"], "epoch": epoch}
-        save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.cfg, epoch)
+        save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.spec.key, epoch)
     path = state.run_dir / VALIDATION_FILE
     record = json.loads(path.read_text())
     record["selection"] = selection
@@ -193,7 +209,8 @@ def keep_published(state: RunState, epoch: int, out_model: torch.nn.Module) -> i
     run = state.run
     choice = choose_published(state.records, state.epochs, run.published_selection)
     if choice.chosen_epoch == epoch:
-        save_model(state.run_dir / CHECKPOINT_FILES["published"], out_model, state.model, state.arch, state.cfg, epoch)
+        save_model(state.run_dir / CHECKPOINT_FILES["published"], out_model, state.model, state.arch, state.spec.key,
+                   epoch)
     attack = run.epoch_eval.attack.model_dump() if run.epoch_eval.attack is not None else None
     atomic_write_json(state.run_dir / PUBLISHED_FILE,
                       choice.record(run.published_selection, state.epochs, attack, run.epoch_eval.per_class))
@@ -203,7 +220,7 @@ def keep_published(state: RunState, epoch: int, out_model: torch.nn.Module) -> i
 def save_state(state: RunState, epoch: int) -> None:
     """checkpoint.pt (everything a resumed run needs) and epochs.csv, both atomically."""
     save_checkpoint(state.run_dir / STATE_FILE, {
-        "run_key": run_key(state.cfg),
+        "run_key": state.spec.key,
         "epoch": epoch,
         "model": state.model.state_dict(),
         "optimizer": state.optimizer.state_dict(),
@@ -244,7 +261,7 @@ def averaging_report(state: RunState) -> dict | None:
 def finish_run(state: RunState, compiled: dict | None = None) -> None:
     """model.pt (the averaged weights where the method averages) and meta.json; `compiled`
     is the step's compile record (TrainStep.record: requested, resolved, ran, reason)."""
-    save_model(state.run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.cfg,
+    save_model(state.run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.spec.key,
                state.epochs)
     has_val = state.has_validation
     averaging = averaging_report(state)

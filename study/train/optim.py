@@ -16,7 +16,8 @@ from itertools import chain
 
 import torch
 
-from study.config.types import OptimizerSettings, ScheduleSettings, parse
+from study.config.spec import require
+from study.config.types import OptimizerSettings, ScheduleSettings
 
 LrFactor = Callable[[int], float]
 
@@ -79,9 +80,9 @@ def _adam(params: Iterable, opt: OptimizerSettings) -> OptimizerState:
 OPTIMIZERS: dict[str, Callable[[Iterable, OptimizerSettings], OptimizerState]] = {"sgd": _sgd, "adam": _adam}
 
 
-def build_optimizer(params, cfg: OptimizerSettings | Mapping) -> OptimizerState:
+def build_optimizer(params, opt: OptimizerSettings) -> OptimizerState:
     """The optimizer a run config's `optimizer` names (its defaults: study.config.types)."""
-    opt = cfg if isinstance(cfg, OptimizerSettings) else parse(OptimizerSettings, cfg, "optimizer")
+    require(opt, OptimizerSettings, "build_optimizer")
     return OPTIMIZERS[opt.name](params, opt)
 
 
@@ -120,9 +121,9 @@ SCHEDULES: dict[str, Callable[[ScheduleSettings, int, int], LrFactor]] = {
 }
 
 
-def lr_factor(cfg: ScheduleSettings | Mapping, epochs: int, iters_per_epoch: int) -> LrFactor:
+def lr_factor(schedule: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     """Multiplier of the base lr at a given iteration (the schedule's defaults: study.config.types)."""
-    schedule = cfg if isinstance(cfg, ScheduleSettings) else parse(ScheduleSettings, cfg, "schedule")
+    require(schedule, ScheduleSettings, "lr_factor")
     return SCHEDULES[schedule.name](schedule, epochs, iters_per_epoch)
 
 
@@ -159,9 +160,9 @@ class LrSchedule:
         self._set_lr()
 
 
-def build_scheduler(optimizer: OptimizerState, cfg: ScheduleSettings | Mapping, epochs: int,
+def build_scheduler(optimizer: OptimizerState, schedule: ScheduleSettings, epochs: int,
                     iters_per_epoch: int) -> LrSchedule:
-    return LrSchedule(optimizer, lr_factor(cfg, epochs, iters_per_epoch))
+    return LrSchedule(optimizer, lr_factor(schedule, epochs, iters_per_epoch))
 
 
 # --- The parameter update inside a training step ------------------------------------------

@@ -4,27 +4,25 @@ adversary and policies, and (when a checkpoint exists) the state it resumes from
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import math
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from study.config.spec import ConfigSpec, run_key
 from study.config.types import RunConfig
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
-from study.runs import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE, run_key
+from study.run_directory import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE
 from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng
 from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler
 from study.train.policies import FixedEpsilon, Policies, build_policies
-from study.train.run_config import parse_run_config
 from study.train.validation import validation_split
 
 
@@ -33,7 +31,7 @@ class RunState:
     """Everything the epoch loop reads and changes; what `checkpoint.pt` saves of it is
     enough to continue bit for bit."""
 
-    cfg: Mapping  # the run config as given: its hash is the run key of every file written
+    spec: ConfigSpec  # the run config: `identity` as given (its hash is the run key of every file written)
     run_dir: Path
     dev: torch.device
     class_names: list[str]
@@ -62,10 +60,10 @@ class RunState:
     def num_classes(self) -> int:
         return len(self.class_names)
 
-    @functools.cached_property
+    @property
     def run(self) -> RunConfig:
-        """The run config, typed: what the training reads."""
-        return parse_run_config(self.cfg)
+        """The run config, typed: what the training reads (a trained run's: `train` checked it)."""
+        return self.spec.config
 
     @property
     def epochs(self) -> int:
@@ -127,38 +125,41 @@ def build_run_model(model_name: str, splits: Splits, train_x: torch.Tensor) -> t
     return model, arch
 
 
-def check_run_dir(run_dir: Path, cfg: Mapping) -> None:
+def check_run_dir(run_dir: Path, spec: ConfigSpec) -> None:
     """A run directory holds one run: a different config is refused once anything of the
     other run has been trained (its checkpoint, models or records would be lost)."""
     path = run_dir / CONFIG_FILE
     if not path.exists():
         return
     existing = _read_config(path)
-    if existing is not None and run_key(existing) == run_key(cfg):
+    if existing is not None and run_key(existing) == spec.key:
         return
     trained = [name for name in (STATE_FILE, EPOCHS_FILE, *CHECKPOINT_FILES.values()) if (run_dir / name).exists()]
     if trained:
         other = run_key(existing) if existing is not None else "unreadable"
         raise ValueError(
             f"{run_dir} already holds a run with a different config (run key {other}: {', '.join(trained)}; "
-            f"this config: {run_key(cfg)}); use a new run directory, or move that one aside"
+            f"this config: {spec.key}); use a new run directory, or move that one aside"
         )
-    _log(f"{path}: replacing the config of a run that never trained ({run_key(cfg)} now)")
+    _log(f"{path}: replacing the config of a run that never trained ({spec.key} now)")
 
 
 def _read_config(path: Path) -> dict | None:
-    """The config in `path`, or None when it is unreadable (replaced unless a run trained under it)."""
+    """The config in `path` as written, or None when it is unreadable (replaced unless a run
+    trained under it); not parsed: only its hash, the run key, is compared, so a config.json
+    that today's types refuse is still named by its key."""
     try:
         return json.loads(path.read_text())
     except ValueError:
         return None
 
 
-def write_run_config(run_dir: Path, cfg: Mapping) -> None:
+def write_run_config(run_dir: Path, spec: ConfigSpec) -> None:
+    """config.json: the run config as written (its identity), so its hash is the run key."""
     path = run_dir / CONFIG_FILE
     existing = _read_config(path) if path.exists() else None
-    if existing is None or run_key(existing) != run_key(cfg):
-        atomic_write_json(path, cfg)
+    if existing is None or run_key(existing) != spec.key:
+        atomic_write_json(path, spec.identity)
 
 
 def check_data(run: RunConfig, splits: Splits) -> None:
@@ -190,9 +191,9 @@ def _split_data(run: RunConfig, splits: Splits, run_dir: Path) -> tuple[torch.Te
     return train_idx, val_idx
 
 
-def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunState:
+def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str) -> RunState:
     """A fresh run's state (seeded), before any checkpoint is read."""
-    run = parse_run_config(cfg)
+    run = spec.trained
     dev = select_device(device)
     set_cudnn_benchmark(dev)  # static batch shapes: cuDNN's fastest algorithms, timed once per shape
     seed = run.seed
@@ -216,7 +217,7 @@ def setup_run(cfg: Mapping, splits: Splits, run_dir: Path, device: str) -> RunSt
         raise ValueError(f"method {run.method!r} adapts to validation statistics (FRL, FAWA); "
                          "set train.validation (e.g. {fraction: 0.02}) for its experiment group")
     return RunState(
-        cfg=cfg, run_dir=run_dir, dev=dev, class_names=list(splits.class_names),
+        spec=spec, run_dir=run_dir, dev=dev, class_names=list(splits.class_names),
         x_train=splits.train_x[train_idx].to(dev), y_train=splits.train_y[train_idx].to(dev),
         x_eval=splits.test_x[eval_idx], y_eval=splits.test_y[eval_idx],
         x_val=None if val_idx is None else splits.train_x[val_idx],
@@ -239,7 +240,7 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
         _log(f"training {state.run_dir.name} on {describe(state.dev)}: {state.x_train.shape[0]} images, "
              f"{state.epochs} epochs")
         return
-    if ckpt["run_key"] != run_key(state.cfg):
+    if ckpt["run_key"] != state.spec.key:
         raise ValueError(f"{ckpt_path} belongs to another config; move it aside to start this run afresh")
     state.model.load_state_dict(ckpt["model"])
     state.optimizer.load_state_dict(ckpt["optimizer"])

@@ -14,12 +14,13 @@ import numpy as np
 import torch
 
 from study.config import load_params, resolve_evaluation, run_config
-from study.config.types import AnyEvaluation, RunConfig, parse, typed_evaluation
+from study.config.spec import EvaluationSpec
+from study.config.types import AnyEvaluation, RunConfig, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import eval_batch_size
 from study.io import atomic_torch_save, load_torch
 from study.predict import Predictions, predict
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model
 from study.train.engine import train_run
 
 #: The bench task -> the params.yaml method its training epoch runs.
@@ -92,7 +93,7 @@ def trained_model(run_dir: Path, device: torch.device) -> torch.nn.Module:
 
 def evaluation(params: Mapping, name: str, **over) -> AnyEvaluation:
     """A params.yaml evaluation (fractions resolved), with bench overrides, typed."""
-    return typed_evaluation({**resolve_evaluation(params, name), **over})
+    return EvaluationSpec.parse({**resolve_evaluation(params, name), **over}, f"bench evaluation {name!r}").config
 
 
 def timed_predict(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: AnyEvaluation | None, *,

@@ -12,12 +12,12 @@ from typing import Callable, NamedTuple
 from snakemake.exceptions import WorkflowError
 
 from study import resources as resources_estimate
-from study.config import (ConfigError, configured_mirror, constructions, load_params, plan_runs, prepared_name,
-                          present_baseline, resolve_evaluation)
+from study.config import (ConfigError, EvaluationSpec, configured_mirror, constructions, load_params, plan_runs,
+                          prepared_name, present_baseline, resolve_evaluation)
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures import panels
 from study.names import CHECKPOINTS, metrics_stem, record_name
-from study.runs import CHECKPOINT_FILES, training_setting
+from study.run_directory import CHECKPOINT_FILES, training_setting
 
 # ---- the words of a `study` command line and a rule's wildcard constraints, from values alone
 # (no config, no path of the study)
@@ -202,7 +202,7 @@ def gpu_resources(mem_mb, runtime):
 
 def run_resource(estimate, **kwargs):
     """A resource of a run's job (study.resources: from the model's FLOPs, data size, epochs, attack steps)."""
-    return lambda wildcards: estimate(run_of(wildcards).config, **kwargs)
+    return lambda wildcards: estimate(run_of(wildcards).run, **kwargs)
 
 
 # Training jobs start longest first, and a run that others fine-tune before any: its children,
@@ -212,7 +212,7 @@ FINE_TUNED = {r.init_from for r in PLAN if r.init_from}
 
 def train_priority(wildcards):
     run = run_of(wildcards)
-    return (1000 if run.run_id in FINE_TUNED else 0) + resources_estimate.train_minutes(run.config)
+    return (1000 if run.run_id in FINE_TUNED else 0) + resources_estimate.train_minutes(run.run)
 
 
 # ---------------------------------------------------------------- evaluations
@@ -247,7 +247,8 @@ def evaluation_args(evaluations):
                                       for e in evaluations)
 
 def evaluate_runtime(evaluations, shards=1):
-    return lambda w: sum(resources_estimate.evaluate_minutes(run_of(w).config, resolved_evaluation(w, e),
+    # the evaluation typed where the workflow resolves it from params
+    return lambda w: sum(resources_estimate.evaluate_minutes(run_of(w).run, EvaluationSpec.parse(resolved_evaluation(w, e)).config,
                                                              shards=shards) for e in evaluations)
 
 def shard_files(wildcards):
@@ -259,7 +260,7 @@ def shard_files(wildcards):
 TABLES = {name: f"{RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
 # the headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file)
 METRICS_FILES = sorted({f"{RESULTS}/metrics/"
-                        f"{metrics_stem(r.dataset, r.config['model'], r.config['method'], training_setting(r.config)['train_data'])}.json"
+                        f"{metrics_stem(r.dataset, r.config['model'], r.config['method'], training_setting(r.run)['train_data'])}.json"
                         for r in PLAN})
 ROBUSTNESS_TABLES = {name: f"{RESULTS}/tables/{name}.csv"
                      for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}

@@ -107,6 +107,10 @@ rule tables:
 rule reproduction:
     input:
         classwise=TABLES["classwise"],
+        # the configuration the report reads: declared, so that no job reads params.yaml unseen
+        params="params.yaml",
+        preset=f"workflow/presets/{config['preset']}.yaml",
+        schema="workflow/schemas/params.schema.yaml",
     output:
         report(f"{RESULTS}/reproduction.md", caption="../report/reproduction.rst",
                category=report_category("Reproduction")),
@@ -114,13 +118,15 @@ rule reproduction:
         f"{RESULTS}/logs/reproduction.log",
     params:
         tables_dir=folder_of("classwise", "input"),
+        presets_dir=lambda wildcards, input: os.path.dirname(input.preset),
         preset=config["preset"],
         # the --config values too: the report matches the table's evaluations by their settings
         overrides=config_overrides_arg(),
     conda:
         "../../environment.yml"
     shell:
-        "study reproduction --preset {params.preset} {params.overrides} --tables-dir {params.tables_dir}"
+        "study reproduction --params {input.params} --presets-dir {params.presets_dir} --schema {input.schema}"
+        " --preset {params.preset} {params.overrides} --tables-dir {params.tables_dir}"
         " --out {output} 2> {log}"
 
 

@@ -1,8 +1,7 @@
-"""Evaluate a trained run on the test set and write its per-sample record."""
+"""Evaluate a checkpoint of a run (or a zoo model) on the test set and write its per-sample records."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -11,14 +10,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from study.config.run_ids import typed_run
-from study.config.types import EvaluationJob, parse
+from study.config.spec import ConfigSpec, EvaluationSpec, require
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
 from study.names import record_name
 from study.predict import predict
-from study.runs import load_trained_model
+from study.run_directory import load_trained_model, read_run_config
 
 
 def evaluate_run(
@@ -38,14 +36,14 @@ def evaluate_run(
 
     `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
     its own attack seed; `study merge-shards` joins the parts into one record."""
-    return evaluate_checkpoint(run_dir, splits, [(evaluation, out)], device=device, progress=progress,
-                               shard=shard, checkpoint=checkpoint)[0]
+    return evaluate_checkpoint(run_dir, splits, [(EvaluationSpec.parse(evaluation), out)], device=device,
+                               progress=progress, shard=shard, checkpoint=checkpoint)[0]
 
 
 def evaluate_checkpoint(
     run_dir: str | Path,
     splits: Splits,
-    jobs: Sequence[tuple[Mapping, str | Path]],
+    jobs: Sequence[tuple[EvaluationSpec, str | Path]],
     *,
     device: str = "auto",
     progress: bool = True,
@@ -55,8 +53,8 @@ def evaluate_checkpoint(
     """`evaluate_run` of each (evaluation, out) in `jobs` with one load of the checkpoint (the
     workflow's evaluate job of a run: all its evaluations in one process)."""
     run_dir = Path(run_dir)
-    cfg = json.loads((run_dir / "config.json").read_text())
-    run = typed_run(cfg)
+    spec = read_run_config(run_dir)
+    run = spec.config
     # splits.meta: the data file's record
     if (splits.meta.get("dataset"), splits.meta.get("variant")) != (run.dataset, run.data_variant):
         raise ValueError(
@@ -67,22 +65,21 @@ def evaluate_checkpoint(
     model, _ = load_trained_model(run_dir, dev, checkpoint=checkpoint)
     written = []
     for evaluation, out in jobs:
-        evaluation = dict(evaluation)
-        evaluation["name"] = record_name(evaluation["name"], checkpoint)  # the job's mapping, as the record keeps it
-        evaluation["checkpoint"] = checkpoint
-        written.append(evaluate_model(model, splits, evaluation, out, run_id=run_dir.name, run_config=cfg,
-                                      device=dev, progress=progress, shard=shard))
+        job = require(evaluation, EvaluationSpec, "evaluate_checkpoint")
+        written.append(evaluate_model(model, splits, job.at(checkpoint, record_name(job.name, checkpoint)), out,
+                                      run_id=run_dir.name, run_config=spec, device=dev, progress=progress,
+                                      shard=shard))
     return written
 
 
 def evaluate_model(
     model: nn.Module,
     splits: Splits,
-    evaluation: Mapping,
+    evaluation: EvaluationSpec,
     out: str | Path,
     *,
     run_id: str,
-    run_config: Mapping,
+    run_config: ConfigSpec,
     device: torch.device,
     progress: bool = True,
     shard: tuple[int, int] | None = None,
@@ -91,7 +88,7 @@ def evaluate_model(
     `test_per_class` per class), clean or under attack; shared by trained runs and
     zoo models (study.config.zoo), so both write the same records."""
     out = Path(out)
-    job = parse(EvaluationJob, evaluation, "evaluation")
+    job = require(evaluation, EvaluationSpec, "evaluate_model").config
     idx = stratified_subset(splits.test_y, job.test_per_class)
     seed = job.seed
     if shard is not None:
@@ -107,8 +104,7 @@ def evaluate_model(
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,
-        # the attack code reads the settings as written (study.attacks.configured)
-        attack=evaluation, batch_size=eval_batch_size(job.batch_size, device),
+        attack=job, batch_size=eval_batch_size(job.batch_size, device),
         device=device,
         seed=seed, keep_logits=True, progress=progress,
         desc=f"{job.name} {run_id}",
@@ -117,10 +113,11 @@ def evaluate_model(
     frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits, preds.broken_by)
     meta = {
         "run_id": run_id,
-        "run_config": dict(run_config),
-        "evaluation": dict(evaluation),
-        "dataset": run_config["dataset"],
-        "data_variant": run_config["data_variant"],
+        # as written: the record names the run and the job by the mappings their hashes name
+        "run_config": run_config.identity,
+        "evaluation": evaluation.identity,
+        "dataset": run_config.config.dataset,
+        "data_variant": run_config.config.data_variant,
         "class_names": list(splits.class_names),
         "n": int(len(frame)),
         "seconds": seconds,

@@ -1,8 +1,8 @@
-"""What a training run is on disk: its id, its directory's files, its identity columns, and
-loading its trained model. Training writes these files and evaluation reads them; both
-import this module and neither imports the other.
+"""A run directory: its files, the config it holds (read back as a ConfigSpec), the
+identity columns of its table rows, and loading its trained model. Training writes these
+files and evaluation reads them; both import this module and neither imports the other.
 
-A run id (study.config.run_ids) is a readable slug plus a short hash of the resolved run
+A run id (study.config.spec) is a readable slug plus a short hash of the resolved run
 config, so presets never collide and a changed hyperparameter is a new run.
 """
 
@@ -13,11 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# run ids are the configuration's (study.config.run_ids); re-exported where a run's files are
-from study.config.run_ids import construction_key as construction_key
-from study.config.run_ids import run_id as run_id
-from study.config.run_ids import run_key, typed_run
-from study.config.types import RunConfig, ZooRunConfig, parse
+from study.config.spec import ConfigSpec, require, run_key
+from study.config.types import RunConfig, ZooRunConfig
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
     import torch
@@ -38,10 +35,10 @@ PUBLISHED_FILE = "published.json"
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
 
 
-def training_setting(cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
+def training_setting(run: RunConfig | ZooRunConfig) -> dict:
     """The training setting of a run: the one definition the plan, the tables and the
     figures share (a run is dataset x model x method x setting x seed)."""
-    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
+    require(run, (RunConfig, ZooRunConfig), "training_setting")
     constructed = run.constructed if isinstance(run, RunConfig) else None
     return {
         "optimizer": run.optimizer.name,
@@ -55,15 +52,15 @@ def training_setting(cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
     }
 
 
-def setting_tuple(cfg: Mapping) -> tuple:
+def setting_tuple(run: RunConfig | ZooRunConfig) -> tuple:
     """`training_setting` as a hashable tuple in SETTING_COLUMNS order."""
-    setting = training_setting(cfg)
+    setting = training_setting(run)
     return tuple(setting[c] for c in SETTING_COLUMNS)
 
 
-def identity(run_id: str, cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
+def identity(run_id: str, run: RunConfig | ZooRunConfig) -> dict:
     """The columns that say which run a table row comes from (and its training setting)."""
-    run = cfg if isinstance(cfg, RunConfig | ZooRunConfig) else typed_run(cfg)
+    require(run, (RunConfig, ZooRunConfig), "identity")
     return {
         "run_id": run_id,
         "dataset": run.dataset,
@@ -75,21 +72,22 @@ def identity(run_id: str, cfg: Mapping | RunConfig | ZooRunConfig) -> dict:
     }
 
 
-def read_run_config(run_dir: str | Path) -> dict:
+def read_run_config(run_dir: str | Path) -> ConfigSpec:
+    """The config.json of a run directory, parsed (the boundary where a run's config is read back)."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: {Path(run_dir).name} is not a trained run (`study train`)")
-    return json.loads(path.read_text())
+    return ConfigSpec.parse(json.loads(path.read_text()), str(path))
 
 
-def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, cfg: Mapping,
+def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, key: str,
                epoch: int) -> None:
     """The weights a model file stands for (the averaged ones where the method averages),
     plus the raw trained weights when they differ."""
     from study.io import atomic_torch_save
 
     blob = {"state_dict": {k: v.detach().cpu() for k, v in out_model.state_dict().items()},
-            "arch": arch, "run_key": run_key(cfg), "epoch": epoch}
+            "arch": arch, "run_key": key, "epoch": epoch}
     if out_model is not raw_model:
         blob["raw_state_dict"] = {k: v.detach().cpu() for k, v in raw_model.state_dict().items()}
     atomic_torch_save(blob, path)
@@ -151,7 +149,8 @@ def load_trained_model(
     return model.to(device).eval(), blob["arch"]
 
 
-def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | None, download: bool = False) -> Path:
+def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path | None,
+                  download: bool = False) -> Path:
     """The run directory of a RobustBench zoo model (study.config.zoo): config.json, and a
     model.pt that names the model and its weights files (with their SHA-256) instead of
     holding weights; `load_trained_model` loads it through robustbench. A missing weights
@@ -164,9 +163,9 @@ def write_zoo_run(run_dir: str | Path, cfg: Mapping, weights_dir: str | Path | N
 
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
-    zoo = parse(ZooRunConfig, cfg, "zoo run config").zoo
+    zoo = require(spec.config, ZooRunConfig, "write_zoo_run").zoo
     files = check_zoo_weights(ZooEntry(**zoo.model_dump()), folder, download=download)
-    atomic_write_json(run_dir / CONFIG_FILE, dict(cfg))
+    atomic_write_json(run_dir / CONFIG_FILE, spec.identity)
     # model.pt names the model as the run config writes it (robustbench's entries: three fields)
     blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),
             "files": {str(p.relative_to(folder)): file_checksums(p, ["sha256"])["sha256"] for p in files}}

@@ -9,11 +9,12 @@ without `@` to the last, and only those of the checked checkpoint reach the reco
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from study.config.spec import EvaluationSpec
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.checks import (
     DEFAULT_THRESHOLDS,
@@ -27,7 +28,7 @@ from study.evaluate.checks import (
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.names import checkpoint_of
-from study.runs import CHECKPOINT_FILES, load_trained_model
+from study.run_directory import CHECKPOINT_FILES, load_trained_model
 
 
 def load_checkpoint_records(
@@ -56,7 +57,7 @@ def check_run(
     run_dir: str | Path,
     splits: Splits,
     records: Sequence[str | Path],
-    pgd: Mapping,
+    pgd: EvaluationSpec,
     out_json: str | Path,
     out_csv: str | Path,
     *,
@@ -77,11 +78,12 @@ def check_run(
     idx = stratified_subset(splits.test_y, per_class)
     checks = [records_reproduce(model, splits.test_x, splits.test_y, loaded, per_class,
                                 tie_tolerance=thresholds.tie_tolerance, device=device)]
-    checks += model_checks(model, splits.test_x[idx].to(device), splits.test_y[idx].to(device), pgd, eps_factors,
-                           thresholds=thresholds)
+    checks += model_checks(model, splits.test_x[idx].to(device), splits.test_y[idx].to(device), pgd.config,
+                           eps_factors, thresholds=thresholds)
     checks += record_checks(loaded, list(splits.class_names))
-    resolve_scopes(checks, {name: ev for name, (_, ev) in loaded.items()}, pgd)
-    result = {"run_id": run_dir.name, "checkpoint": checkpoint, "reference_pgd": dict(pgd),
+    # scopes compare the evaluations as the records and the command line wrote them
+    resolve_scopes(checks, {name: ev for name, (_, ev) in loaded.items()}, pgd.identity)
+    result = {"run_id": run_dir.name, "checkpoint": checkpoint, "reference_pgd": pgd.identity,
               "evaluations": sorted(loaded), **summarize(checks)}
     atomic_write_json(out_json, result)
     table = pd.DataFrame([{"run_id": run_dir.name, "checkpoint": checkpoint, "check": c["name"], "status": c["status"],

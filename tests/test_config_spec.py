@@ -1,0 +1,112 @@
+"""A run config and an evaluation are parsed once, where they enter (study.config.spec): the
+functions below that boundary refuse a mapping, derived evaluation names are typed copies,
+and a config.json written by training parses back to the same run id."""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from study.config import ConfigSpec, EvaluationSpec, plan_runs, resolve_evaluation
+from study.config.spec import Frozen
+from study.config.types import PgdJob
+from study.evaluate.checks import model_checks
+from study.names import record_name
+from study.predict import predict
+from study.resources import evaluate_minutes, mem_mb, train_minutes
+from study.run_directory import identity, read_run_config, training_setting
+from study.train.adversary import Adversary
+from study.train.engine import train, train_run
+from study.train.optim import build_optimizer, build_scheduler, lr_factor
+from study.train.policies import build_policies
+
+
+@pytest.fixture
+def planned(ci_params):
+    return next(r for r in plan_runs(ci_params) if r.config["method"] == "pgd_at")
+
+
+def test_the_identity_is_the_config_as_written_and_read_only(planned):
+    spec = planned.spec
+    as_json = json.loads(json.dumps(planned.config))
+    assert spec.identity == as_json and json.dumps(spec.identity) == json.dumps(as_json)
+    assert spec.run_id == planned.run_id and planned.run_id.endswith(f"-{spec.key}")
+    with pytest.raises(TypeError, match="read-only"):
+        spec.identity["epochs"] = 3
+    with pytest.raises(TypeError, match="read-only"):
+        spec.identity["optimizer"]["lr"] = 1.0
+    with pytest.raises(TypeError, match="read-only"):
+        spec.identity["schedule"]["milestones"].append(0.9)
+    # a deep copy is taken to be edited: a plain mapping, as written
+    edited = copy.deepcopy(spec.identity)
+    edited["epochs"] = 3
+    assert type(edited) is dict and not isinstance(edited["optimizer"], Frozen)
+    assert ConfigSpec.parse(edited).run_id != spec.run_id
+
+
+def test_a_bad_run_config_is_one_line_at_the_boundary(planned):
+    bad = {**planned.config, "optimizer": {**planned.config["optimizer"], "weight_decey": 0.1}}
+    with pytest.raises(ValueError, match=r"^run config: optimizer.weight_decey: unknown key") as err:
+        ConfigSpec.parse(bad)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="model: 'nope' is not one of"):
+        ConfigSpec.parse({**planned.config, "model": "nope"})
+
+
+@pytest.mark.parametrize("call", [
+    lambda cfg: build_optimizer([torch.zeros(1, requires_grad=True)], cfg["optimizer"]),
+    lambda cfg: lr_factor(cfg["schedule"], 2, 1),
+    lambda cfg: build_scheduler(None, cfg["schedule"], 2, 1),
+    lambda cfg: build_policies(cfg["method_config"], 10, 2, torch.ones(10)),
+    lambda cfg: Adversary(cfg["method_config"]["adversary"]),
+    lambda cfg: train_minutes(cfg),
+    lambda cfg: mem_mb(cfg),
+    lambda cfg: training_setting(cfg),
+    lambda cfg: identity("run", cfg),
+    lambda cfg: train(cfg, None, "unused"),
+], ids=["build_optimizer", "lr_factor", "build_scheduler", "build_policies", "Adversary", "train_minutes",
+        "mem_mb", "training_setting", "identity", "train"])
+def test_a_mapping_below_the_boundary_is_refused(planned, call):
+    with pytest.raises(TypeError, match="expected"):
+        call(planned.config)
+    with pytest.raises(TypeError, match="expected"):
+        call(planned.spec.identity)
+
+
+def test_an_evaluation_mapping_below_the_boundary_is_refused(ci_params, planned):
+    pgd = resolve_evaluation(ci_params, "pgd3")
+    images, labels = torch.zeros(2, 3, 8, 8, dtype=torch.uint8), torch.zeros(2, dtype=torch.int64)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 10))
+    with pytest.raises(TypeError, match="expected"):
+        predict(model, images, labels, attack=pgd)
+    with pytest.raises(TypeError, match="expected"):
+        model_checks(model, images, labels, pgd, [1.0])
+    with pytest.raises(TypeError, match="expected"):
+        evaluate_minutes(planned.run, pgd)
+    typed = EvaluationSpec.parse(pgd, "pgd", PgdJob).config
+    assert evaluate_minutes(planned.run, typed) >= 10
+
+
+def test_derived_evaluation_names_are_typed_copies(ci_params):
+    raw = resolve_evaluation(ci_params, "pgd3")
+    job = EvaluationSpec.parse(raw)
+    best = job.at("best", record_name("pgd3", "best"))
+    assert (best.name, best.config.checkpoint) == ("pgd3@best", "best")
+    assert isinstance(best.config, type(job.config))
+    # the job it came from is unchanged, as is the mapping it was parsed from
+    assert (job.name, job.config.checkpoint) == ("pgd3", "last")
+    assert job.identity == raw and "checkpoint" not in raw and raw["name"] == "pgd3"
+    # the record keeps the job as written, its name and checkpoint set (a new key last)
+    assert dict(best.identity) == {**raw, "name": "pgd3@best", "checkpoint": "best"}
+    assert list(best.identity)[-1] == "checkpoint"
+    assert job.at("published", record_name("pgd3", "published")).name == "pgd3@published"
+
+
+def test_config_json_of_a_training_run_parses_back_to_its_run_id(tmp_path, synthetic_splits, tiny_run_config):
+    cfg = {**tiny_run_config, "epochs": 1}
+    spec = ConfigSpec.parse(cfg)
+    train_run(cfg, synthetic_splits, tmp_path / "run", device="cpu", progress=False)
+    back = read_run_config(tmp_path / "run")
+    assert back.run_id == spec.run_id and back.key == spec.key
+    assert back.identity == json.loads(json.dumps(cfg)) and back.config == spec.config
