@@ -188,7 +188,7 @@ def cmd_tables(args) -> int:
 
 
 def cmd_figure(args) -> int:
-    from study.figures.make import make_figure
+    from study.figures.catalog import make_figure
 
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
@@ -443,10 +443,10 @@ def _add_front_page(sub) -> None:
 
 
 def _add_figure(sub) -> None:
-    from study.figures.registry import FIGURE_KINDS
+    from study.figures.catalog import FIGURE_KINDS
 
     p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
-    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/registry.py)")
+    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/catalog.py)")
     p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
     p.add_argument("--dataset", default=None)
     p.add_argument("--model", default=None)

@@ -153,7 +153,7 @@ def test_ruff_with_the_complexity_limits_of_pyproject_passes():
 
 # What Snakemake's DAG (common.smk), `study plan` and the table and figure jobs import: every
 # such process would otherwise pay torch's import (about 3 s of CPU) for nothing.
-TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.make",
+TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.catalog",
               "study.tables", "study.robustness_tables", "study.reproduction", "study.readme_numbers",
               "study.data.registry", "study.models.registry")
 

@@ -18,8 +18,8 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from study.figures.classwise import SUBSET_HATCH, plot_classwise
 from study.figures.explain import plot_confusion
+from study.figures.fig09_10_class_matrices import records_recipe
 from study.figures.heatmap import MAX_ANNOTATED, cell_text, text_color
-from study.figures.make_explain import records_recipe
 from study.figures.mitigation import ARROW_STYLE, mitigation_table, plot_mitigation
 from study.figures.style import FEWEST_PUBLISHED_EPOCHS, reduced_recipe, table_recipe
 from study.metrics.intervals import wilson_interval

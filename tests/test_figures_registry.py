@@ -1,4 +1,4 @@
-"""The figure kinds table (study/figures/registry.py), `study figure` built from it, and the
+"""The figure catalog (study/figures/catalog.py), `study figure` built from it, and the
 panels (study/figures/panels.py) that the workflow draws from the plan."""
 
 import inspect
@@ -10,14 +10,13 @@ from conftest import run_study
 
 from study.config import plan_runs
 from study.figures import panels
-from study.figures.make import make_figure
-from study.figures.registry import FIGURE_KINDS
+from study.figures.catalog import FIGURE_KINDS, make_figure
 from study.runs import setting_tuple
 
 
 def test_every_kind_draws_with_the_uniform_signature():
     for kind, spec in FIGURE_KINDS.items():
-        draw = spec.function()
+        draw = spec.draw
         params = inspect.signature(draw).parameters
         assert list(params)[:2] == ["table" if spec.reads == "table" else "records", "out_stem"], kind
         assert any(p.kind is p.VAR_KEYWORD for p in params.values()), f"{kind} must accept every option"
@@ -26,7 +25,7 @@ def test_every_kind_draws_with_the_uniform_signature():
 
 def test_importing_the_kinds_loads_no_plotting_code():
     # the `study` command builds its parser from the table: every command would pay for it
-    code = "import sys, study.figures.registry; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
+    code = "import sys, study.figures.catalog; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
            "('matplotlib', 'scipy', 'pandas', 'torch')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from study.figures.make import make_figure
+from study.figures.catalog import make_figure
 from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
 from study.metrics import wilson_interval
 from study.names import method_name, split_record_name

@@ -14,7 +14,7 @@ from study.evaluate.corruptions import evaluate_corruptions
 from study.evaluate.records import read_records
 from study.evaluate.run import evaluate_run
 from study.evaluate.shards import merge_shards
-from study.figures.make import make_figure
+from study.figures.catalog import make_figure
 from study.robustness_tables import corruption_table, robustness_tables
 
 
