@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from study.names import CHECKPOINTS
+from study.checkpoints import CHECKPOINTS
 
 
 def _json_arg(text: str) -> dict:

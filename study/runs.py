@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # run ids are the configuration's (study.config.run_ids); re-exported where a run's files are
+from study.checkpoints import CHECKPOINT_FILES
 from study.config.run_ids import construction_key as construction_key
 from study.config.run_ids import run_id as run_id
 from study.config.run_ids import run_key, typed_run
@@ -22,9 +23,6 @@ from study.config.types import RunConfig, ZooRunConfig, parse
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
     import torch
 
-#: the model files of a run: `last` (final weights), `best` (best on validation) and
-#: `published` (best on the test subset by the published protocol, where the run keeps one)
-CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt", "published": "model_published.pt"}
 CONFIG_FILE = "config.json"
 STATE_FILE = "checkpoint.pt"
 EPOCHS_FILE = "epochs.csv"

@@ -15,9 +15,9 @@ MAX_FUNCTION_LINES = 80
 # Top-level parts of `study`, lowest layer first; a part imports only from its own layer
 # or the layers below (docs/architecture.md draws the same list).
 LAYERS = [
-    {"io", "device", "provenance"},
+    {"io", "device", "provenance", "checkpoints"},
     {"data", "models", "attacks", "metrics"},
-    {"runs", "config", "predict", "resources", "names"},
+    {"runs", "config", "predict", "resources", "labels", "record_names"},
     {"evaluate", "train", "features"},
     {"figures", "bench", "tables", "robustness_tables", "published", "reproduction", "readme_numbers", "front_page",
      "preflight", "run_summary", "stage"},

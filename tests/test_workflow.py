@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from study.checkpoints import STUDY_CHECKPOINTS
 from study.config import group_datasets, method_definition
 from study.data.registry import get_dataset_info
 from study.figures.catalog import FIGURE_KINDS
-from study.names import STUDY_CHECKPOINTS, record_name
+from study.record_names import record_name
 from study.runs import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.config.run_ids import typed_run
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import check_image_size, corrupt
@@ -25,7 +26,7 @@ from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
 from study.predict import predict
-from study.runs import CHECKPOINT_FILES, load_trained_model
+from study.runs import load_trained_model
 
 SOURCES = ("auto", "official", "regenerated")
 

@@ -16,8 +16,8 @@ from study.config.types import EvaluationJob, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
-from study.names import record_name
 from study.predict import predict
+from study.record_names import record_name
 from study.runs import load_trained_model
 
 

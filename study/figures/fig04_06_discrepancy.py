@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
     import pandas as pd
 
-from study.names import dataset_name, eval_name, method_name, model_name
+from study.labels import dataset_name, eval_name, method_name, model_name
 
 DISCREPANCY_BY = ("dataset", "model", "setting")
 

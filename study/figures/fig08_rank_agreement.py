@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported 
     import pandas as pd
 
 from study.figures.fig04_06_discrepancy import counted_rows, read_table, setting_label, with_roles
-from study.names import dataset_name, eval_name, method_name, model_name
+from study.labels import dataset_name, eval_name, method_name, model_name
 
 
 def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):

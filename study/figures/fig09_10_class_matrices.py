@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from study.names import eval_name
+from study.labels import eval_name
 
 
 def class_groups(dataset: str) -> list[str] | None:

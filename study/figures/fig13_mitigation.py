@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from study.names import STUDY_CHECKPOINTS, eval_name, method_name, split_record_name, table_checkpoints
+from study.checkpoints import STUDY_CHECKPOINTS
+from study.labels import eval_name, method_name
+from study.record_names import split_record_name, table_checkpoints
 
 if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
     import pandas as pd

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from study.names import dataset_name, eval_name, zoo_model_name
+from study.labels import dataset_name, eval_name, zoo_model_name
 
 if TYPE_CHECKING:  # the figure catalog imports this module; pandas and matplotlib where a figure is drawn
     import pandas as pd

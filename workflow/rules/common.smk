@@ -13,8 +13,9 @@ from study.config import (ConfigError, configured_mirror, constructions, load_pa
 from study.config.shell import cli_options, folder_of, one_of, quoted_json  # pure helpers of the rules
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.figures.catalog import FIGURES, Study
-from study.names import CHECKPOINTS, metrics_stem, record_name
-from study.runs import CHECKPOINT_FILES, training_setting
+from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS
+from study.record_names import metrics_stem, record_name
+from study.runs import training_setting
 
 _BASE = Path(workflow.basedir) / "workflow"
 # the values given with --config (DVC's -S, through study.stage): a job that loads params.yaml
