@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from study.checkpoints import CHECKPOINT_LABELS
+from study.models.registry import MODELS
 from study.record_names import split_record_name
 
 DATASET_NAMES = {
@@ -31,24 +32,13 @@ DATASET_NAMES = {
     "synthetic": "Synthetic",
     "cifar10_c": "CIFAR-10-C",
 }
-MODEL_NAMES = {
-    "small_cnn": "Small CNN",
-    "small_cnn_s2": "Small CNN-S2",
-    "lenet": "LeNet",
-    "vgg16": "VGG-16",
-    "vgg19": "VGG-19",
-    "resnet18": "ResNet-18",
-    "resnet50": "ResNet-50",
-    "preact_resnet18": "PreAct-ResNet-18",
-    "wrn_28_10": "WRN-28-10",
+# Models that no row of study.models.registry builds: other spellings of its architectures (in
+# records and published tables) and models trained elsewhere (the zoo's torchvision ones).
+OTHER_MODEL_LABELS = {
     "wrn28_10": "WRN-28-10",
     "wide_resnet28_10": "WRN-28-10",
     "wrn34_10": "WRN-34-10",
     "wide_resnet34_10": "WRN-34-10",
-    "densenet121": "DenseNet-121",
-    "densenet169": "DenseNet-169",
-    "googlenet": "GoogLeNet",
-    "inception_v3": "Inception-v3",
     "resnet50_torchvision": "ResNet-50 (torchvision)",
     "Salman2020Do_R50": "ResNet-50 (Salman et al. 2020, robust)",
 }
@@ -129,7 +119,13 @@ def dataset_name(key: str) -> str:
 
 def model_name(key: str) -> str:
     """'preact_resnet18' -> 'PreAct-ResNet-18'."""
-    return MODEL_NAMES.get(str(key), None) or humanize(key)
+    key = str(key)
+    return MODELS[key].label if key in MODELS else OTHER_MODEL_LABELS.get(key) or humanize(key)
+
+
+def is_model(key: str) -> bool:
+    """Whether `key` names a model that has a label (an architecture of the registry, or another)."""
+    return key in MODELS or key in OTHER_MODEL_LABELS
 
 
 def method_name(key: str) -> str:

@@ -179,9 +179,9 @@ def test_planning_tables_and_figures_never_import_torch():
 
 def test_building_a_model_and_fetching_a_source_still_work_from_the_lazy_tables():
     from study.data.registry import SOURCES, get_source, sources
-    from study.models.registry import _REGISTRY, MODEL_NAMES, build_model
+    from study.models.registry import MODEL_NAMES, MODELS, build_model
 
     assert SOURCES is sources() and get_source("synthetic", "default").load.__name__ == "make_synthetic"
     for name in MODEL_NAMES:  # every row names a module and a factory that exist
-        assert callable(_REGISTRY[name].build), name
+        assert callable(MODELS[name].build), name
     assert build_model("small_cnn", 10).fc.out_features == 10

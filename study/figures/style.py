@@ -80,10 +80,12 @@ def display_title(title: str) -> str:
 
 
 def _display_key(key: str) -> str:
-    for known, pretty in ((labels.METHOD_NAMES, method_name), (labels.MODEL_NAMES, model_name),
-                          (labels.DATASET_NAMES, dataset_name)):
-        if key in known:
-            return pretty(key)
+    if key in labels.METHOD_NAMES:
+        return method_name(key)
+    if labels.is_model(key):
+        return model_name(key)
+    if key in labels.DATASET_NAMES:
+        return dataset_name(key)
     if labels.eval_settings_of(key):
         return eval_name(key)
     return method_name(key)  # composed methods (trades_cfa_fawa), else the title-cased fallback

@@ -14,7 +14,7 @@ from study.config.core import ConfigError
 from study.config.params import non_finite_paths
 from study.config.types import RunConfig, parse
 from study.data.registry import DATASETS
-from study.models.registry import MODEL_NAMES
+from study.models.registry import MODELS
 
 _WHAT = "a run config is the `config` of one run of `study plan --json`"
 REQUIRED_KEYS = tuple(name for name, field in RunConfig.model_fields.items() if field.is_required())
@@ -27,8 +27,8 @@ def _names(run: RunConfig) -> list[str]:
     elif run.data_variant not in DATASETS[run.dataset].variants:
         problems.append(f"data_variant: {run.data_variant!r} is not one of "
                         f"{', '.join(DATASETS[run.dataset].variants)}")
-    if run.model not in MODEL_NAMES:
-        problems.append(f"model: {run.model!r} is not one of {', '.join(MODEL_NAMES)}")
+    if run.model not in MODELS:
+        problems.append(f"model: {run.model!r} is not one of {', '.join(MODELS)}")
     return problems
 
 
