@@ -76,3 +76,17 @@ def test_panels_of_the_ci_plan(ci_params):
     assert [key[2] for key in frl] == ["all"] and len(next(iter(frl.values()))[0]) == sum(
         "baseline" in r.groups for r in runs)
     assert all(k[2] == "pgd_at" for k in panels.robustness(runs, of_method="pgd_at"))
+
+
+def test_params_may_list_exactly_the_catalogs_figures_and_each_has_its_caption(repo_root):
+    # the schema's names stay a literal of study.config.types: the configuration's layer is below
+    # the figures' (tests/test_architecture.py), so it cannot read the catalog; this keeps them one set
+    from typing import get_args
+
+    from study.config.types import FigureName
+    from study.figures.catalog import FIGURES
+
+    assert set(get_args(FigureName)) == set(FIGURES)
+    for fig in FIGURES.values():
+        captions = [fig.caption, *(caption for _, _, caption in fig.extra if caption)]
+        assert all((repo_root / f"workflow/report/{c}.rst").exists() for c in captions), fig.name
