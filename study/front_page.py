@@ -16,8 +16,9 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from study.names import dataset_name, eval_name, method_name, model_name, split_record_name
+from study.labels import dataset_name, eval_name, method_name, model_name
 from study.published import FEWEST_PUBLISHED_EPOCHS, PUBLISHED_EPOCHS
+from study.record_names import split_record_name
 
 #: the methods whose contrast is the finding: standard training and PGD-AT
 STANDARD, ADVERSARIAL = "standard", "pgd_at"

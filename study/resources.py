@@ -1,7 +1,8 @@
 """Scheduler estimates (minutes, host memory) for training and evaluation jobs, from the model's
 cost, the dataset's size and the attack's steps, so a SLURM job asks for what it needs.
 
-Costs are forward-pass GFLOPs at 32x32 input, checked against `count_flops` by the tests, and
+Costs are forward-pass GFLOPs at 32x32 input (each model's row of study.models.registry), checked
+against `count_flops` by the tests, and
 scale with the image area (every architecture ends in global pooling). The throughput is a
 conservative sustained figure for one data-centre GPU; the safety factor covers slower cards.
 A job that still runs out of time loses at most one epoch: the retry resumes from checkpoint.pt.
@@ -21,23 +22,8 @@ from study.config.types import (
     SyntheticData,
     ZooRunConfig,
 )
+from study.models.registry import MODELS
 
-# Forward GFLOPs per 32x32 RGB image (10 classes), from study.models.registry.count_flops.
-FORWARD_GFLOPS_32 = {
-    "small_cnn": 0.021,
-    "small_cnn_s2": 0.029,
-    "lenet": 0.0017,
-    "vgg16": 0.63,
-    "vgg19": 0.80,
-    "resnet18": 1.11,
-    "preact_resnet18": 1.11,
-    "resnet50": 2.60,
-    "densenet121": 1.78,
-    "densenet169": 2.12,
-    "googlenet": 2.89,
-    "inception_v3": 7.26,
-    "wrn_28_10": 10.49,
-}
 # Full training-set sizes (images), for runs that do not subsample (train_per_class: null).
 TRAIN_SIZES = {"mnist": 60_000, "svhn": 73_257, "cifar10": 50_000, "cifar100": 50_000, "tinyimagenet": 100_000}
 TEST_SIZES = {"mnist": 10_000, "svhn": 26_032, "cifar10": 10_000, "cifar100": 10_000, "tinyimagenet": 10_000}
@@ -72,10 +58,12 @@ def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
 
 
 def forward_gflops(model: str, side: int) -> float:
-    if model not in FORWARD_GFLOPS_32:
-        raise ValueError(f"no cost estimate for model {model!r}; add it to study.resources.FORWARD_GFLOPS_32 "
-                         f"(known: {', '.join(sorted(FORWARD_GFLOPS_32))})")
-    return FORWARD_GFLOPS_32[model] * (side / 32) ** 2
+    """Forward GFLOPs per image of `side` x `side` pixels: the model row's (study.models.registry) at 32x32,
+    scaled with the image area."""
+    if model not in MODELS:
+        raise ValueError(f"no cost estimate for model {model!r}: it is no row of study.models.registry "
+                         f"(known: {', '.join(sorted(MODELS))})")
+    return MODELS[model].gflops_32 * (side / 32) ** 2
 
 
 def _minutes(flops: float, floor: int) -> int:

@@ -13,15 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.config.spec import ConfigSpec, require, run_key
 from study.config.types import RunConfig, ZooRunConfig
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
     import torch
 
-#: the model files of a run: `last` (final weights), `best` (best on validation) and
-#: `published` (best on the test subset by the published protocol, where the run keeps one)
-CHECKPOINT_FILES = {"last": "model.pt", "best": "model_best.pt", "published": "model_published.pt"}
 CONFIG_FILE = "config.json"
 STATE_FILE = "checkpoint.pt"
 EPOCHS_FILE = "epochs.csv"

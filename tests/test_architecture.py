@@ -15,9 +15,9 @@ MAX_FUNCTION_LINES = 80
 # Top-level parts of `study`, lowest layer first; a part imports only from its own layer
 # or the layers below (docs/architecture.md draws the same list).
 LAYERS = [
-    {"io", "device", "provenance"},
+    {"io", "device", "provenance", "checkpoints"},
     {"data", "models", "attacks", "metrics"},
-    {"run_directory", "config", "predict", "resources", "names"},
+    {"run_directory", "config", "predict", "resources", "labels", "record_names"},
     {"evaluate", "train", "features"},
     {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage"},
     {"cli"},
@@ -153,7 +153,7 @@ def test_ruff_with_the_complexity_limits_of_pyproject_passes():
 
 # What Snakemake's DAG (common.smk), `study plan` and the table and figure jobs import: every
 # such process would otherwise pay torch's import (about 3 s of CPU) for nothing.
-TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.make",
+TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.catalog",
               "study.tables.classwise", "study.tables.robustness", "study.reproduction", "tools.readme_numbers",
               "study.data.registry", "study.models.registry")
 
@@ -179,9 +179,9 @@ def test_planning_tables_and_figures_never_import_torch():
 
 def test_building_a_model_and_fetching_a_source_still_work_from_the_lazy_tables():
     from study.data.registry import SOURCES, get_source, sources
-    from study.models.registry import _REGISTRY, MODEL_NAMES, build_model
+    from study.models.registry import MODEL_NAMES, MODELS, build_model
 
     assert SOURCES is sources() and get_source("synthetic", "default").load.__name__ == "make_synthetic"
     for name in MODEL_NAMES:  # every row names a module and a factory that exist
-        assert callable(_REGISTRY[name].build), name
+        assert callable(MODELS[name].build), name
     assert build_model("small_cnn", 10).fc.out_features == 10

@@ -159,7 +159,7 @@ def test_every_command_a_rule_runs_is_defined_and_each_rule_file_has_its_module(
     import re
 
     import study.cli
-    from study.figures.registry import FIGURE_KINDS
+    from study.figures.catalog import FIGURE_KINDS
 
     by_module = {m.__name__.rsplit(".", 1)[-1]: _defined_by(m) for m in study.cli.MODULES}
     defined = set().union(*by_module.values())

@@ -12,8 +12,8 @@ from study.config import ConfigSpec, EvaluationSpec, plan_runs, resolve_evaluati
 from study.config.spec import Frozen
 from study.config.types import PgdJob
 from study.evaluate.checks import model_checks
-from study.names import record_name
 from study.predict import predict
+from study.record_names import record_name
 from study.resources import evaluate_minutes, mem_mb, train_minutes
 from study.run_directory import identity, read_run_config, training_setting
 from study.train.adversary import Adversary

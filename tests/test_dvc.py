@@ -300,7 +300,7 @@ def test_every_study_module_a_stage_runs_is_one_of_its_deps(tmp_path):
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     subcommands = _cli_subcommands()
     parse_time = _workflow_imports() | {"study.stage"}
-    assert {"study.config", "study.figures.panels"} <= parse_time
+    assert {"study.config", "study.figures.catalog"} <= parse_time
     for name, stage in stages.items():
         commands = _stage_commands(stage["cmd"], project)
         assert commands, f"stage {name} runs no `study` command"

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from study import names
+from study import labels
 from study.evaluate.records import records_frame
 from study.figures.classwise import plot_classwise
 from study.figures.discrepancy import plot_discrepancy
@@ -179,7 +179,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "fig07_epochs": lambda: plot_epochs(_epoch_table(), "CIFAR-10 | PreAct-ResNet-18 | PGD-AT"),
     "fig08_rank_agreement": lambda: plot_rank_agreement(rank_panels(
         _classwise(models=("resnet18", "preact_resnet18", "small_cnn"), seeds=(0,)).pipe(
-            lambda t: t.assign(config=t["model"].map(names.model_name) + " | " + t["method"].map(names.method_name))),
+            lambda t: t.assign(config=t["model"].map(labels.model_name) + " | " + t["method"].map(labels.method_name))),
         evaluations=["pgd20", "pgd_l2_05"])),
     "fig09_confusion": lambda: plot_confusion(_confusion_panels(), CLASSES, title="CIFAR-10 | ResNet-18 | PGD-AT"),
     "fig10_logit_similarity": lambda: plot_logit_similarity(
@@ -398,10 +398,10 @@ def test_l2_and_linf_never_share_an_axis():
     assert "robustness (PGD-20, L∞ 8/255)" in [t.get_text() for t in fig.legends[0].get_texts()]
     groups = _legend_labels(fig)
     assert len(groups) == 2, "one panel per threat model"
-    for labels in groups:
-        joined = " ".join(labels)
-        assert not ("L∞" in joined and "L2" in joined), labels
-        assert "clean accuracy" in labels  # clean is the reference in each
+    for panel_labels in groups:
+        joined = " ".join(panel_labels)
+        assert not ("L∞" in joined and "L2" in joined), panel_labels
+        assert "clean accuracy" in panel_labels  # clean is the reference in each
     cfp = plot_cfp(_cfp_table(), "t")
     assert all(not ("L∞" in " ".join(lab) and "L2" in " ".join(lab)) for lab in _legend_labels(cfp))
     summary = discrepancy_summary(_with_roles(_classwise(seeds=(0,))), by=["dataset", "method", "role", "eval"],
@@ -499,38 +499,38 @@ def test_epoch_labels_never_overlap_even_when_the_lines_end_together():
 def test_display_names_of_every_configured_method_and_evaluation():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for key in params["methods"]:
-        shown = names.method_name(key)
+        shown = labels.method_name(key)
         assert shown != key and "_" not in shown, key
     for key, settings in params["evaluations"].items():
-        assert names.eval_name(key, settings) != key and "_" not in names.eval_name(key, settings), key
-    assert names.method_name("pgd_at") == names.method_name("at") == "PGD-AT"
-    assert names.method_name("trades") == "TRADES"
-    assert names.method_name("pgd_at_cfa_fawa") == "PGD-AT + CFA + FAWA"
-    assert names.method_name("trades_cfa_nowa") == "TRADES + CFA (no weight averaging)"
-    assert names.method_name("frl_reweight") == "FRL (reweight)"
-    assert names.eval_name("pgd20", params["evaluations"]["pgd20"]) == "PGD-20, L∞ 8/255"
-    assert names.eval_name("pgd_l2_05") == "PGD, L2 0.5"
-    assert names.eval_name("pgd20_linf4") == "PGD-20, L∞ 4/255"
-    assert names.eval_name("autoattack", params["evaluations"]["autoattack"]) == "AutoAttack, L∞ 8/255"
-    assert names.eval_name("pgd20@best") == "PGD-20, L∞ (best checkpoint)"
-    assert names.dataset_name("cifar10") == "CIFAR-10"
-    assert names.model_name("preact_resnet18") == "PreAct-ResNet-18"
-    assert names.humanize("my_new_attack") == "My New Attack"
-    assert names.eval_name("my_new_attack") == "My New Attack"
-    assert names.method_name("cw_equal") == "Cost-sensitive (equal)"
+        assert labels.eval_name(key, settings) != key and "_" not in labels.eval_name(key, settings), key
+    assert labels.method_name("pgd_at") == labels.method_name("at") == "PGD-AT"
+    assert labels.method_name("trades") == "TRADES"
+    assert labels.method_name("pgd_at_cfa_fawa") == "PGD-AT + CFA + FAWA"
+    assert labels.method_name("trades_cfa_nowa") == "TRADES + CFA (no weight averaging)"
+    assert labels.method_name("frl_reweight") == "FRL (reweight)"
+    assert labels.eval_name("pgd20", params["evaluations"]["pgd20"]) == "PGD-20, L∞ 8/255"
+    assert labels.eval_name("pgd_l2_05") == "PGD, L2 0.5"
+    assert labels.eval_name("pgd20_linf4") == "PGD-20, L∞ 4/255"
+    assert labels.eval_name("autoattack", params["evaluations"]["autoattack"]) == "AutoAttack, L∞ 8/255"
+    assert labels.eval_name("pgd20@best") == "PGD-20, L∞ (best checkpoint)"
+    assert labels.dataset_name("cifar10") == "CIFAR-10"
+    assert labels.model_name("preact_resnet18") == "PreAct-ResNet-18"
+    assert labels.humanize("my_new_attack") == "My New Attack"
+    assert labels.eval_name("my_new_attack") == "My New Attack"
+    assert labels.method_name("cw_equal") == "Cost-sensitive (equal)"
 
 
 def test_evaluation_labels_follow_the_settings_of_the_dataset():
     from study.config.params import load_params
 
     params = load_params(ROOT / "params.yaml", overrides={"preset": "paper"})
-    mnist = names.evaluation_settings(params, "mnist")
-    cifar = names.evaluation_settings(params, "cifar10")
+    mnist = labels.evaluation_settings(params, "mnist")
+    cifar = labels.evaluation_settings(params, "cifar10")
     # the same key, another budget: the label must come from the settings, not from the key
-    assert names.eval_name("pgd10", mnist["pgd10"]) == "PGD-10, L∞ 0.3"
-    assert names.eval_name("pgd10", cifar["pgd10"]) == "PGD-10, L∞ 8/255"
-    assert names.eval_name("pgd40", mnist["pgd40"]) == "PGD-40, L∞ 0.3"
-    assert names.eval_norm("pgd_l2_05", cifar["pgd_l2_05"]) == "l2"
+    assert labels.eval_name("pgd10", mnist["pgd10"]) == "PGD-10, L∞ 0.3"
+    assert labels.eval_name("pgd10", cifar["pgd10"]) == "PGD-10, L∞ 8/255"
+    assert labels.eval_name("pgd40", mnist["pgd40"]) == "PGD-40, L∞ 0.3"
+    assert labels.eval_norm("pgd_l2_05", cifar["pgd_l2_05"]) == "l2"
 
 
 def test_the_classwise_legend_fits_the_figure_width():

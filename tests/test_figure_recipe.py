@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 
 from study.figures.epochs import plot_epochs
 from study.figures.features import feature_rows, plot_feature_classwise
-from study.figures.make_explain import _discrepancy, _rank
+from study.figures.fig04_06_discrepancy import _discrepancy
+from study.figures.fig08_rank_agreement import _rank
 from study.figures.mitigation import plot_policy_epochs
 from study.figures.robustness import plot_cfp, plot_corruptions, plot_frl_errors
 from study.metrics.intervals import wilson_interval

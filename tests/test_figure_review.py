@@ -18,12 +18,12 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from study.figures.classwise import SUBSET_HATCH, plot_classwise
 from study.figures.explain import plot_confusion
+from study.figures.fig09_10_class_matrices import records_recipe
 from study.figures.heatmap import MAX_ANNOTATED, cell_text, text_color
-from study.figures.make_explain import records_recipe
 from study.figures.mitigation import ARROW_STYLE, mitigation_table, plot_mitigation
 from study.figures.style import FEWEST_PUBLISHED_EPOCHS, reduced_recipe, table_recipe
+from study.labels import eval_label, method_name
 from study.metrics.intervals import wilson_interval
-from study.names import eval_label, method_name
 
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 # The demo's figure 2: clean and PGD-20 on 100 images per class, AutoAttack on 10; on its 10 images

@@ -6,10 +6,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from study.evaluate.records import records_frame, write_records
+from study.figures.catalog import make_figure
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
 from study.figures.heatmap import class_order
-from study.figures.make import make_figure
 from study.metrics import classwise_table
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import rank_agreement
@@ -137,7 +137,7 @@ def test_make_figure_discrepancy_and_rank_from_the_table(tmp_path):
 
 def test_cifar100_confusion_is_grouped_by_superclass(tmp_path):
     from study.data.registry import get_dataset_info
-    from study.figures.make_explain import class_groups
+    from study.figures.fig09_10_class_matrices import class_groups
 
     info = get_dataset_info("cifar100")
     groups = class_groups("cifar100")

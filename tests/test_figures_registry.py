@@ -1,4 +1,4 @@
-"""The figure kinds table (study/figures/registry.py), `study figure` built from it, and the
+"""The figure catalog (study/figures/catalog.py), `study figure` built from it, and the
 panels (study/figures/panels.py) that the workflow draws from the plan."""
 
 import inspect
@@ -10,14 +10,13 @@ from conftest import run_study
 
 from study.config import plan_runs
 from study.figures import panels
-from study.figures.make import make_figure
-from study.figures.registry import FIGURE_KINDS
+from study.figures.catalog import FIGURE_KINDS, make_figure
 from study.run_directory import setting_tuple
 
 
 def test_every_kind_draws_with_the_uniform_signature():
     for kind, spec in FIGURE_KINDS.items():
-        draw = spec.function()
+        draw = spec.draw
         params = inspect.signature(draw).parameters
         assert list(params)[:2] == ["table" if spec.reads == "table" else "records", "out_stem"], kind
         assert any(p.kind is p.VAR_KEYWORD for p in params.values()), f"{kind} must accept every option"
@@ -26,7 +25,7 @@ def test_every_kind_draws_with_the_uniform_signature():
 
 def test_importing_the_kinds_loads_no_plotting_code():
     # the `study` command builds its parser from the table: every command would pay for it
-    code = "import sys, study.figures.registry; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
+    code = "import sys, study.figures.catalog; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
            "('matplotlib', 'scipy', 'pandas', 'torch')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
@@ -77,3 +76,17 @@ def test_panels_of_the_ci_plan(ci_params):
     assert [key[2] for key in frl] == ["all"] and len(next(iter(frl.values()))[0]) == sum(
         "baseline" in r.groups for r in runs)
     assert all(k[2] == "pgd_at" for k in panels.robustness(runs, of_method="pgd_at"))
+
+
+def test_params_may_list_exactly_the_catalogs_figures_and_each_has_its_caption(repo_root):
+    # the schema's names stay a literal of study.config.types: the configuration's layer is below
+    # the figures' (tests/test_architecture.py), so it cannot read the catalog; this keeps them one set
+    from typing import get_args
+
+    from study.config.types import FigureName
+    from study.figures.catalog import FIGURES
+
+    assert set(get_args(FigureName)) == set(FIGURES)
+    for fig in FIGURES.values():
+        captions = [fig.caption, *(caption for _, _, caption in fig.extra if caption)]
+        assert all((repo_root / f"workflow/report/{c}.rst").exists() for c in captions), fig.name

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-import study.figures.make as make
-import study.figures.make_explain as make_explain
-from study.figures.make import make_figure
+import study.figures.style as style
+from study.figures.catalog import make_figure
 from study.figures.trust import FLAGGED, HATCH, split_counted
 from study.metrics import classwise_table
 
@@ -56,8 +55,7 @@ def drawn(monkeypatch):
     def keep(fig, stem):
         figures.append(fig)
         return []
-    monkeypatch.setattr(make, "save_figure", keep)
-    monkeypatch.setattr(make_explain, "save_figure", keep)
+    monkeypatch.setattr(style, "save_figure", keep)  # the draw functions import it when they draw
     return figures
 
 

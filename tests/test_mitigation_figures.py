@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from study.figures.make import make_figure
+from study.figures.catalog import make_figure
 from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
+from study.labels import method_name
 from study.metrics import wilson_interval
-from study.names import method_name, split_record_name
+from study.record_names import split_record_name
 
 
 def classwise(accs_by_run):

@@ -1,9 +1,10 @@
-"""study.names: the one pair that formats and parses an evaluation record's name, and the
+"""study.record_names: the one pair that formats and parses an evaluation record's name, and the
 checkpoint of a record's metadata."""
 
 import pytest
 
-from study.names import checkpoint_of, eval_name, record_name, split_record_name
+from study.labels import eval_name
+from study.record_names import checkpoint_of, record_name, split_record_name
 
 
 def test_record_name_and_its_parse_are_inverse():

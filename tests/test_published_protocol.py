@@ -11,12 +11,13 @@ from typing import get_args
 import pandas as pd
 import pytest
 
+from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS, STUDY_CHECKPOINTS
 from study.config import ConfigError, load_params, plan_runs
 from study.config.protocols import first_eligible_epoch, published_protocol
 from study.config.types import Checkpoint, PublishedSelection
 from study.io import load_torch
-from study.names import CHECKPOINTS, STUDY_CHECKPOINTS, eval_name, record_name, split_record_name
-from study.run_directory import CHECKPOINT_FILES
+from study.labels import eval_name
+from study.record_names import record_name, split_record_name
 from study.train.published_protocol import choose_published
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 import study.reproduction.report as report
-from study.names import split_record_name
 from study.published import BY_ID, PUBLISHED
+from study.record_names import split_record_name
 from study.reproduction import compare, reproduction_markdown, reproduction_report
 from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK
 

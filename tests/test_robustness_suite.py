@@ -14,7 +14,7 @@ from study.evaluate.checkpoint_eval import evaluate_run
 from study.evaluate.corruptions import evaluate_corruptions
 from study.evaluate.records import read_records
 from study.evaluate.shards import merge_shards
-from study.figures.make import make_figure
+from study.figures.catalog import make_figure
 from study.tables.robustness import corruption_table, robustness_tables
 
 

@@ -114,7 +114,7 @@ def test_trades_cfa_is_compared_with_the_normalized_trades(paper, paper_runs):
 def test_figure_13_compares_each_method_with_its_own_form_baseline():
     import pandas as pd
 
-    from study.figures.make import mitigation_baselines
+    from study.figures.fig13_mitigation import mitigation_baselines
     from study.figures.mitigation import mitigation_table
 
     methods = ["at", "trades", "trades_normalized", "trades_cfa", "pgd_at_cfa"]

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from study.run_directory import CHECKPOINT_FILES
+from study.checkpoints import CHECKPOINT_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from study.checkpoints import STUDY_CHECKPOINTS
 from study.config import group_datasets, method_definition
 from study.data.registry import get_dataset_info
-from study.figures.registry import FIGURE_KINDS
-from study.names import STUDY_CHECKPOINTS, record_name
+from study.figures.catalog import FIGURE_KINDS
+from study.record_names import record_name
 from study.run_directory import setting_tuple
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -326,7 +327,7 @@ def test_ci_dag_evaluates_the_published_checkpoint_of_the_runs_whose_group_lists
 
 
 def test_figure_rules_draw_every_registered_kind(ci_dry_run):
-    """`study figure KIND` of every figure rule names a kind of study/figures/registry.py, and
+    """`study figure KIND` of every figure rule names a kind of study/figures/catalog.py, and
     every kind there is drawn by some figure."""
     kinds = set(re.findall(r"^Shell command: study figure (\S+)", ci_dry_run, re.M))
     assert kinds == set(FIGURE_KINDS) - set(ZOO_FIGURES.values())  # the zoo's: tests/test_zoo_workflow.py

@@ -11,8 +11,8 @@ from test_workflow import TRAIN_RULES, _evaluate_count, _job_counts
 
 from study.config.spec import EvaluationSpec
 from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation, RunConfig, parse
-from study.models.registry import MODEL_NAMES, build_model, count_flops
-from study.resources import FORWARD_GFLOPS_32, attack_steps, evaluate_minutes, mem_mb, train_minutes
+from study.models.registry import MODEL_NAMES, MODELS, build_model, count_flops
+from study.resources import attack_steps, evaluate_minutes, mem_mb, train_minutes
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(
@@ -98,4 +98,4 @@ def test_cost_table_matches_the_model(name):
     with torch.device("meta"):  # shapes only: instant even for WRN-28-10
         model = build_model(name, 10, 3, 32)
     flops = count_flops(model, (3, 32, 32)) / 1e9
-    assert FORWARD_GFLOPS_32[name] == pytest.approx(flops, rel=0.3)
+    assert MODELS[name].gflops_32 == pytest.approx(flops, rel=0.3)

@@ -19,7 +19,7 @@ from study.data.prepared import save_prepared
 from study.data.splits import Splits
 from study.evaluate.checkpoint_eval import evaluate_checkpoint
 from study.evaluate.records import read_records
-from study.figures.zoo import draw_zoo_classwise, draw_zoo_gap, draw_zoo_ranks
+from study.figures.fig15_17_zoo import draw_zoo_classwise, draw_zoo_gap, draw_zoo_ranks
 from study.models.weights import WEIGHTS_ENV, WeightsUnavailableError
 from study.models.zoo import (
     IMAGENET_MEAN,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from study.io import atomic_write_text
-from study.names import eval_name, method_name
+from study.labels import eval_name, method_name
 
 START, END = "<!-- readme-numbers:start -->", "<!-- readme-numbers:end -->"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from study.checkpoints import CHECKPOINTS
 from study.cli.args import run_args, spec_json
-from study.names import CHECKPOINTS
 
 
 def _shard_arg(text: str) -> tuple[int, int]:

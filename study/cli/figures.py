@@ -8,10 +8,10 @@ import sys
 
 
 def add_figure(sub) -> None:
-    from study.figures.registry import FIGURE_KINDS
+    from study.figures.catalog import FIGURE_KINDS
 
     p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
-    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/registry.py)")
+    p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/catalog.py)")
     p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
     p.add_argument("--dataset", default=None)
     p.add_argument("--model", default=None)
@@ -35,7 +35,7 @@ def add_figure(sub) -> None:
 
 
 def cmd_figure(args: argparse.Namespace) -> int:
-    from study.figures.make import make_figure
+    from study.figures.catalog import make_figure
 
     written = make_figure(args.kind, args.table, args.out_stem, dataset=args.dataset, model=args.model,
                           method=args.method, evaluations=args.evaluations, runs=args.runs,
@@ -62,7 +62,7 @@ def add_features_figure(sub) -> None:
 
 
 def cmd_features_figure(args: argparse.Namespace) -> int:
-    from study.figures.make_features import make_features_figure
+    from study.figures.fig12_features import make_features_figure
 
     sources = dict(item.split("=", 1) for item in args.sources)
     written = make_features_figure(args.table, args.dataset, args.model, sources, args.data, args.constructed,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from study.checkpoints import CHECKPOINTS
 from study.cli.args import run_args, spec_json
-from study.names import CHECKPOINTS
 
 
 def _positive_int(text: str) -> int:

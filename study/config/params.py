@@ -212,15 +212,15 @@ def _check_references(params: Mapping) -> None:
 
 def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:
     """Models, methods and evaluations of one group on one dataset (settings resolved for it)."""
-    from study.models.registry import MODEL_NAMES
+    from study.models.registry import MODELS
 
     typed = typed_params(params)
     gname = group.group
     methods, evaluations = typed.methods, typed.evaluations
     for model in group.models:
-        if model not in MODEL_NAMES:
+        if model not in MODELS:
             raise ConfigError(
-                f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODEL_NAMES)}"
+                f"experiment group {gname!r}: unknown model {model!r}; valid: {', '.join(MODELS)}"
             )
     for method in group.methods:
         if method not in methods:

@@ -120,7 +120,7 @@ REQUIRED_KEYS = tuple(name for name, field in RunConfig.model_fields.items() if 
 
 def _names(run: RunConfig) -> list[str]:
     from study.data.registry import DATASETS
-    from study.models.registry import MODEL_NAMES
+    from study.models.registry import MODELS
 
     problems = []
     if run.dataset not in DATASETS:
@@ -128,8 +128,8 @@ def _names(run: RunConfig) -> list[str]:
     elif run.data_variant not in DATASETS[run.dataset].variants:
         problems.append(f"data_variant: {run.data_variant!r} is not one of "
                         f"{', '.join(DATASETS[run.dataset].variants)}")
-    if run.model not in MODEL_NAMES:
-        problems.append(f"model: {run.model!r} is not one of {', '.join(MODEL_NAMES)}")
+    if run.model not in MODELS:
+        problems.append(f"model: {run.model!r} is not one of {', '.join(MODELS)}")
     return problems
 
 
@@ -239,7 +239,7 @@ class EvaluationSpec:
         return self.config.name
 
     def at(self, checkpoint: str, record: str) -> EvaluationSpec:
-        """The job on a checkpoint's model, its records named `record` (study.names.record_name:
+        """The job on a checkpoint's model, its records named `record` (study.record_names.record_name:
         `<name>@best`), as a typed copy; this one is unchanged."""
         update = {"name": record, "checkpoint": checkpoint}
         # the identity keeps the keys' order as written, a new `checkpoint` last

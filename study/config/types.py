@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic.fields import FieldInfo
 
+from study.checkpoints import CHECKPOINTS
 from study.config.core import ConfigError, parse_fraction
 
 # ---------------------------------------------------------------- closed sets of names
@@ -33,9 +34,9 @@ OptimizerName = Literal["sgd", "adam"]
 ScheduleName = Literal["step", "cyclic", "constant"]
 SelectionScore = Literal["mean", "mean_plus_worst"]
 Precision = Literal["fp32", "bf16"]
-#: `last` (model.pt), `best` on validation (model_best.pt), `published`: best on the test
-#: subset by the published protocol (model_published.pt; PublishedSelection)
-Checkpoint = Literal["last", "best", "published"]
+#: the checkpoints of study.checkpoints.CHECKPOINT_TABLE: `last` (model.pt), `best` on validation
+#: (model_best.pt), `published`: best on the test subset by the published protocol (model_published.pt)
+Checkpoint = Literal[CHECKPOINTS]
 #: `plain`: a comparison of the class-wise figures; `mitigation`: figure 13's methods, checked
 #: against false robustness by default and kept out of the other figures
 GroupKind = Literal["plain", "mitigation"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.config.spec import EvaluationSpec
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.checks import (
@@ -27,8 +28,8 @@ from study.evaluate.checks import (
 )
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
-from study.names import checkpoint_of
-from study.run_directory import CHECKPOINT_FILES, load_trained_model
+from study.record_names import checkpoint_of
+from study.run_directory import load_trained_model
 
 
 def load_checkpoint_records(

@@ -14,8 +14,8 @@ from study.config.spec import ConfigSpec, EvaluationSpec, require
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
-from study.names import record_name
 from study.predict import predict
+from study.record_names import record_name
 from study.run_directory import load_trained_model, read_run_config
 
 

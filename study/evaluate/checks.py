@@ -43,8 +43,8 @@ from study.attacks.pgd import pgd_attack
 from study.config.spec import require
 from study.config.types import PgdEvaluation
 from study.data.augment import to_float
-from study.names import split_record_name
 from study.predict import predict
+from study.record_names import split_record_name
 
 WHITE_BOX = ("pgd", "autoattack")
 SCOPES = {

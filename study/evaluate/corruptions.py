@@ -17,13 +17,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.data.cifar10c import find_cifar10c, locate_cifar10c, read_cifar10c
 from study.data.corruptions import check_image_size, corrupt
 from study.data.download import file_checksums
 from study.data.splits import Splits, stratified_subset
 from study.evaluate.records import read_records, write_records
 from study.predict import predict
-from study.run_directory import CHECKPOINT_FILES, load_trained_model, read_run_config
+from study.run_directory import load_trained_model, read_run_config
 
 SOURCES = ("auto", "official", "regenerated")
 

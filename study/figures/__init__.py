@@ -1,7 +1,7 @@
 """Figures of the study: DataFrames in, matplotlib Figures out, saved as PNG and PDF.
 
 The names below are imported on first use: the `study` command reads the figure kinds
-(study.figures.registry) and the workflow the panels (study.figures.panels) without paying
+(study.figures.catalog) and the workflow the panels (study.figures.panels) without paying
 for matplotlib and scipy.
 """
 

@@ -29,8 +29,8 @@ from study.figures.style import (
     with_recipe,
 )
 from study.figures.trust import HATCH_NOTE, counted_or_marked, flagged_label, left_out_note, marked_bar_style
+from study.labels import eval_label, eval_name, norm_title
 from study.metrics.classwise import seed_aggregate
-from study.names import eval_label, eval_name, norm_title
 
 # Identifiers that must be constant in one figure: bars of two models side by side
 # would silently average or overwrite each other.

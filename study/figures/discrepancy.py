@@ -21,7 +21,7 @@ from study.figures.style import (
     run_caveat,
     with_recipe,
 )
-from study.names import eval_name, eval_norm, method_name, norm_title
+from study.labels import eval_name, eval_norm, method_name, norm_title
 
 METHOD_COLORS = ("#4C72B0", "#C44E52", "#55A868", "#8172B3", "#DD8452", "#937860")
 _ROLE_LABELS = {"clean": "clean accuracy", "robust": "robustness"}

@@ -24,8 +24,8 @@ from study.figures.style import (
     run_caveat,
     with_recipe,
 )
+from study.labels import NORM_NAMES, eval_name, eval_norm, norm_title
 from study.metrics.rank import class_accuracy_matrix, rank_agreement
-from study.names import NORM_NAMES, eval_name, eval_norm, norm_title
 
 _ANNOTATE_UP_TO = 12
 # Rank matrices side by side: at most this many per row (their labels are long).

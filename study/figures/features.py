@@ -22,8 +22,8 @@ from study.figures.style import (
     table_recipe,
     with_recipe,
 )
+from study.labels import dataset_name, eval_label, model_name
 from study.metrics.seeds import seed_summary
-from study.names import dataset_name, eval_label, model_name
 
 # Order and names of the bars: the source models first, then what was trained on their datasets.
 TRAINING_LABELS = {

@@ -7,8 +7,8 @@ their spread and a 95% interval over seeds and test images (study.metrics.seeds:
 combined with Wilson over one seed's test counts; Wilson alone for one seed).
 It takes whatever evaluations the runs have (clean, PGD, AutoAttack, Square, ...);
 each row's `checkpoint` (best on validation or last) is the table's column of that name
-(study.names.table_checkpoints); the `published` checkpoint, chosen on the test set, is left
-out: figure 13 compares methods under the study's own protocol (study.names.STUDY_CHECKPOINTS).
+(study.record_names.table_checkpoints); the `published` checkpoint, chosen on the test set, is left
+out: figure 13 compares methods under the study's own protocol (study.checkpoints.STUDY_CHECKPOINTS).
 Given `baselines` (method -> the method it is compared with, study.config.present_baseline:
 TRADES + CFA with the normalized TRADES it is trained in the form of, PGD-AT + CFA with PGD-AT),
 each row also carries `compare_with` and its differences `delta_mean`, `delta_worst` from that
@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from study.checkpoints import STUDY_CHECKPOINTS
 from study.figures.style import (
     ATTACK_COLORS,
     AUTO,
@@ -44,9 +45,10 @@ from study.figures.style import (
     with_recipe,
 )
 from study.figures.trust import split_counted
+from study.labels import eval_name, method_name
 from study.metrics.seeds import accuracy_seed_interval
 from study.metrics.worst import worst_count
-from study.names import STUDY_CHECKPOINTS, eval_name, method_name, split_record_name, table_checkpoints
+from study.record_names import split_record_name, table_checkpoints
 
 TABLE_COLUMNS = ["dataset", "model", "method", "eval", "checkpoint", "n_seeds", "mean", "mean_std", "mean_lo",
                  "mean_hi", "worst", "worst_std", "worst_lo", "worst_hi", "worst_class", "compare_with",

@@ -9,10 +9,10 @@ Nothing here knows a path; workflow/rules/common.smk maps panels onto files.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from study.config.types import RunConfig, ZooRunConfig
-from study.run_directory import setting_tuple
+if TYPE_CHECKING:  # the plan's types import the figure catalog, which imports this module
+    from study.config.types import RunConfig, ZooRunConfig
 
 Panels = dict[tuple, tuple[list[str], dict]]
 
@@ -40,6 +40,8 @@ def is_mitigation_run(run: Run) -> bool:
 
 def plain_runs(runs: Sequence[Run]) -> list[Run]:
     """The runs of the class-wise figures: neither figure 12's (constructed data) nor figure 13's."""
+    from study.config.types import RunConfig
+
     return [r for r in runs if not (isinstance(r.run, RunConfig) and r.run.constructed) and not is_mitigation_run(r)]
 
 
@@ -53,6 +55,8 @@ def grouped(runs: Sequence[Run], key: Callable[[Run], Hashable]) -> dict:
 def one_setting(panels: dict) -> dict[tuple, list[str]]:
     """Run ids per panel, of one training setting: that of the panel's first planned run (the
     baseline's, as groups are planned in order); figure 6 compares the settings."""
+    from study.run_directory import setting_tuple
+
     return {key: [r.run_id for r in runs if setting_tuple(r.run) == setting_tuple(runs[0].run)]
             for key, runs in panels.items()}
 
@@ -105,6 +109,8 @@ def discrepancy(runs: Sequence[Run], group: str, by: str) -> Panels:
 
 def rank_agreement(runs: Sequence[Run]) -> Panels:
     """Figure 8, per dataset with at least two configurations (model, method, setting) to compare."""
+    from study.run_directory import setting_tuple
+
     out = {}
     for dataset, members in grouped(plain_runs(runs), lambda r: r.dataset).items():
         if len({(*dataset_model_method(r), setting_tuple(r.run)) for r in members}) > 1:

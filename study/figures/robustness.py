@@ -28,8 +28,8 @@ from study.figures.style import (
     table_recipe,
     with_recipe,
 )
+from study.labels import corruption_name, eval_label, eval_name, method_name, norm_title
 from study.metrics.seeds import seed_summary
-from study.names import corruption_name, eval_label, eval_name, method_name, norm_title
 
 
 def _pooled(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:

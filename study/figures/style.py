@@ -1,6 +1,6 @@
 """Fonts, sizes, colours, display names, caveats and file output shared by every figure of the study.
 
-Display names live in study.names (below the figures and the tables, which both use them)."""
+Display names live in study.labels (below the figures and the tables, which both use them)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from study import names
+from study import labels
 from study.io import atomic_path
-from study.names import dataset_name, eval_name, eval_norm, method_name, model_name, split_record_name
+from study.labels import dataset_name, eval_name, eval_norm, method_name, model_name
 from study.published import FEWEST_PUBLISHED_EPOCHS, PUBLISHED_EPOCHS
+from study.record_names import split_record_name
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
@@ -79,11 +80,13 @@ def display_title(title: str) -> str:
 
 
 def _display_key(key: str) -> str:
-    for known, pretty in ((names.METHOD_NAMES, method_name), (names.MODEL_NAMES, model_name),
-                          (names.DATASET_NAMES, dataset_name)):
-        if key in known:
-            return pretty(key)
-    if names.eval_settings_of(key):
+    if key in labels.METHOD_NAMES:
+        return method_name(key)
+    if labels.is_model(key):
+        return model_name(key)
+    if key in labels.DATASET_NAMES:
+        return dataset_name(key)
+    if labels.eval_settings_of(key):
         return eval_name(key)
     return method_name(key)  # composed methods (trades_cfa_fawa), else the title-cased fallback
 
@@ -99,7 +102,7 @@ def counted_title(title: str | None, count: int, noun: str, base: str = "") -> s
 def panel_title(name: str) -> str:
     """A panel name from a caller: an evaluation key ('clean', 'pgd20') becomes its display name."""
     key = name.split(" · ")[0]
-    if names.eval_settings_of(key):  # empty unless `key` is spelled like an evaluation key
+    if labels.eval_settings_of(key):  # empty unless `key` is spelled like an evaluation key
         return eval_name(key) + name[len(key):]
     return name
 

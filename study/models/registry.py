@@ -8,10 +8,11 @@ Every registered model follows one contract, which later code relies on:
 * ``model.fc`` -> the final ``nn.Linear``; ``model(x) == model.fc(model.features(x))``.
 
 Adding an architecture means writing a module that follows the contract and adding one
-``ModelSpec`` row to ``_REGISTRY``.
+``ModelSpec`` row to ``_ROWS``: its name, module and factory, display label, cost and smallest
+input; the params check, the run-config check, the labels and the job estimates read that row.
 
 The table names each architecture's module and factory instead of importing them: the
-plan (the params check, Snakemake's DAG) reads ``MODEL_NAMES`` without importing torch,
+plan (the params check, Snakemake's DAG) reads ``MODELS`` without importing torch,
 and ``build_model`` imports the one module it builds from.
 """
 
@@ -28,14 +29,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """``study.models.<module>.<factory>(num_classes, in_channels, normalize)`` creates the model.
+    """An architecture: ``study.models.<module>.<factory>(num_classes, in_channels, normalize)``
+    creates it; ``label`` is what figures and tables call it (study.labels); ``gflops_32`` its
+    forward GFLOPs per 32x32 RGB image (10 classes, ``count_flops``; the tests check it), from
+    which study.resources estimates a job's time.
 
     ``min_image_size`` is the smallest side the architecture accepts; all models end in
     global pooling, so every size from there up works.
     """
 
+    name: str
     module: str
     factory: str
+    label: str
+    gflops_32: float
     min_image_size: int
 
     @property
@@ -43,28 +50,31 @@ class ModelSpec:
         return getattr(importlib.import_module(f"study.models.{self.module}"), self.factory)
 
 
-_REGISTRY: dict[str, ModelSpec] = {
+_ROWS = (
     # Three 2x2 max-pools / three stride-2 stages each shrink the input by 8 overall.
-    "small_cnn": ModelSpec("small_cnn", "SmallCNN", min_image_size=8),
+    ModelSpec("small_cnn", "small_cnn", "SmallCNN", "Small CNN", 0.021, min_image_size=8),
     # A stride-2 stem, then three 2x2 max-pools: 16 px at least.
-    "small_cnn_s2": ModelSpec("small_cnn", "StridedSmallCNN", min_image_size=16),
-    "resnet18": ModelSpec("resnet", "resnet18", min_image_size=8),
-    "preact_resnet18": ModelSpec("preact_resnet", "preact_resnet18", min_image_size=8),
+    ModelSpec("small_cnn_s2", "small_cnn", "StridedSmallCNN", "Small CNN-S2", 0.029, min_image_size=16),
+    ModelSpec("resnet18", "resnet", "resnet18", "ResNet-18", 1.11, min_image_size=8),
+    ModelSpec("preact_resnet18", "preact_resnet", "preact_resnet18", "PreAct-ResNet-18", 1.11, min_image_size=8),
     # Pool, 5x5 valid conv, pool: the second conv needs a map of at least 5 px.
-    "lenet": ModelSpec("lenet", "LeNet", min_image_size=10),
+    ModelSpec("lenet", "lenet", "LeNet", "LeNet", 0.0017, min_image_size=10),
     # Max-pools rounding up reach 1 px from any size.
-    "vgg16": ModelSpec("vgg", "vgg16", min_image_size=8),
-    "vgg19": ModelSpec("vgg", "vgg19", min_image_size=8),
-    "resnet50": ModelSpec("resnet", "resnet50", min_image_size=8),
-    "wrn_28_10": ModelSpec("preact_resnet", "wrn_28_10", min_image_size=8),
-    "densenet121": ModelSpec("densenet", "densenet121", min_image_size=8),
-    "densenet169": ModelSpec("densenet", "densenet169", min_image_size=8),
-    "googlenet": ModelSpec("inception", "GoogLeNet", min_image_size=8),
+    ModelSpec("vgg16", "vgg", "vgg16", "VGG-16", 0.63, min_image_size=8),
+    ModelSpec("vgg19", "vgg", "vgg19", "VGG-19", 0.80, min_image_size=8),
+    ModelSpec("resnet50", "resnet", "resnet50", "ResNet-50", 2.60, min_image_size=8),
+    ModelSpec("wrn_28_10", "preact_resnet", "wrn_28_10", "WRN-28-10", 10.49, min_image_size=8),
+    ModelSpec("densenet121", "densenet", "densenet121", "DenseNet-121", 1.78, min_image_size=8),
+    ModelSpec("densenet169", "densenet", "densenet169", "DenseNet-169", 2.12, min_image_size=8),
+    ModelSpec("googlenet", "inception", "GoogLeNet", "GoogLeNet", 2.89, min_image_size=8),
     # Two unpadded stride-2 3x3 reductions: 8 -> 3 -> 1.
-    "inception_v3": ModelSpec("inception", "InceptionV3", min_image_size=8),
-}
+    ModelSpec("inception_v3", "inception", "InceptionV3", "Inception-v3", 7.26, min_image_size=8),
+)
+#: the architectures the study trains, by name
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _ROWS}
 
-MODEL_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+#: their names, in the order of the table
+MODEL_NAMES: tuple[str, ...] = tuple(MODELS)
 
 
 def build_model(
@@ -80,9 +90,9 @@ def build_model(
     ``mean``/``std`` are the per-channel dataset statistics applied by the model's first
     layer; ``None`` means mean 0 / std 1 (no normalization).
     """
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODEL_NAMES)}")
-    spec = _REGISTRY[name]
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODELS)}")
+    spec = MODELS[name]
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     if in_channels < 1:

@@ -5,7 +5,7 @@ in the mitigation group; the PGD evaluation is `pgd20` in the paper preset, `pgd
 - the method: a run matches when its resolved policies (study.config.resolve_method) equal
   those of the row's method;
 - the checkpoint: the table's `checkpoint` column (best on validation, or last;
-  study.names.table_checkpoints);
+  study.record_names.table_checkpoints);
 - the evaluation by its settings: clean, or PGD / AutoAttack at L-inf 8/255 (of several PGD
   evaluations the one whose step count is nearest the published one); where a preset has no
   AutoAttack, its PGD evaluation stands in, as a recipe difference;
@@ -28,8 +28,8 @@ from study.config import ConfigError, EvaluationSpec, comparison_baseline, resol
 from study.config.methods import method_entry, resolved_method
 from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.metrics.trust import not_counted
-from study.names import split_record_name, table_checkpoints
 from study.published import BY_ID, PUBLISHED_EPOCHS, Published
+from study.record_names import split_record_name, table_checkpoints
 from study.run_directory import SETTING_COLUMNS
 
 PUBLISHED_EPS = 8 / 255

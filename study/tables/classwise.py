@@ -2,7 +2,7 @@
 
 Every number comes from the per-sample evaluation records and the per-epoch records;
 nothing is recomputed from models here. Every row carries the `checkpoint` its evaluation is of
-(`last`, or `best` on validation; `eval` is the record's name, study.names.record_name). Given
+(`last`, or `best` on validation; `eval` is the record's name, study.record_names.record_name). Given
 the runs' checks.json files, every row carries its evaluation's `check_status` and
 `checks_not_passed`, and the rule of study.metrics.trust applies: a flagged or failed
 evaluation stays in classwise.csv and summary.csv, marked, but its samples are not counted in the seed aggregates
@@ -21,9 +21,10 @@ from study.config.spec import ConfigSpec
 from study.config.types import AveragingPolicy, RunConfig, ZooRunConfig
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
+from study.labels import zoo_model_name
 from study.metrics import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
-from study.names import checkpoint_of, metrics_stem, zoo_model_name
+from study.record_names import checkpoint_of, metrics_stem
 from study.run_directory import CONFIG_FILE, SETTING_COLUMNS, identity, read_run_config
 
 #: the columns a seed aggregate is keyed by

@@ -30,7 +30,7 @@ from study.metrics.classwise import class_accuracy, discrepancy
 from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive, confusion_matrix, frl_errors, frl_summary
 from study.metrics.trust import counted, read_checks, trust_of
-from study.names import checkpoint_of
+from study.record_names import checkpoint_of
 from study.run_directory import identity
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import torch
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.config.spec import ConfigSpec, run_key
 from study.config.types import RunConfig
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
-from study.run_directory import CHECKPOINT_FILES, CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE
+from study.run_directory import CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE
 from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng
 from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler

@@ -1,13 +1,12 @@
 # All helper Python of the workflow: it maps the configured study onto files and command arguments.
-# Science and the plan live in `study` (the plan: study.config; figure panels: study.figures.panels); the rules' own
-# helpers (command-line words, wildcard constraints) are below, and the run summary is run_summary.py.
+# Science and the plan live in `study` (the plan: study.config; the figures: study.figures.catalog); the rules'
+# own helpers (command-line words, wildcard constraints) are below, and the run summary is run_summary.py.
 import json
 import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Callable, NamedTuple
 
 from snakemake.exceptions import WorkflowError
 
@@ -15,9 +14,10 @@ from study import resources as resources_estimate
 from study.config import (ConfigError, EvaluationSpec, configured_mirror, constructions, load_params, plan_runs,
                           prepared_name, present_baseline, resolve_evaluation)
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
-from study.figures import panels
-from study.names import CHECKPOINTS, metrics_stem, record_name
-from study.run_directory import CHECKPOINT_FILES, training_setting
+from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS
+from study.figures.catalog import FIGURES, Study
+from study.record_names import metrics_stem, record_name
+from study.run_directory import training_setting
 
 # ---- the words of a `study` command line and a rule's wildcard constraints, from values alone
 # (no config, no path of the study)
@@ -298,19 +298,10 @@ def corruption_args(wildcards):  # the official archive: looked for in the mirro
 
 
 # ---------------------------------------------------------------- figures
-# A figure is drawn once per panel. Its panel function (study.figures.panels) returns
-# {key: (run ids, options)}: the key holds the fields of the panel's file name (`stem`), the
-# options those of its `study` command; the files it reads (figure_inputs) are added here.
-
-class Figure(NamedTuple):
-    command: str  # `study COMMAND`: `figure KIND` (study/figures/registry.py) or `features-figure`
-    reads: str  # the table it draws (TABLES, ROBUSTNESS_TABLES) or "records": its runs' per-sample records
-    panels: Callable  # () -> {key: (run ids, options)}
-    caption: str  # workflow/report/<caption>.rst, in the HTML report beside the PNG
-    category: str  # of the HTML report
-    stem: str = "{dataset}__{model}__{method}"  # a panel's file name, from its key
-    extra: tuple = ()  # further outputs: (name, suffix after the stem, caption if a figure of the report)
-
+# The study's figures are the catalog's (study.figures.catalog.FIGURES: command, table read, panels,
+# caption, report category, file names). A figure is drawn once per panel: its panel function returns
+# {key: (run ids, options)} of the runs planned here; the key holds the fields of the panel's file
+# name (`stem`), the options those of its `study` command; the files it reads (figure_inputs) are added here.
 
 def features_panels():
     """Figure 12: the models trained on the constructed datasets, beside their source models."""
@@ -325,51 +316,11 @@ def features_panels():
                        "examples_stem": f"{RESULTS}/figures/fig12_features/{'__'.join(key)}__examples"})}
 
 
-_ACC, _ROBUST, _DISC = "Class-wise accuracy and robustness", "Robustness per class", "Class-wise discrepancy"
-_MATRIX, _MITIGATION, _ZOO = "Confusion and class similarity", "Mitigation", "RobustBench model zoo"
-FIGURES = {  # name: Figure(command, reads, panels, caption, report category[, stem, extra outputs])
-    "fig01_classwise_standard": Figure("figure classwise", "classwise", lambda: panels.classwise(PLAN, "standard"),
-                                       "classwise", _ACC),
-    "fig02_classwise_adversarial": Figure("figure classwise", "classwise", lambda: panels.classwise(PLAN, "pgd_at"),
-                                          "classwise", _ACC),
-    "fig03_frl_errors": Figure("figure frl_errors", "frl", lambda: panels.robustness(ROBUSTNESS_RUNS, "all"),
-                               "robustness", _ROBUST),
-    "fig04_discrepancy_datasets": Figure("figure discrepancy", "classwise",
-                                         lambda: panels.discrepancy(PLAN, "datasets", "dataset"),
-                                         "discrepancy", _DISC, "{group}"),
-    "fig05_discrepancy_models": Figure("figure discrepancy", "classwise",
-                                       lambda: panels.discrepancy(PLAN, "models", "model"),
-                                       "discrepancy", _DISC, "{group}"),
-    "fig06_discrepancy_optimization": Figure("figure discrepancy", "classwise",
-                                             lambda: panels.discrepancy(PLAN, "optimization", "setting"),
-                                             "discrepancy", _DISC, "{group}"),
-    "fig07_epochs": Figure("figure epochs", "epochs", lambda: panels.classwise(PLAN, evaluations=False),
-                           "epochs", "Class-wise records over training"),
-    "fig08_rank_agreement": Figure("figure rank_agreement", "classwise", lambda: panels.rank_agreement(PLAN),
-                                   "rank_agreement", "Rank agreement of class accuracies", "{dataset}"),
-    "fig09_confusion": Figure("figure confusion", "records", lambda: panels.class_matrix(PLAN),
-                              "class_matrix", _MATRIX),
-    "fig10_logit_similarity": Figure("figure logit_similarity", "records", lambda: panels.class_matrix(PLAN),
-                                     "class_matrix", _MATRIX),
-    "fig11_cfp": Figure("figure cfp", "cfp", lambda: panels.robustness(ROBUSTNESS_RUNS, of_method="pgd_at"),
-                        "robustness", _ROBUST),
-    "fig12_features": Figure("features-figure", "classwise", features_panels,
-                             "features", "Robust and non-robust features", "{dataset}__{model}",
-                             (("examples", "__examples.png", "features_examples"),
-                              ("examples_pdf", "__examples.pdf", None))),
-    "fig13_mitigation": Figure("figure mitigation", "classwise", lambda: panels.mitigation(PLAN, mitigation_controls),
-                               "mitigation", _MITIGATION, extra=(("table", ".csv", None),)),
-    "fig13_policy_epochs": Figure("figure policy_epochs", "epochs", lambda: panels.mitigation(PLAN),
-                                  "policy_epochs", _MITIGATION),
-    "fig14_corruptions": Figure("figure corruptions", "corruptions", lambda: panels.robustness(CORRUPTION_RUNS),
-                                "robustness", _ROBUST),
-    **{fig: Figure(f"figure {kind}", "zoo_classwise", lambda ref=ref: panels.zoo(ZOO, _ZF, ref), kind, _ZOO,
-                   "{dataset}__{group}", extra) for fig, kind, ref, extra in (
-        ("fig15_zoo_classwise", "zoo_classwise", None, (("intervals", ".csv", None),)),
-        ("fig16_zoo_ranks", "zoo_ranks", TABLES["classwise"], ()), ("fig17_zoo_gap", "zoo_gap", None, ()))},
-}
+STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
+              zoo_evaluations=_ZF, classwise_table=TABLES["classwise"], controls=mitigation_controls,
+              features=features_panels)
 try:
-    FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels() for fig in config["figures"]}
+    FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels(STUDY) for fig in config["figures"]}
 except ValueError as err:
     raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
 STEM_FIELDS = {fig: re.findall(r"{(\w+)}", spec.stem) for fig, spec in FIGURES.items()}

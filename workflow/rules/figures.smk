@@ -1,4 +1,4 @@
-# Phase 4: figures. One rule per figure of the FIGURES table (common.smk), one job per panel,
+# Phase 4: figures. One rule per figure of the catalog (study.figures.catalog.FIGURES), one job per panel,
 # each running the figure's `study` command; and the manifest results/figures/all that
 # stands for the whole set, which also copies every PNG into results/figure_images (DVC's plots).
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
+from study.labels import dataset_name, eval_name, zoo_model_name
 
-from study.figures.style import figure_size, figure_style, percent_axis, save_figure
-from study.io import atomic_path
-from study.names import dataset_name, eval_name, zoo_model_name
+if TYPE_CHECKING:  # the figure catalog imports this module; pandas and matplotlib where a figure is drawn
+    import pandas as pd
 
 OURS = "Ours: PGD-AT"
 
@@ -29,6 +27,8 @@ OURS = "Ours: PGD-AT"
 def zoo_rows(table: Path, dataset: str | None, runs: Sequence[str] | None,
              evaluations: Sequence[str] | None) -> tuple[pd.DataFrame, str]:
     """The rows of the panel's zoo runs at its evaluation (the first given), and that evaluation."""
+    import pandas as pd
+
     rows = pd.read_csv(table)
     if runs:
         rows = rows[rows["run_id"].isin(runs)]
@@ -61,6 +61,12 @@ def draw_zoo_classwise(table: Path, out_stem: str | Path, *, dataset: str | None
                        threat_model: str | None = None, runs: Sequence[str] | None = None,
                        evaluations: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 15: class-wise robust accuracy of every zoo model (heatmap) and its intervals (CSV)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from study.figures.style import figure_size, figure_style, save_figure
+    from study.io import atomic_path
+
     rows, ev = zoo_rows(table, dataset, runs, evaluations)
     wide = class_matrix(rows)
     with figure_style():
@@ -90,6 +96,8 @@ def draw_zoo_classwise(table: Path, out_stem: str | Path, *, dataset: str | None
 
 def reference_profile(reference: str | Path | None, dataset: str, ev: str) -> pd.Series | None:
     """Our PGD-AT runs' class accuracies (%, mean over runs) on `dataset`, at `ev` or else PGD-20."""
+    import pandas as pd
+
     if not reference or not Path(reference).exists():
         return None
     ours = pd.read_csv(reference)
@@ -107,6 +115,11 @@ def draw_zoo_ranks(table: Path, out_stem: str | Path, *, dataset: str | None = N
                    threat_model: str | None = None, runs: Sequence[str] | None = None,
                    evaluations: Sequence[str] | None = None, reference: str | None = None, **_) -> list[Path]:
     """Figure 16: do the zoo's models (and ours) rank the classes alike, and which class is worst?"""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from study.figures.style import figure_size, figure_style, save_figure
+
     rows, ev = zoo_rows(table, dataset, runs, evaluations)
     wide = class_matrix(rows).T  # classes x models
     ours = reference_profile(reference, rows["dataset"].iloc[0], ev)
@@ -141,6 +154,11 @@ def draw_zoo_gap(table: Path, out_stem: str | Path, *, dataset: str | None = Non
                  threat_model: str | None = None, runs: Sequence[str] | None = None,
                  evaluations: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 17: best-minus-worst class gap against the mean class accuracy, one point per model."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from study.figures.style import figure_size, figure_style, percent_axis, save_figure
+
     rows, ev = zoo_rows(table, dataset, runs, evaluations)
     wide = class_matrix(rows)
     mean, gap = wide.mean(axis=1), wide.max(axis=1) - wide.min(axis=1)

@@ -1,15 +1,6 @@
-"""Names: what an evaluation's records are called, and the display names of methods,
-evaluations, datasets and models.
-
-An evaluation's records are named `<evaluation>` for the last checkpoint, `<evaluation>@best`
-for the best on validation and `<evaluation>@published` for the best on the test subset by the
-published protocol (the stem of the record's file, and the `eval` column of the tables).
-`record_name` and `split_record_name` are the only code that formats and parses that name; every
-other reader takes the checkpoint from its field (a record's `evaluation.checkpoint`, a table's
-`checkpoint` column).
-
-The display names are the one table that every figure and every table meant for readers takes
-its labels from, so no configuration key reaches a reader.
+"""Labels: what a reader sees. The display names of methods, evaluations, datasets and models
+that every figure and every table meant for readers takes its labels from, so no configuration
+key reaches a reader. What files and records are called is study.record_names'.
 
 Evaluation labels are built from the evaluation's settings (type, norm, eps, steps) when the
 caller has them (the records carry them; `evaluation_settings` reads them from the params), since
@@ -23,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the workflow's DAG process imports this module; pandas only types it here
-    import pandas as pd
+from study.checkpoints import CHECKPOINT_LABELS
+from study.models.registry import MODELS
+from study.record_names import split_record_name
 
 DATASET_NAMES = {
     "mnist": "MNIST",
@@ -41,24 +32,13 @@ DATASET_NAMES = {
     "synthetic": "Synthetic",
     "cifar10_c": "CIFAR-10-C",
 }
-MODEL_NAMES = {
-    "small_cnn": "Small CNN",
-    "small_cnn_s2": "Small CNN-S2",
-    "lenet": "LeNet",
-    "vgg16": "VGG-16",
-    "vgg19": "VGG-19",
-    "resnet18": "ResNet-18",
-    "resnet50": "ResNet-50",
-    "preact_resnet18": "PreAct-ResNet-18",
-    "wrn_28_10": "WRN-28-10",
+# Models that no row of study.models.registry builds: other spellings of its architectures (in
+# records and published tables) and models trained elsewhere (the zoo's torchvision ones).
+OTHER_MODEL_LABELS = {
     "wrn28_10": "WRN-28-10",
     "wide_resnet28_10": "WRN-28-10",
     "wrn34_10": "WRN-34-10",
     "wide_resnet34_10": "WRN-34-10",
-    "densenet121": "DenseNet-121",
-    "densenet169": "DenseNet-169",
-    "googlenet": "GoogLeNet",
-    "inception_v3": "Inception-v3",
     "resnet50_torchvision": "ResNet-50 (torchvision)",
     "Salman2020Do_R50": "ResNet-50 (Salman et al. 2020, robust)",
 }
@@ -92,15 +72,6 @@ NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
 _LINF_BY_DEFAULT = {"pgd", "autoattack", "aa", "square", "fgsm", "apgd", "bim", "fab"}
 # Datasets built after Ilyas et al. 2019 (docs/study.md#figures, 12), named as in the paper.
 CONSTRUCTED_NAMES = {"d_rand": "D_rand", "d_det": "D_det", "d_nr": "D_NR", "d_r": "D_R"}
-CHECKPOINT_NAMES = {"best": "best checkpoint", "last": "last checkpoint",
-                    "published": "best on the test set, published protocol"}
-#: the checkpoints a run is evaluated at: `last` (model.pt), `best` on validation (model_best.pt),
-#: `published`: best on the test subset by the published protocol (model_published.pt)
-CHECKPOINTS = ("last", "best", "published")
-#: the checkpoints the study's own comparisons read: chosen without the test set. `published`
-#: is chosen on it and stands only beside a published value chosen the same way (docs/methods.md)
-STUDY_CHECKPOINTS = ("last", "best")
-_CHECKPOINT_MARK = "@"
 
 _EVAL_KEY = re.compile(r"^(?P<attack>[a-z]+?)(?P<steps>\d+)?(?:_(?P<norm>linf|l2|l1)_?(?P<eps>\d+))?$")
 _LOWER_WORDS = {"of", "and", "on", "at", "the", "with"}
@@ -148,7 +119,13 @@ def dataset_name(key: str) -> str:
 
 def model_name(key: str) -> str:
     """'preact_resnet18' -> 'PreAct-ResNet-18'."""
-    return MODEL_NAMES.get(str(key), None) or humanize(key)
+    key = str(key)
+    return MODELS[key].label if key in MODELS else OTHER_MODEL_LABELS.get(key) or humanize(key)
+
+
+def is_model(key: str) -> bool:
+    """Whether `key` names a model that has a label (an architecture of the registry, or another)."""
+    return key in MODELS or key in OTHER_MODEL_LABELS
 
 
 def method_name(key: str) -> str:
@@ -217,52 +194,6 @@ def corruption_name(key: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _known_checkpoint(checkpoint: object, name: object) -> str:
-    if checkpoint not in CHECKPOINTS:
-        raise ValueError(f"checkpoint {checkpoint!r} of evaluation {name!r} is unknown; "
-                         f"valid: {', '.join(CHECKPOINTS)}")
-    return str(checkpoint)
-
-
-def record_name(evaluation: str, checkpoint: str = "last") -> str:
-    """The name of an evaluation's records at a checkpoint: ('pgd20', 'last') -> 'pgd20',
-    ('pgd20', 'best') -> 'pgd20@best', ('pgd20', 'published') -> 'pgd20@published'."""
-    checkpoint = _known_checkpoint(checkpoint, evaluation)
-    return str(evaluation) if checkpoint == "last" else f"{evaluation}{_CHECKPOINT_MARK}{checkpoint}"
-
-
-def metrics_stem(dataset: str, model: str, method: str, train_data: str = "original") -> str:
-    """The name of a model's headline metrics file (results/metrics/<stem>.json, study.tables):
-    dataset__model__method, and __<train data> for a model trained on a constructed dataset;
-    the workflow names the files the tables job must write by it."""
-    return "__".join(str(k) for k in (dataset, model, method, train_data) if k != "original")
-
-
-def split_record_name(name: str) -> tuple[str, str]:
-    """(evaluation, checkpoint) of a record's name: 'pgd20@best' -> ('pgd20', 'best'), 'pgd20' -> ('pgd20', 'last')."""
-    base, mark, checkpoint = str(name).partition(_CHECKPOINT_MARK)
-    return base, _known_checkpoint(checkpoint, name) if mark else "last"
-
-
-def checkpoint_of(evaluation: Mapping) -> str:
-    """The checkpoint an evaluation record's metadata (`evaluation`: its name and `checkpoint`)
-    comes from; records written before the field existed have it in their name only."""
-    by_name = split_record_name(evaluation["name"])[1]
-    stated = evaluation.get("checkpoint", by_name)
-    if stated != by_name:
-        raise ValueError(f"evaluation {evaluation['name']!r} records checkpoint {stated!r} "
-                         f"but its name says {by_name!r}")
-    return by_name
-
-
-def table_checkpoints(table: pd.DataFrame) -> pd.Series:
-    """The checkpoint of each row of a table of evaluations: its `checkpoint` column; a table
-    written before that column existed has the checkpoint in its records' names (`eval`) only."""
-    if "checkpoint" in table:
-        return table["checkpoint"]
-    return table["eval"].map(lambda name: split_record_name(name)[1])
-
-
 def eval_settings_of(key: str, settings: Mapping | None = None) -> dict:
     """The settings of an evaluation: `settings` when given, else what its key spells out."""
     base, _ = split_record_name(key)
@@ -304,13 +235,13 @@ def eval_name(key: str, settings: Mapping | None = None) -> str:
             name += f", {NORM_NAMES[norm]}"
     else:
         name = humanize(base)
-    return name + (f" ({CHECKPOINT_NAMES[checkpoint]})" if checkpoint != "last" else "")
+    return name + (f" ({CHECKPOINT_LABELS[checkpoint]})" if checkpoint != "last" else "")
 
 
 def eval_label(key: str, settings: Mapping | None = None) -> str:
     """Legend label: 'clean accuracy' for clean, 'robustness (PGD-20, L∞ 8/255)' for an attack."""
     base, checkpoint = split_record_name(key)
-    suffix = f", {CHECKPOINT_NAMES[checkpoint]}" if checkpoint != "last" else ""
+    suffix = f", {CHECKPOINT_LABELS[checkpoint]}" if checkpoint != "last" else ""
     if eval_settings_of(base, settings).get("type") == "clean":  # a mapping, as in eval_norm
         return "clean accuracy" + suffix
     return f"robustness ({eval_name(base, settings)}){suffix}"

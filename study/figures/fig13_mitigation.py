@@ -1,125 +1,28 @@
-"""Draw one figure of the study (what `study figure KIND` runs): `make_figure` looks the kind
-up in study.figures.registry, checks what it reads, and calls its draw function. The draw
-functions of the class-wise (1, 2), epoch (7) and mitigation (13) figures live here."""
+"""Figure 13: the mitigation methods of one (dataset, model), their worst against their mean
+class (the class-wise table) and their policies over the epochs (the epochs table), each method
+beside its control; the drawing is study.figures.mitigation's."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from study.checkpoints import STUDY_CHECKPOINTS
+from study.labels import eval_name, method_name
+from study.record_names import split_record_name, table_checkpoints
 
-from study.figures.registry import FIGURE_KINDS
-from study.figures.style import run_title, save_figure, table_recipe
-from study.names import STUDY_CHECKPOINTS, eval_name, method_name, split_record_name, table_checkpoints
-from study.run_directory import SETTING_COLUMNS
-
-
-def make_figure(
-    kind: str,
-    table_path: str | Path | None,
-    out_stem: str | Path,
-    *,
-    dataset: str | None = None,
-    model: str | None = None,
-    method: str | None = None,
-    evaluations: Sequence[str] | None = None,
-    runs: Sequence[str] | None = None,
-    records: Sequence[str | Path] | None = None,
-    by: str | None = None,
-    methods: Sequence[str] | None = None,
-    threat_model: str | None = None,
-    reference: str | Path | None = None,
-    preset: str | None = None,
-    controls: Sequence[str] | None = None,
-) -> list[Path]:
-    """One figure of kind `kind` from a table (or, for the record kinds, per-sample records);
-    `runs` keeps only those runs (one training setting when the study has several). Figure 13:
-    `controls` (`method=control` words, from the workflow's plan) name each method's comparison;
-    without them, params.yaml and `preset` do."""
-    if kind not in FIGURE_KINDS:
-        raise ValueError(f"unknown figure kind {kind!r}; valid: {', '.join(FIGURE_KINDS)}")
-    spec = FIGURE_KINDS[kind]
-    options = {"dataset": dataset, "model": model, "method": method, "evaluations": evaluations, "runs": runs,
-               "by": by, "methods": methods, "threat_model": threat_model, "reference": reference, "preset": preset,
-               "controls": controls}
-    missing = [f"--{name}" for name in spec.needs if options[name] is None]
-    if missing:
-        raise ValueError(f"figure {kind} needs {', '.join(missing)}")
-    if spec.reads == "records":
-        if not records:
-            raise ValueError(f"figure {kind} needs per-sample records (--records; `{spec.made_by}` writes them)")
-        source = list(records)
-    else:
-        if table_path is None:
-            raise ValueError(f"figure {kind} needs --table (`{spec.made_by}` writes it)")
-        source = Path(table_path)
-        if not source.exists():
-            raise FileNotFoundError(f"table {source} does not exist; `{spec.made_by}` makes it")
-    return spec.function()(source, out_stem, **options)
-
-
-def select_rows(table: pd.DataFrame, dataset: str, model: str, method: str) -> pd.DataFrame:
-    rows = table[(table["dataset"] == dataset) & (table["model"] == model) & (table["method"] == method)]
-    if "train_data" in rows:  # models trained on constructed datasets have figures of their own
-        rows = rows[rows["train_data"] == "original"]
-    if rows.empty:
-        have = table[["dataset", "model", "method"]].drop_duplicates().to_records(index=False).tolist()
-        raise ValueError(f"no rows for dataset={dataset} model={model} method={method}; the table has {have}")
-    settings = rows[[c for c in SETTING_COLUMNS if c in rows]].drop_duplicates()
-    if len(settings) > 1:
-        raise ValueError(
-            f"{len(settings)} training settings of {dataset}/{model}/{method} in the table; "
-            "a class-wise figure shows one (filter the table first)"
-        )
-    return rows
-
-
-def _title(rows: pd.DataFrame, dataset: str, model: str, method: str) -> str:
-    title = run_title(dataset=dataset, model=model, method=method)
-    variant = str(rows["data_variant"].iloc[0])
-    if variant not in ("official", "default"):
-        title += f" ({variant} variant of the data)"
-    seeds = rows["seed"].nunique()
-    return title + f"  ·  {seeds} seed{'s' if seeds > 1 else ''}"
-
-
-def _panel(table_path: Path, dataset: str, model: str, method: str,
-           runs: Sequence[str] | None) -> tuple[pd.DataFrame, str]:
-    """The rows of one (dataset, model, method) and the figure's title."""
-    table = pd.read_csv(table_path)
-    if runs:
-        table = table[table["run_id"].isin(runs)]
-    rows = select_rows(table, dataset, model, method)
-    return rows, _title(rows, dataset, model, method)
-
-
-def draw_classwise(table: Path, out_stem: str | Path, *, dataset: str, model: str, method: str,
-                   evaluations: Sequence[str] | None = None, runs: Sequence[str] | None = None, **_) -> list[Path]:
-    """Figures 1 and 2: `evaluations` picks the evaluations shown (default: every one)."""
-    from study.figures.classwise import plot_classwise
-
-    rows, title = _panel(table, dataset, model, method, runs)
-    if evaluations:
-        unknown = sorted(set(evaluations) - set(rows["eval"]))
-        if unknown:
-            raise ValueError(f"evaluation(s) {unknown} not in the table; it has {sorted(rows['eval'].unique())}")
-        rows = rows[rows["eval"].isin(evaluations)]
-    return save_figure(plot_classwise(rows, title=title), out_stem)
-
-
-def draw_epochs(table: Path, out_stem: str | Path, *, dataset: str, model: str, method: str,
-                runs: Sequence[str] | None = None, **_) -> list[Path]:
-    """Figure 7: the epochs table's class-wise records of one (dataset, model, method)."""
-    from study.figures.epochs import plot_epochs
-
-    rows, title = _panel(table, dataset, model, method, runs)
-    return save_figure(plot_epochs(rows, title=title), out_stem)
+if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
+    import pandas as pd
 
 
 def _mitigation_rows(table: Path, dataset: str, model: str,
                      methods: Sequence[str] | None) -> tuple[pd.DataFrame, list[str], str]:
     """Figure 13's rows of one (dataset, model), its methods (all in the table if None), its title."""
+    import pandas as pd
+
+    from study.figures.style import run_title
+
     rows = pd.read_csv(table)
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
     if "eval" in rows.columns or "checkpoint" in rows.columns:  # the epochs table has neither: no checkpoint
@@ -133,6 +36,8 @@ def _mitigation_rows(table: Path, dataset: str, model: str,
 def _with_flagged_seeds(summary: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
     """Figure 13's table with `flagged_seeds`: the runs per (method, evaluation, checkpoint) the checks
     flagged, left out of its numbers; a row whose every seed was flagged stays, its numbers empty."""
+    import pandas as pd
+
     if flagged.empty:
         return summary.assign(flagged_seeds=0)
     keys = ["dataset", "model", "method", "eval", "checkpoint"]
@@ -182,6 +87,7 @@ def draw_mitigation(table: Path, out_stem: str | Path, *, dataset: str, model: s
                     controls: Sequence[str] | None = None, **_) -> list[Path]:
     """Figure 13 for one (dataset, model), and its table beside it as `<out_stem>.csv`."""
     from study.figures.mitigation import mitigation_table, plot_mitigation
+    from study.figures.style import save_figure, table_recipe
     from study.figures.trust import left_out_note, split_counted
     from study.io import atomic_path
 
@@ -209,6 +115,7 @@ def draw_policy_epochs(table: Path, out_stem: str | Path, *, dataset: str, model
                        methods: Sequence[str] | None = None, **_) -> list[Path]:
     """How the mitigation methods' policies adapt over the epochs (beside figure 13)."""
     from study.figures.mitigation import plot_policy_epochs
+    from study.figures.style import save_figure
 
     rows, methods, title = _mitigation_rows(table, dataset, model, methods)
     return save_figure(plot_policy_epochs(rows, methods, title=title), out_stem)

@@ -1,0 +1,61 @@
+"""Figure 8: rank agreement of the class accuracies between the configurations (model, method,
+training setting) of one dataset, from the class-wise table (study tables); the drawing is
+study.figures.explain's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
+    import pandas as pd
+
+from study.figures.fig04_06_discrepancy import counted_rows, read_table, setting_label, with_roles
+from study.labels import dataset_name, eval_name, method_name, model_name
+
+
+def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):
+    from study.figures.explain import plot_rank_agreement
+    from study.figures.style import display_title, table_recipe
+    from study.figures.trust import left_out_note
+    from study.metrics.rank import class_accuracy_matrix, rank_agreement
+
+    if dataset is not None:
+        table = table[table["dataset"] == dataset]
+    if table.empty or table["dataset"].nunique() != 1:
+        raise ValueError("rank agreement compares class accuracies of one dataset; give --dataset")
+    table = table.copy()
+    table["setting"] = table.apply(setting_label, axis=1)
+    varied = [c for c in ("model", "setting") if table[c].nunique() > 1]
+    table["config"] = table.apply(
+        lambda r: " | ".join([model_name(r["model"]) if "model" in varied or not varied else "",
+                              method_name(r["method"]), r["setting"] if "setting" in varied else ""]).strip(" |")
+        .replace(" |  | ", " | "), axis=1)
+    table, flagged = counted_rows(with_roles(table, ["run_id"], evaluations), "rank_agreement")
+    left_out = left_out_note(flagged, ["config", "eval"], lambda k: f"{display_title(str(k[0]))} · {eval_name(k[1])}")
+    panels = {}
+    for role, part in table.groupby("role", sort=True):
+        wide = class_accuracy_matrix(part, ["config"])
+        if left_out and wide.shape[1] < 2:  # the checks left one configuration: nothing to rank it with
+            continue
+        name = "clean accuracy" if role == "clean" else \
+            f"robustness ({', '.join(map(eval_name, sorted(part['eval'].unique())))})"
+        panels[name] = (rank_agreement(wide, "spearman"), rank_agreement(wide, "kendall"))
+    if not panels:
+        raise ValueError(f"the checks flagged all but one configuration of figure rank_agreement: {left_out}")
+    ds = table["dataset"].iloc[0]
+    seeds = table["seed"].nunique()
+    return plot_rank_agreement(panels, title or f"{dataset_name(ds)}: do the same classes lead and lag? "
+                                                f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})",
+                               left_out=left_out, recipe=table_recipe(table))
+
+
+def draw_rank_agreement(table: Path, out_stem: str | Path, *, dataset: str | None = None,
+                        runs: Sequence[str] | None = None, evaluations: Sequence[str] | None = None,
+                        title: str | None = None, **_) -> list[Path]:
+    """Figure 8: rank agreement of the class accuracies of one dataset's configurations."""
+    from study.figures.style import save_figure
+
+    rows = read_table(table, runs, "rank_agreement")
+    return save_figure(_rank(rows, dataset, evaluations, title), out_stem)
