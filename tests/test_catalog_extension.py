@@ -41,7 +41,7 @@ def test_a_model_row_is_planned_estimated_labelled_and_drawn(repo_root, ci_param
     runs = [r for r in plan if r.config["model"] == with_new_model]
     assert runs, "the plan trains the new model"
     # the workflow's rule resources (common.smk: run_resource, train_priority) from the row's cost
-    assert all(resources.train_minutes(r.config) >= 15 for r in runs)
+    assert all(resources.train_minutes(r.run) >= 15 for r in runs)
     assert resources.forward_gflops(with_new_model, 64) == pytest.approx(4 * NEW_MODEL.gflops_32)
     assert labels.model_name(with_new_model) == "Tiny Net"
     # the class-wise figures draw a panel of it (common.smk's FIGURE_PANELS)

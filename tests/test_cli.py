@@ -178,8 +178,9 @@ def test_every_command_a_rule_runs_is_defined_and_each_rule_file_has_its_module(
         module = importlib.import_module(f"study.cli.{stem}")
         assert commands & _defined_by(module), f"study/cli/{stem}.py defines none of {sorted(commands)}"
 
-    figures = re.findall(r'Figure\("([a-z-]+)(?: (\w+))?"', (repo_root / "workflow/rules/common.smk").read_text())
-    assert figures
-    for command, kind in figures:
-        assert command in defined, command
-        assert not kind or kind in FIGURE_KINDS, kind
+    from study.figures.catalog import FIGURES
+
+    assert FIGURES
+    for figure in FIGURES.values():
+        assert figure.command.split()[0] in defined, figure.command
+        assert figure.kind is None or figure.kind in FIGURE_KINDS, figure.kind
