@@ -4,6 +4,7 @@ chosen on validation, and the line the log shows."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +50,9 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
         return stats
     epoch_eval = state.run.epoch_eval
     attack = epoch_eval.validation_attack or epoch_eval.attack
-    val = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed, state.num_classes)
-    return EpochStats(stats.epoch, stats.train_n, stats.train_correct, stats.train_confusion, *val)
+    val_n, clean_ok, robust_ok = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed,
+                                                state.num_classes)
+    return dataclasses.replace(stats, val_n=val_n, val_clean_correct=clean_ok, val_robust_correct=robust_ok)
 
 
 def _ratio(num: float, den: float) -> float:

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 import torch
 
 from study.config.types import WeightsPolicy
+from study.train.policies.dafa import class_similarity, dafa_class_weights
 from study.train.policies.registry import PolicyContext, Registry
-from study.train.policies.stats import EpochStats, StatelessPolicy
+from study.train.policies.stats import EpochStats, StatelessPolicy, warmup_epochs
 
 # How the loss reduces a class-weighted term over a batch: `mean` divides by the batch size
 # (weights with class mean 1), FRL's `separate` / `joint` by the batch's weight sums.
@@ -178,10 +179,54 @@ class FRLReweight(NoWeights):
         self.lam_nat, self.lam_bndy = state["lam_nat"], state["lam_bndy"]
 
 
+class DAFAWeights(NoWeights):
+    """DAFA (Lee et al., ICLR 2024; rucy74/DAFA utils.py:calculate_class_weights, train.py):
+    class weights computed once, from the epoch that ends the warm-up share of the run, out of
+    the class-mean softmax of that epoch's adversarial training outputs (a soft confusion
+    matrix, study.train.policies.dafa), and kept to the end; 1 before. Only the natural term is
+    weighted (losses.py:trades_loss weights the clean CE, not the KL; madry_loss the adversarial
+    CE). The epsilon policy `dafa` scales each class's attack radius and step by the same weights.
+
+    The weights are in the policy's state_dict, so a resumed run keeps them (the reference
+    recomputes them only at its warm-up epoch, so a run resumed after it trains without DAFA)."""
+
+    needs_soft_confusion = True
+
+    def __init__(self, num_classes: int, lam: float = 1.0, epochs: int = 1, warmup: float = 0.35):
+        super().__init__(num_classes)
+        self.lam = float(lam)
+        self.warmup_epochs = warmup_epochs(warmup, epochs)
+        self.w: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> DAFAWeights:
+        return cls(ctx.num_classes, cfg.lambda_, ctx.epochs, cfg.warmup)
+
+    def class_weights(self) -> torch.Tensor:
+        """The class weights (ones before the warm-up epoch has ended)."""
+        return torch.ones(self.num_classes, dtype=torch.float64) if self.w is None else self.w
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.class_weights(), torch.ones(self.num_classes, dtype=torch.float64)
+
+    def update(self, stats: EpochStats) -> None:
+        if self.w is None and stats.epoch >= self.warmup_epochs:
+            if stats.train_soft_confusion is None:
+                raise ValueError("weights type 'dafa' needs the epoch's soft confusion matrix (EpochTotals soft=True)")
+            self.w = dafa_class_weights(class_similarity(stats.train_soft_confusion, stats.train_n), self.lam)
+
+    def state_dict(self) -> dict:
+        return {"w": self.w}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.w = state["w"]
+
+
 WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "none": NoWeights,
     "balanced": BalancedWeights,
     "static": StaticWeights,
     "boost": BoostWeights,
     "frl": FRLReweight,
+    "dafa": DAFAWeights,
 })
