@@ -21,6 +21,7 @@ from study.io import load_torch
 from study.train.engine import train_run
 from study.train.policies.build import build_policies
 from study.train.policies.dafa import class_similarity, dafa_class_weights, soft_confusion, trix_targeted
+from study.train.policies.dro import class_margins, faal_class_weights, kl_to_uniform
 from study.train.policies.stats import EpochStats
 from study.train.step import EpochTotals
 
@@ -237,3 +238,71 @@ def test_trix_step_descends_ce_to_the_target_for_strong_classes_and_ascends_the_
     want = torch.minimum(torch.maximum(start + sign * w * 2 / 255 * grad.sign() - x, -w * 8 / 255), w * 8 / 255)
     assert torch.allclose(loss_input(state.model, x) - x, want, atol=1e-6)
     assert totals.count.sum() == 6
+
+
+# ------------------------------------------------------------------------------ FAAL
+
+def _cvxpy_weights(a: torch.Tensor, radius: float) -> torch.Tensor:
+    """FAAL.py's problem as it writes it, solved by cvxpy (the reference solver)."""
+    cp = pytest.importorskip("cvxpy")
+    import numpy as np
+
+    c = a.shape[0]
+    p = cp.Variable(c, nonneg=True)
+    problem = cp.Problem(cp.Maximize(a.numpy() @ p),
+                         [cp.sum(p) == 1, cp.sum(cp.kl_div(np.full(c, 1 / c), p)) <= radius])
+    problem.solve(solver=cp.CLARABEL)
+    return torch.tensor(p.value)
+
+
+def test_faal_weights_of_two_classes_are_the_hand_solved_ball_boundary():
+    # C = 2: the constraint binds at p (1 - p) = exp(-2 r) / 4, the larger share on the larger margin
+    p = faal_class_weights(torch.tensor([0.3, -0.2]), 0.5)
+    want = (1 + (1 - torch.exp(torch.tensor(-1.0, dtype=torch.float64))).sqrt()) / 2   # 0.897530...
+    assert torch.allclose(p, torch.stack([want, 1 - want]), atol=1e-9)
+    assert float(p[0]) == pytest.approx(0.8975302, abs=1e-6)
+
+
+@pytest.mark.parametrize("radius", [0.5, 1.0, 0.05])
+def test_faal_closed_form_matches_cvxpy_on_fixed_batches(radius):
+    g = torch.Generator().manual_seed(3)
+    for _ in range(4):
+        logits = 3 * torch.randn(128, 10, generator=g)
+        y = torch.randint(0, 10, (128,), generator=g)
+        y[y == 7] = 2   # class 7 absent from the batch: a_7 = 0
+        a = class_margins(logits, y, 10)
+        assert a[7] == 0
+        p = faal_class_weights(a, radius)
+        assert float(p.sum()) == pytest.approx(1.0) and float(kl_to_uniform(p)) == pytest.approx(radius, abs=1e-9)
+        ref = _cvxpy_weights(a, radius)
+        assert torch.allclose(p, ref, atol=1e-4), (p, ref)
+        assert float(a @ p) >= float(a @ ref) - 1e-6
+
+
+def test_faal_weights_are_uniform_where_every_class_margin_is_equal_or_the_ball_is_a_point():
+    assert torch.allclose(faal_class_weights(torch.full((10,), 0.4), 0.5), torch.full((10,), 0.1, dtype=torch.float64))
+    assert torch.allclose(faal_class_weights(torch.arange(10.0), 0.0), torch.full((10,), 0.1, dtype=torch.float64),
+                          atol=1e-12)
+
+
+def test_faal_margins_are_the_top_other_minus_the_true_probability():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.6, 0.3, 0.1]]))
+    # sample 0 (class 0): 0.3 - 0.5; sample 1 (class 1): 0.1 - 0.8; sample 2 (class 0): 0.3 - 0.6;
+    # class 2 has no sample
+    a = class_margins(logits, torch.tensor([0, 1, 0]), C)
+    assert torch.allclose(a, torch.tensor([-0.2 - 0.3, -0.7, 0.0], dtype=torch.float64), atol=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_faal_step_weights_each_sample_by_c_times_its_class_dro_weight(repo_root, compiled, one_thread):
+    model = linear_model()
+    state = step_state(paper_method(repo_root, "faal_at", random_start=False), model, C)
+    x, y = batch()
+    model0 = copy.deepcopy(model.inner)
+    totals = run_step(state, x, y, compiled=compiled)
+    adv = model0(loss_input(model, x)).detach()
+    p = _cvxpy_weights(class_margins(adv, y, C), 0.5)
+    ce = F.cross_entropy(adv, y, reduction="none").double()
+    want = torch.zeros(C, dtype=torch.float64).index_add_(0, y, C * p[y] * ce)
+    assert torch.allclose(totals.loss, want, atol=1e-4)
+    assert not torch.allclose(p, torch.full((C,), 1 / C, dtype=torch.float64), atol=1e-2)   # weights that matter

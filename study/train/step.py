@@ -197,8 +197,11 @@ class TrainStep:
                 else:
                     with torch.no_grad():
                         model(batches[name])
-        per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, tables.w_nat, tables.w_bndy,
-                                              tables.class_beta)
+        w_nat, w_bndy = tables.w_nat, tables.w_bndy
+        if getattr(policies.weights, "per_batch", False):
+            # weights of this batch from its training outputs (FAAL), constants of the update
+            w_nat, w_bndy = policies.weights.batch_weights(logits.detach().float(), y)
+        per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, w_nat, w_bndy, tables.class_beta)
         loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
         grads = torch.autograd.grad(loss, self.params)
         with torch.no_grad():

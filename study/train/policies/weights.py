@@ -12,6 +12,7 @@ import torch
 
 from study.config.types import WeightsPolicy
 from study.train.policies.dafa import class_similarity, dafa_class_weights
+from study.train.policies.dro import class_margins, faal_class_weights
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy, warmup_epochs
 
@@ -222,6 +223,33 @@ class DAFAWeights(NoWeights):
         self.w = state["w"]
 
 
+class FAALWeights(NoWeights):
+    """FAAL (Xue et al., CVPR 2024; TrustAI/FAAL ft_prn.py, FAAL.py:DAW): class weights of every
+    batch from a distributionally robust problem over the classes (study.train.policies.dro): p
+    maximizes sum_c n_c p_c m_c, m_c the mean margin max_{j != y} p_j - p_y of the batch's
+    class-c samples on the adversarial softmax of the training forward, in a KL ball of `radius`
+    around the uniform distribution. Both terms of the loss are weighted by C p_y with the batch
+    mean (ft_prn.py: (loss * weights[y]).sum() * C / B). The epoch's weights (the records'
+    `weight`) stay 1: the step computes the batch's own (`batch_weights`)."""
+
+    #: the step asks for the batch's weights after the training forward
+    per_batch = True
+
+    def __init__(self, num_classes: int, radius: float = 0.5):
+        super().__init__(num_classes)
+        self.radius = float(radius)
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> FAALWeights:
+        return cls(ctx.num_classes, cfg.radius)
+
+    def batch_weights(self, adv_logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(w_nat, w_bndy) of the batch: C p, p from its adversarial logits (fp32, no gradient)."""
+        p = faal_class_weights(class_margins(adv_logits.detach(), y, self.num_classes), self.radius)
+        w = (self.num_classes * p).float()
+        return w, w
+
+
 WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "none": NoWeights,
     "balanced": BalancedWeights,
@@ -229,4 +257,5 @@ WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "boost": BoostWeights,
     "frl": FRLReweight,
     "dafa": DAFAWeights,
+    "faal": FAALWeights,
 })
