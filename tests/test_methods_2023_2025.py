@@ -306,3 +306,80 @@ def test_faal_step_weights_each_sample_by_c_times_its_class_dro_weight(repo_root
     want = torch.zeros(C, dtype=torch.float64).index_add_(0, y, C * p[y] * ce)
     assert torch.allclose(totals.loss, want, atol=1e-4)
     assert not torch.allclose(p, torch.full((C,), 1 / C, dtype=torch.float64), atol=1e-2)   # weights that matter
+
+
+# ------------------------------------------------------------------------------ WAT
+
+def test_wat_hedge_weights_from_the_summed_validation_costs(repo_root):
+    import math
+
+    policies = build_policies(_typed(paper_method(repo_root, "trades_wat")), C, 10, torch.full((C,), 10))
+    assert policies.needs_validation
+    # before the first update every entry is 1: each class trains on 1 + 1 = 2 x the TRADES loss
+    assert torch.equal(policies.weights.weights()[0], torch.full((C,), 2.0, dtype=torch.float64))
+    first = torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64)   # C classes, then the whole split
+    policies.update(EpochStats(1, *(torch.ones(C),) * 2, torch.zeros(C, C), val_cost=first))
+    e = [math.exp(0.1 * c) for c in (1.0, 2.0, 0.5, 1.0)]
+    w = [3 * v / sum(e) for v in e]                                  # 0.739570, 0.817356, 0.703504, 0.739570
+    want = torch.tensor([w[0] + w[3], w[1] + w[3], w[2] + w[3]], dtype=torch.float64)
+    assert torch.allclose(policies.weights.weights()[0], want) and torch.allclose(policies.weights.weights()[1], want)
+    assert float(want[1]) == pytest.approx(1.556925, abs=1e-6)
+    policies.update(EpochStats(2, *(torch.ones(C),) * 2, torch.zeros(C, C),
+                               val_cost=torch.tensor([0.0, 0.0, 2.0, 0.0], dtype=torch.float64)))
+    e = [math.exp(0.1 * c) for c in (1.0, 2.0, 2.5, 1.0)]            # summed over the epochs
+    w = [3 * v / sum(e) for v in e]
+    want = torch.tensor([w[0] + w[3], w[1] + w[3], w[2] + w[3]], dtype=torch.float64)
+    assert torch.allclose(policies.weights.weights()[0], want)
+    fresh = build_policies(_typed(paper_method(repo_root, "trades_wat")), C, 10, torch.full((C,), 10))
+    fresh.load_state_dict(policies.state_dict())
+    assert torch.allclose(fresh.weights.weights()[0], want)
+
+
+def test_wat_validation_costs_are_the_class_means_of_the_trades_loss(repo_root):
+    from study.config.types import Adversary
+    from study.train.records import trades_validation_cost
+
+    model = linear_model().inner.eval()
+    g = torch.Generator().manual_seed(5)
+    images = torch.randint(0, 256, (9, 1, 1, 12), generator=g, dtype=torch.uint8)
+    labels = torch.tensor([0, 0, 0, 0, 1, 1, 2, 2, 2])
+    x = images.float() / 255
+    ce = F.cross_entropy(model(x), labels, reduction="none").detach().double()
+    # eps 0: the adversarial input is the clean one, the KL 0, the cost the class mean of CE
+    still = Adversary(eps=0.0, alpha=0.0, steps=3, start_std=0.001)
+    cost = trades_validation_cost(model, images, labels, still, 6.0, C, torch.device("cpu"), 0, batch_size=4)
+    want = torch.stack([ce[:4].mean(), ce[4:6].mean(), ce[6:].mean(), ce.mean()])
+    assert torch.allclose(cost, want, atol=1e-6)
+    # under the attack the KL term adds to it, for every class
+    attacked = Adversary(eps=8 / 255, alpha=2 / 255, steps=5, start_std=0.001)
+    cost = trades_validation_cost(model, images, labels, attacked, 6.0, C, torch.device("cpu"), 0, batch_size=4)
+    assert (cost > want + 1e-4).all()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_wat_step_weights_both_trades_terms_by_the_class_and_the_extra_entry(repo_root, compiled, one_thread):
+    model = linear_model()
+    state = step_state(paper_method(repo_root, "trades_wat", start_std=0.01), model, C)
+    state.policies.weights.cost = torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64)
+    w = state.policies.weights.weights()[0]   # [1.479140, 1.556925, 1.443074]
+    x, y = batch()
+    model0 = copy.deepcopy(model.inner)
+    totals = run_step(state, x, y, compiled=compiled)
+    clean, adv = model0(x), model0(loss_input(model, x))
+    kl = F.kl_div(F.log_softmax(adv, 1), F.softmax(clean, 1), reduction="none").sum(1)
+    per_sample = w[y] * (F.cross_entropy(clean, y, reduction="none").double() + 6 * kl.double())
+    assert torch.allclose(totals.loss, torch.zeros(C, dtype=torch.float64).index_add_(0, y, per_sample), atol=1e-5)
+
+
+def test_wat_run_trains_its_first_epoch_on_twice_trades_then_on_the_validation_hedge(
+        tmp_path, ci_params, synthetic_splits, one_thread):
+    runs = {r.config["method"]: r for r in plan_runs(ci_params) if "mitigation" in r.groups}
+    cfg = copy.deepcopy(runs["trades_wat"].config)
+    cfg.update(epochs=2, train_per_class=8, epoch_eval={**cfg["epoch_eval"], "per_class": 2})
+    train_run(cfg, synthetic_splits, tmp_path / "wat", device="cpu", progress=False)
+    epochs = pd.read_csv(tmp_path / "wat" / "epochs.csv")
+    assert (epochs[epochs["epoch"] == 1]["weight"] == 2.0).all()
+    second = epochs[epochs["epoch"] == 2]["weight"]
+    assert second.nunique() > 1 and not (second == 2.0).all()
+    cost = load_torch(tmp_path / "wat" / "checkpoint.pt")["policies"]["weights"]["cost"]
+    assert cost.shape == (11,) and (cost > 0).all()

@@ -290,7 +290,7 @@ class LossPolicy(Config):
 
 
 class WeightsPolicy(Config):
-    type: Literal["none", "balanced", "static", "boost", "frl", "dafa", "faal"] = "none"
+    type: Literal["none", "balanced", "static", "boost", "frl", "dafa", "faal", "wat"] = "none"
     #: static: the class costs (required there)
     values: list[Annotated[float, Field(gt=0)]] | None = None
     #: boost: the boosted class and its factor

@@ -250,6 +250,55 @@ class FAALWeights(NoWeights):
         return w, w
 
 
+class WATWeights(NoWeights):
+    """WAT (Li & Liu, AAAI 2023; boqili/WAT worst_class_adversarial_train.py --alg wat): Hedge
+    (no-regret) weights over C + 1 entries from the validation split's costs, cost_c = CE(clean)
+    + beta KL(clean || adversarial) of class c under the TRADES attack and, last, the same over
+    the whole split (EpochStats.val_cost), summed over the epochs: w = C softmax(eta * sum of
+    costs). Class c's samples train on (w_c + w_C) (CE + beta KL): its class term and the mean
+    TRADES loss that the extra entry weights. Before the first update every entry is 1 (the
+    reference's initial weights), so the first epoch trains on twice the TRADES loss.
+
+    The summed costs are in the policy's state_dict (the reference's resume loses them)."""
+
+    needs_validation = True
+    #: the engine computes EpochStats.val_cost on the validation split (study.train.records.validate)
+    needs_validation_losses = True
+
+    def __init__(self, num_classes: int, eta: float = 0.1):
+        super().__init__(num_classes)
+        self.eta = float(eta)
+        self.cost: torch.Tensor | None = None   # the costs summed over the epochs so far
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> WATWeights:
+        return cls(ctx.num_classes, cfg.eta)
+
+    def hedge(self) -> torch.Tensor:
+        """The C + 1 Hedge weights (ones before the first update)."""
+        if self.cost is None:
+            return torch.ones(self.num_classes + 1, dtype=torch.float64)
+        return self.num_classes * torch.softmax(self.eta * self.cost, dim=0)
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        w = self.hedge()
+        per_class = w[: self.num_classes] + w[self.num_classes]
+        return per_class, per_class.clone()
+
+    def update(self, stats: EpochStats) -> None:
+        if stats.val_cost is None:
+            raise ValueError("weights type 'wat' needs the validation costs (EpochStats.val_cost); "
+                             "set train.validation")
+        cost = stats.val_cost.double()
+        self.cost = cost.clone() if self.cost is None else self.cost + cost
+
+    def state_dict(self) -> dict:
+        return {"cost": self.cost}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.cost = state["cost"]
+
+
 WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "none": NoWeights,
     "balanced": BalancedWeights,
@@ -258,4 +307,5 @@ WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "frl": FRLReweight,
     "dafa": DAFAWeights,
     "faal": FAALWeights,
+    "wat": WATWeights,
 })
