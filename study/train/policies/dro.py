@@ -1,4 +1,4 @@
-"""FAAL's class weights (Xue et al., CVPR 2024; TrustAI/FAAL FAAL.py:DAW), a distributionally
+"""FAAL's class weights (Zhang et al., CVPR 2024; TrustAI/FAAL FAAL.py:DAW), a distributionally
 robust problem over the classes, solved in closed form on the device.
 
     maximize  sum_c a_c p_c   over the simplex,  subject to  (1/C) sum_c log((1/C) / p_c) <= r

@@ -224,7 +224,7 @@ class DAFAWeights(NoWeights):
 
 
 class FAALWeights(NoWeights):
-    """FAAL (Xue et al., CVPR 2024; TrustAI/FAAL ft_prn.py, FAAL.py:DAW): class weights of every
+    """FAAL (Zhang et al., CVPR 2024; TrustAI/FAAL ft_prn.py, FAAL.py:DAW): class weights of every
     batch from a distributionally robust problem over the classes (study.train.policies.dro): p
     maximizes sum_c n_c p_c m_c, m_c the mean margin max_{j != y} p_j - p_y of the batch's
     class-c samples on the adversarial softmax of the training forward, in a KL ball of `radius`
