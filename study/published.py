@@ -9,7 +9,7 @@ copy of it matches too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from study.data.classes import CIFAR10_CLASS_NAMES
 
@@ -206,10 +206,92 @@ def _weakest_rows() -> list[Published]:
     return rows
 
 
-#: how the report names each paper (the keys are docs/study.md's bibliography anchors)
-PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei2023": "Wei et al. 2023 (CFA)"}
+# Lee et al. 2024 (DAFA), the main results table: the image figs/fig_result_main.png of rucy74/DAFA
+# (c60ba83). ResNet-18, TRADES-based, 110 epochs, the last checkpoint (scripts/evaluation.sh loads
+# checkpoint-epoch110.pt); eps 0.031, training attack 10 steps of 0.007. The attack of the robust
+# columns is not labelled in the image (the README points to AutoAttack, and the TRIX authors'
+# AutoAttack rerun of DAFA gives matching numbers); the number of seeds is not stated beside it.
+_DAFA_INFERRED = ("AutoAttack from the README and the TRIX authors' rerun (the image labels no attack)",
+                  "the number of seeds (the image gives mean ± sd without it)")
+_DAFA = Recipe(model="resnet18", epochs=110, kind="autoattack", seeds=3, selection="the last epoch",
+               train_attack=(10, 0.007), inferred=_DAFA_INFERRED)
+_DAFA_CLEAN = Recipe(model="resnet18", epochs=110, kind="clean", seeds=3, selection="the last epoch",
+                     train_attack=(10, 0.007), inferred=_DAFA_INFERRED[1:])
+# row: (dataset, our method, ((clean mean, sd), (clean worst, sd), (robust mean, sd), (robust worst, sd)))
+_DAFA_TABLE = {
+    ("CIFAR-10", "TRADES"): ("cifar10", "trades", ((82.04, 0.10), (65.70, 1.32), (49.80, 0.18), (21.31, 1.19))),
+    ("CIFAR-10", "TRADES + CFA"): ("cifar10", "trades_cfa",
+                                   ((79.81, 0.15), (65.18, 0.16), (50.78, 0.05), (27.62, 0.04))),
+    ("CIFAR-10", "TRADES + WAT"): ("cifar10", "trades_wat_published",
+                                  ((80.97, 0.29), (70.57, 1.54), (46.30, 0.27), (28.55, 1.30))),
+    ("CIFAR-10", "TRADES + DAFA"): ("cifar10", "trades_dafa_published",
+                                   ((81.63, 0.20), (67.90, 1.25), (49.05, 0.14), (30.53, 1.04))),
+    ("CIFAR-100", "TRADES"): ("cifar100", "trades", ((58.34, None), (16.80, None), (25.60, None), (1.33, None))),
+    ("CIFAR-100", "TRADES + DAFA"): ("cifar100", "trades_dafa_published",
+                                    ((58.07, None), (18.67, None), (25.08, None), (2.33, None))),
+    ("STL-10", "TRADES"): ("stl10", "trades", ((61.13, None), (39.29, None), (31.36, None), (7.73, None))),
+    ("STL-10", "TRADES + DAFA"): ("stl10", "trades_dafa_published",
+                                 ((60.50, None), (42.23, None), (29.98, None), (10.73, None))),
+}
 
-PUBLISHED: tuple[Published, ...] = tuple(_weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows())
+# Medi et al. 2025 (TRIX), the authors' rebuttal R/R.pdf in Fairness-a11y/TRIX (cdeb435), Table 1:
+# "AutoAttack evaluation on ResNet-18 on CIFAR10 ... across five seeds, reporting best checkpoint
+# results", the best by worst-class robust accuracy (on which set is not stated). Every row other
+# than TRIX is the TRIX authors' rerun of that method, not its own paper's number.
+_TRIX = Recipe(model="resnet18", epochs=None, kind="autoattack", seeds=5, train_attack=(10, 0.007),
+               selection="the checkpoint of best worst-class robust accuracy (the set is not stated)")
+_TRIX_CLEAN = Recipe(model="resnet18", epochs=None, kind="clean", seeds=5, train_attack=(10, 0.007),
+                     selection=_TRIX.selection)
+_TRIX_TABLE = {
+    "TRADES": ("trades", ((81.75, 0.61), (66.52, 1.53), (49.22, 0.74), (23.80, 1.35))),
+    "TRADES + FRL": ("frl_reweight_remargin", ((82.02, 0.21), (70.27, 0.76), (44.91, 0.30), (27.60, 0.74))),
+    "TRADES + WAT": ("trades_wat", ((79.02, 0.21), (70.00, 1.31), (45.92, 0.19), (29.44, 1.39))),
+    "TRADES + CFA": ("trades_cfa", ((79.02, 0.13), (64.01, 0.04), (49.30, 0.21), (27.21, 0.67))),
+    "TRADES + FAIR-TAT": ("trades_fairtat", ((78.93, 0.20), (66.98, 0.27), (48.92, 0.26), (28.19, 0.30))),
+    "TRADES + DAFA": ("trades_dafa", ((81.49, 0.63), (66.66, 0.66), (48.03, 0.80), (31.02, 0.66))),
+    "TRADES + TRIX": ("trades_trix", ((81.60, 0.26), (68.10, 1.07), (48.80, 0.34), (32.64, 0.73))),
+}
+_CELLS = (("clean", "mean"), ("clean", "worst"), ("autoattack", "mean"), ("autoattack", "worst"))
+
+
+def _dafa_rows() -> list[Published]:
+    out = []
+    for (dataset_name, row), (dataset, method, cells) in _DAFA_TABLE.items():
+        for (kind, statistic), (value, sd) in zip(_CELLS, cells, strict=True):
+            recipe = _DAFA if kind == "autoattack" else _DAFA_CLEAN
+            base = (dataset_name, "TRADES") if row != "TRADES" else None
+            slug = f"{dataset}_{_slug(row)}_{kind}_{statistic}"
+            out.append(Published(
+                id=f"dafa_{slug}", method=method, checkpoint="last", statistic=statistic, paper="lee2024",
+                where="figs/fig_result_main.png",
+                row=f"{dataset_name}, {row}, last checkpoint, {_KIND_TEXT[kind]}, {_STATISTIC_TEXT[statistic]}",
+                recipe=replace(recipe, dataset=dataset), value=value / 100,
+                sd=None if sd is None else sd / 100,
+                baseline=f"dafa_{dataset}_trades_{kind}_{statistic}" if base else None,
+                note="" if dataset == "cifar10" else "the image gives CIFAR-100 and STL-10 without sd"))
+    return out
+
+
+def _trix_rows() -> list[Published]:
+    out = []
+    for row, (method, cells) in _TRIX_TABLE.items():
+        for (kind, statistic), (value, sd) in zip(_CELLS, cells, strict=True):
+            out.append(Published(
+                id=f"trix_{_slug(row)}_{kind}_{statistic}", method=method, checkpoint="best", statistic=statistic,
+                paper="medi2025trix", where="rebuttal R/R.pdf, Table 1",
+                row=f"{row}, best checkpoint, {_KIND_TEXT[kind]}, {_STATISTIC_TEXT[statistic]}",
+                recipe=_TRIX if kind == "autoattack" else _TRIX_CLEAN, value=value / 100, sd=sd / 100,
+                baseline=f"trix_trades_{kind}_{statistic}" if row != "TRADES" else None,
+                note="" if row == "TRADES + TRIX" else "the TRIX authors' rerun of this method, not its own paper's"))
+    return out
+
+
+#: how the report names each paper (the keys are docs/study.md's bibliography anchors)
+PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei2023": "Wei et al. 2023 (CFA)",
+          "lee2024": "Lee et al. 2024 (DAFA)", "medi2025trix": "Medi et al. 2025 (TRIX)"}
+
+PUBLISHED: tuple[Published, ...] = tuple(_weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows()
+                                         + _dafa_rows() + _trix_rows())
 BY_ID = {p.id: p for p in PUBLISHED}
 
 
@@ -227,4 +309,7 @@ SECTIONS = (
     Section("Xu et al. 2021, abstract: two classes of a PGD-AT ResNet18",
             tuple(p.id for p in PUBLISHED if p.paper == "xu2021" and p.statistic == "class")),
     Section("Wei et al. 2023 (CFA), Table 1", tuple(p.id for p in PUBLISHED if p.paper == "wei2023")),
+    Section("Lee et al. 2024 (DAFA), main table", tuple(p.id for p in PUBLISHED if p.paper == "lee2024")),
+    Section("Medi et al. 2025 (TRIX), the authors' rerun of nine methods (rebuttal Table 1)",
+            tuple(p.id for p in PUBLISHED if p.paper == "medi2025trix")),
 )

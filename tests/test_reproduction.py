@@ -353,6 +353,9 @@ def test_every_published_value_is_in_docs_study_md():
         if p.value is not None and p.paper == "wei2023":
             cell = f"{100 * p.value:.1f} ± {100 * p.sd:.1f}"
             assert cell in section, f"{p.id}: {cell} not in docs/study.md"
+        elif p.value is not None and p.paper in ("lee2024", "medi2025trix"):
+            cell = f"{100 * p.value:.2f}" + (f" ± {100 * p.sd:.2f}" if p.sd is not None else "")
+            assert cell in section, f"{p.id}: {cell} not in docs/study.md"
         elif p.value is not None:
             assert f"{round(100 * p.value)}%" in section, p.id
     assert len({p.id for p in PUBLISHED}) == len(PUBLISHED)

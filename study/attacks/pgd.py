@@ -165,10 +165,11 @@ def pgd_run(
     alpha: Tensor,
     steps: int,
     norm: str,
-    sign: float,
+    sign: float | Tensor,
     loss_fn: LossFn,
 ) -> Tensor:
-    """One PGD run from ``delta``; ``sign`` is +1 to ascend the loss, -1 to descend it."""
+    """One PGD run from ``delta``; ``sign`` is +1 to ascend the loss, -1 to descend it (or a
+    per-sample tensor of shape (B, 1, ..., 1): TRIX's mixed targeted and untargeted attack)."""
     autocast_off = torch.autocast(device_type=x.device.type, enabled=False)
     for _ in range(steps):
         delta.requires_grad_(True)

@@ -71,6 +71,10 @@ EvalBatch = PositiveInt | Literal["auto"]
 #: CFA (PKU-ML/CFA train.py, --begin 10) calibrates class-wise eps and beta only after 10 of
 #: its 200 epochs; as a share of the run, short presets keep a calibrated phase.
 CFA_WARMUP = 0.05
+#: DAFA (rucy74/DAFA train.py, --dafa_warmup 70) computes its class weights once, after its
+#: 70th epoch of 110 (30 epochs before the first decay at lr 0.1); under the protocol's 200
+#: epochs (decays at 100 and 150) the same 70th epoch, 30 before the first decay: 0.35.
+DAFA_WARMUP = 0.35
 
 
 class Config(BaseModel):
@@ -241,15 +245,17 @@ class Adversary(Config):
 # The policies' defaults: each setting is read by one policy type of its kind (study/train/policies).
 
 class TargetsPolicy(Config):
-    type: Literal["untargeted", "uniform", "cfp", "fixed"] = "untargeted"
+    type: Literal["untargeted", "uniform", "cfp", "fixed", "trix"] = "untargeted"
     #: cfp: softmax temperature over the confusion counts
     temperature: Annotated[float, Field(ge=0)] = 2.0
     #: fixed: the target class
     class_: ClassChoice = Field("weakest", alias="class")
+    #: trix: DAFA's lambda in the per-batch split into targeted and untargeted samples
+    lambda_: Annotated[float, Field(ge=0)] = Field(1.0, alias="lambda")
 
 
 class EpsilonPolicy(Config):
-    type: Literal["fixed", "cfa", "remargin"] = "fixed"
+    type: Literal["fixed", "cfa", "remargin", "dafa"] = "fixed"
     #: cfa: weight of the class's own accuracy in its eps
     lambda_: float = Field(0.5, alias="lambda")
     #: cfa: share of the epochs run at the base eps before calibrating (at least one epoch)
@@ -276,7 +282,7 @@ class LossPolicy(Config):
 
 
 class WeightsPolicy(Config):
-    type: Literal["none", "balanced", "static", "boost", "frl"] = "none"
+    type: Literal["none", "balanced", "static", "boost", "frl", "dafa", "faal", "wat"] = "none"
     #: static: the class costs (required there)
     values: list[Annotated[float, Field(gt=0)]] | None = None
     #: boost: the boosted class and its factor
@@ -292,6 +298,14 @@ class WeightsPolicy(Config):
     #: frl: the fairness tolerance and the multipliers' bound
     tau: float = 0.05
     bound: Annotated[float, Field(ge=0)] = 0.5
+    #: dafa: the scale of the weight moved between two classes (DAFA's 1.0 on CIFAR-10, 1.5 on CIFAR-100)
+    lambda_: Annotated[float, Field(ge=0)] = Field(1.0, alias="lambda")
+    #: dafa: the weights come from the training outputs of the epoch that ends this share of the run
+    warmup: Share = DAFA_WARMUP
+    #: faal: the radius of the KL ball around the uniform class distribution (FAAL's --scale 0.5)
+    radius: Annotated[float, Field(ge=0)] = 0.5
+    #: wat: the Hedge learning rate on the cumulative validation losses
+    eta: Annotated[float, Field(ge=0)] = 0.1
 
 
 class AveragingPolicy(Config):
@@ -506,6 +520,9 @@ class ExperimentGroup(Config):
 
 class DatasetMethodOverride(Config):
     adversary: AdversaryOverride | None = None
+    #: a weight policy's settings on this dataset (DAFA's lambda: 1.0 on CIFAR-10, 1.5 on CIFAR-100),
+    #: merged over the method's entry
+    weights: WeightsPolicy | None = None
 
 
 class DatasetEvaluateOverride(Config):

@@ -73,7 +73,7 @@ def device_batches(state: RunState) -> list[torch.Tensor]:
 def train_batches(state: RunState, step: TrainStep, epoch: int, policy_state: EpochPolicyState,
                   progress: bool) -> EpochTotals:
     """The epoch's steps, with nothing read back to the host (tests/test_host_reads.py)."""
-    totals = EpochTotals.zeros(state.num_classes, state.dev)
+    totals = EpochTotals.zeros(state.num_classes, state.dev, soft=state.policies.needs_soft_confusion)
     tables = policy_state.tables(state)
     batches = device_batches(state)
     lrs = host_to_device(lr_table(state.scheduler, state.scheduler.last_epoch, len(batches), torch.device("cpu")),

@@ -4,18 +4,24 @@ shows. Which epoch is best is study.train.selection's rule."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
+from study.attacks.pgd import pgd_attack
+from study.config.types import Adversary as AdversaryConfig
 from study.config.types import AnyEvaluation
+from study.data.augment import to_float
 from study.io import atomic_write_text
 from study.metrics.worst import weakest_class
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
+from study.train.policies.loss import trades_kl
 from study.train.setup import RunState
 
 EPOCH_COLUMNS = [
@@ -47,8 +53,48 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
         return stats
     epoch_eval = state.run.epoch_eval
     attack = epoch_eval.validation_attack or epoch_eval.attack
-    val = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed, state.num_classes)
-    return EpochStats(stats.epoch, stats.train_n, stats.train_correct, stats.train_confusion, *val)
+    val_n, clean_ok, robust_ok = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed,
+                                                state.num_classes)
+    cost = stats.val_cost
+    # WAT's costs are the trained model's (not an averaged copy's): the policies update from them
+    if getattr(state.policies.weights, "needs_validation_losses", False) and model is state.model:
+        cost = trades_validation_cost(model, state.x_val, state.y_val, state.adversary.cfg,
+                                      float(state.policies.loss.beta), state.num_classes, state.dev, state.run.seed)
+    return dataclasses.replace(stats, val_n=val_n, val_clean_correct=clean_ok, val_robust_correct=robust_ok,
+                               val_cost=cost)
+
+
+def trades_validation_cost(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                           adversary: AdversaryConfig, beta: float, num_classes: int, dev: torch.device, seed: int,
+                           batch_size: int = 500) -> torch.Tensor:
+    """WAT's validation costs (boqili/WAT worst_class_adversarial_train.py:validate), float64 (C + 1,):
+    per class, the mean over its samples of CE(clean) + beta KL(clean || adversarial) under the
+    TRADES attack (eval mode, x + start_std N(0, 1), KL ascent with the training attack's eps,
+    step and steps); last, the same mean over the whole split. Exact class counts divide (the
+    reference divides by the batches times the batch size, times C)."""
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device=dev).manual_seed(seed)
+    sums = torch.zeros(num_classes, dtype=torch.float64, device=dev)
+    counts = torch.zeros(num_classes, dtype=torch.float64, device=dev)
+    start_std = adversary.start_std if adversary.start_std is not None else 0.001
+    try:
+        for start in range(0, images.shape[0], batch_size):
+            x = to_float(images[start : start + batch_size].to(dev))
+            y = labels[start : start + batch_size].to(dev).long()
+            with torch.no_grad():
+                clean = model(x).float()
+            x_adv = pgd_attack(model, x, y, eps=adversary.eps, alpha=adversary.alpha, steps=adversary.steps,
+                               norm=adversary.norm, loss=lambda logits, _y, clean=clean: trades_kl(logits, clean),
+                               start_std=start_std, generator=generator)
+            with torch.no_grad():
+                per_sample = F.cross_entropy(clean, y, reduction="none") + beta * trades_kl(model(x_adv).float(), clean)
+            sums.index_add_(0, y, per_sample.double())
+            counts.index_add_(0, y, torch.ones_like(per_sample, dtype=torch.float64))
+    finally:
+        model.train(was_training)
+    per_class = sums / counts.clamp_min(1)
+    return torch.cat([per_class, (sums.sum() / counts.sum()).view(1)]).cpu()
 
 
 def _ratio(num: float, den: float) -> float:

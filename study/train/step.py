@@ -70,13 +70,21 @@ class EpochTotals:
     correct: torch.Tensor
     count: torch.Tensor
     confusion: torch.Tensor  # flattened (true * C + predicted)
+    # flattened (true * C + class): summed softmax of the training outputs (DAFA), or None
+    soft: torch.Tensor | None = None
 
     @classmethod
-    def zeros(cls, num_classes: int, dev: torch.device) -> EpochTotals:
+    def zeros(cls, num_classes: int, dev: torch.device, soft: bool = False) -> EpochTotals:
         def z(n: int) -> torch.Tensor:
             return torch.zeros(n, device=dev, dtype=torch.float64)
 
-        return cls(z(num_classes), z(num_classes), z(num_classes), z(num_classes * num_classes))
+        return cls(z(num_classes), z(num_classes), z(num_classes), z(num_classes * num_classes),
+                   z(num_classes * num_classes) if soft else None)
+
+    @property
+    def tensors(self) -> list[torch.Tensor]:
+        """Every sum the step adds to (a snapshot restores them all)."""
+        return [t for t in (self.loss, self.correct, self.count, self.confusion, self.soft) if t is not None]
 
     def add(self, per_sample_loss: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> None:
         num_classes = self.count.shape[0]
@@ -88,11 +96,16 @@ class EpochTotals:
             self.correct.index_add_(0, y64, (pred == y).double())
             self.count.index_add_(0, y64, ones)
             self.confusion.index_add_(0, y64 * num_classes + pred.long(), ones)
+            if self.soft is not None:
+                probs = torch.softmax(logits.detach().float(), dim=1).double()
+                self.soft.view(num_classes, num_classes).index_add_(0, y64, probs)
 
     def stats(self, epoch: int) -> EpochStats:
         """The epoch's statistics for the policies (one host read)."""
         c = self.count.shape[0]
-        return EpochStats(epoch, self.count.cpu(), self.correct.cpu(), self.confusion.cpu().view(c, c))
+        soft = None if self.soft is None else self.soft.cpu().view(c, c)
+        return EpochStats(epoch, self.count.cpu(), self.correct.cpu(), self.confusion.cpu().view(c, c),
+                          train_soft_confusion=soft)
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,9 @@ class TrainStep:
         if len(state.optimizer.param_groups) != 1 or opt_name not in PARAM_UPDATES:
             raise ValueError(f"the training step updates one parameter group of {', '.join(PARAM_UPDATES)}; "
                              f"got optimizer {opt_name!r}")
+        if adv is not None and getattr(state.policies.targets, "mixed", False) and adv.type != "pgd":
+            raise ValueError(f"targets type 'trix' attacks each sample targeted or untargeted with PGD; "
+                             f"got adversary type {adv.type!r}")
         self.state, self.adv = state, adv
         self.requested, self.mode = mode, resolve_compile(mode, state.dev)
         # the module the step calls: the run's model, or (region `model`) its compiled wrapper
@@ -181,8 +197,11 @@ class TrainStep:
                 else:
                     with torch.no_grad():
                         model(batches[name])
-        per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, tables.w_nat, tables.w_bndy,
-                                              tables.class_beta)
+        w_nat, w_bndy = tables.w_nat, tables.w_bndy
+        if getattr(policies.weights, "per_batch", False):
+            # weights of this batch from its training outputs (FAAL), constants of the update
+            w_nat, w_bndy = policies.weights.batch_weights(logits.detach().float(), y)
+        per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, w_nat, w_bndy, tables.class_beta)
         loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
         grads = torch.autograd.grad(loss, self.params)
         with torch.no_grad():
@@ -210,8 +229,11 @@ class TrainStep:
             delta = project(start_from_draws(start, x32, eps_t, norm, adv.start_std), x32, eps_t, norm)
         else:
             delta = torch.zeros_like(x32)
-        labels, sign = (y, 1.0) if target is None else (target, -1.0)
-        loss_fn = self._inner_loss(model, x, target)
+        if getattr(self.state.policies.targets, "mixed", False):
+            labels, sign, loss_fn = self._mixed_attack(model, x, y, target, shape)
+        else:
+            labels, sign = (y, 1.0) if target is None else (target, -1.0)
+            loss_fn = self._inner_loss(model, x, target)
         if adv.bn_mode == "eval":
             model.eval()
         if adv.type == "fat":
@@ -222,6 +244,28 @@ class TrainStep:
             delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, adv.steps, norm, sign, loss_fn)
         model.train()
         return (x32 + delta).clamp(0.0, 1.0).to(x.dtype)
+
+    def _mixed_attack(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor,
+                      shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, Callable]:
+        """(labels, per-sample sign, per-sample loss) of TRIX's mixed attack: the targets policy
+        splits the batch on its clean logits (BatchNorm in the adversary's mode); a targeted
+        sample descends CE towards its target, the others ascend the method's inner loss (TRADES'
+        KL to the clean prediction, or CE)."""
+        if self.adv.bn_mode == "eval":
+            model.eval()
+        with torch.no_grad():
+            clean_logits = model(x).float()
+        model.train()
+        targeted = self.state.policies.targets.split(clean_logits, y)
+        labels = torch.where(targeted, target, y)
+        sign = torch.where(targeted, -1.0, 1.0).view(shape)
+        kl = self.state.inner_loss == "kl"
+
+        def mixed(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+            ce = F.cross_entropy(logits, labels, reduction="none")
+            return torch.where(targeted, ce, trades_kl(logits, clean_logits) if kl else ce)
+
+        return labels, sign, mixed
 
     def _inner_loss(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor | None) -> Callable:
         """The per-sample loss the attack ascends: CE, or TRADES' KL to the clean prediction
@@ -328,7 +372,7 @@ def _snapshot(state, totals: EpochTotals) -> dict:
             "training": state.model.training,
             "optimizer": {p: {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in s.items()}
                           for p, s in state.optimizer.state.items()},
-            "totals": [t.clone() for t in (totals.loss, totals.correct, totals.count, totals.confusion)],
+            "totals": [t.clone() for t in totals.tensors],
         }
 
 
@@ -350,7 +394,7 @@ def _restore(state, totals: EpochTotals, saved: dict) -> None:
                     now[k].copy_(v)
                 else:
                     now[k] = v
-        for t, v in zip((totals.loss, totals.correct, totals.count, totals.confusion), saved["totals"], strict=True):
+        for t, v in zip(totals.tensors, saved["totals"], strict=True):
             t.copy_(v)
 
 

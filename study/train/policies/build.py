@@ -41,6 +41,12 @@ class Policies:
         return any(getattr(getattr(self, key), "needs_validation", False) for key in POLICY_KEYS)
 
     @property
+    def needs_soft_confusion(self) -> bool:
+        """Whether a policy reads the epoch's soft confusion matrix (DAFA): the step sums the
+        softmax of the training outputs per true class only then."""
+        return any(getattr(getattr(self, key), "needs_soft_confusion", False) for key in POLICY_KEYS)
+
+    @property
     def needs_priming(self) -> bool:
         return any(getattr(getattr(self, key), "primes", False) for key in POLICY_KEYS)
 
@@ -84,4 +90,8 @@ def build_policies(method: Method, num_classes: int, epochs: int, class_counts: 
     ctx = replace(ctx, weight_normalization=weights.normalization)
     built = {key: weights if key == "weights" else registry.build(getattr(method, key), ctx)
              for key, registry in REGISTRIES.items()}
+    # A policy that reads another's state (DAFA's margins read DAFA's class weights) binds to it.
+    for policy in built.values():
+        if hasattr(policy, "bind"):
+            policy.bind(built)
     return Policies(**built)

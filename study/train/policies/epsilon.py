@@ -95,8 +95,36 @@ class RemarginEpsilon(FixedEpsilon):
         self.lam = state["lam"]
 
 
+class DAFAEpsilon(FixedEpsilon):
+    """DAFA's class-wise margins (rucy74/DAFA losses.py:trades_loss): class c's attack radius
+    w_c * eps, w the run's DAFA class weights (the weights policy `dafa`, which this policy
+    reads: `bind`); with the adversary's `alpha_scaling: sample`, the step w_c * alpha too."""
+
+    def __init__(self, eps: float, num_classes: int):
+        super().__init__(eps, num_classes)
+        self.source = None
+
+    @classmethod
+    def from_config(cls, cfg: EpsilonPolicy, ctx: PolicyContext) -> DAFAEpsilon:
+        return cls(ctx.eps, ctx.num_classes)
+
+    def bind(self, policies: Mapping) -> None:
+        """Read the class weights of the method's weights policy, which must be DAFA's."""
+        weights = policies["weights"]
+        if not hasattr(weights, "class_weights") or not getattr(weights, "needs_soft_confusion", False):
+            raise ValueError(f"epsilon type 'dafa' scales the radius by DAFA's class weights: it needs weights "
+                             f"type 'dafa', got {type(weights).__name__}")
+        self.source = weights
+
+    def class_eps(self) -> torch.Tensor:
+        if self.source is None:
+            raise ValueError("epsilon type 'dafa' is not bound to a weights policy (study.train.policies.build)")
+        return self.eps * self.source.class_weights()
+
+
 EPSILON = Registry("epsilon", default="fixed", config=EpsilonPolicy, types={
     "fixed": FixedEpsilon,
     "cfa": CFAEpsilon,
     "remargin": RemarginEpsilon,
+    "dafa": DAFAEpsilon,
 })

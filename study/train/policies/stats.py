@@ -39,6 +39,13 @@ class EpochStats:
     val_n: torch.Tensor | None = None
     val_clean_correct: torch.Tensor | None = None
     val_robust_correct: torch.Tensor | None = None
+    #: [i, j]: the summed softmax probability of class j over the training samples of class i
+    #: (their adversarial outputs); only where a policy needs it (Policies.needs_soft_confusion)
+    train_soft_confusion: torch.Tensor | None = None
+    #: WAT's validation costs: per class, the mean of CE(clean) + beta KL(clean || adversarial)
+    #: over the class's validation samples under the TRADES attack, and (last entry) over all of
+    #: them; only where a policy needs it (`needs_validation_losses`)
+    val_cost: torch.Tensor | None = None
 
     @property
     def num_classes(self) -> int:

@@ -8,6 +8,7 @@ import torch
 
 from study.config.types import TargetsPolicy
 from study.device import host_to_device
+from study.train.policies.dafa import trix_targeted
 from study.train.policies.registry import PolicyContext, Registry
 from study.train.policies.stats import EpochStats, StatelessPolicy
 
@@ -132,9 +133,38 @@ class FixedTarget(Untargeted):
         self.target = state["target"]
 
 
+class TRIXTargets(Untargeted):
+    """TRIX (Medi et al. 2025; Fairness-a11y/TRIX losses.py:mixed_trades_loss): per batch, DAFA's
+    formula on the batch's clean softmax (eval mode) splits the samples; those of classes whose
+    weight is below the batch mean of the samples' weights (the `strong` classes) descend CE
+    towards a target drawn uniformly from the other classes, the others ascend the untargeted
+    TRADES KL. `sample` draws a target for every sample before the step; the step keeps it where
+    `split` marks the sample targeted (study.train.step.TrainStep.adversarial)."""
+
+    targeted = True
+    #: the step attacks each sample targeted or untargeted by `split`
+    mixed = True
+
+    def __init__(self, num_classes: int, lam: float = 1.0):
+        super().__init__(num_classes)
+        self.lam = float(lam)
+
+    @classmethod
+    def from_config(cls, cfg: TargetsPolicy, ctx: PolicyContext) -> TRIXTargets:
+        return cls(ctx.num_classes, cfg.lambda_)
+
+    def sample(self, y: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+        return uniform_other(y, self.num_classes, generator)
+
+    def split(self, clean_logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: the samples attacked towards their target."""
+        return trix_targeted(clean_logits, y, self.num_classes, self.lam)
+
+
 TARGETS = Registry("targets", default="untargeted", config=TargetsPolicy, types={
     "untargeted": Untargeted,
     "uniform": UniformTargets,
     "cfp": CFPTargets,
     "fixed": FixedTarget,
+    "trix": TRIXTargets,
 })

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 import torch
 
 from study.config.types import WeightsPolicy
+from study.train.policies.dafa import class_similarity, dafa_class_weights
+from study.train.policies.dro import class_margins, faal_class_weights
 from study.train.policies.registry import PolicyContext, Registry
-from study.train.policies.stats import EpochStats, StatelessPolicy
+from study.train.policies.stats import EpochStats, StatelessPolicy, warmup_epochs
 
 # How the loss reduces a class-weighted term over a batch: `mean` divides by the batch size
 # (weights with class mean 1), FRL's `separate` / `joint` by the batch's weight sums.
@@ -178,10 +180,132 @@ class FRLReweight(NoWeights):
         self.lam_nat, self.lam_bndy = state["lam_nat"], state["lam_bndy"]
 
 
+class DAFAWeights(NoWeights):
+    """DAFA (Lee et al., ICLR 2024; rucy74/DAFA utils.py:calculate_class_weights, train.py):
+    class weights computed once, from the epoch that ends the warm-up share of the run, out of
+    the class-mean softmax of that epoch's adversarial training outputs (a soft confusion
+    matrix, study.train.policies.dafa), and kept to the end; 1 before. Only the natural term is
+    weighted (losses.py:trades_loss weights the clean CE, not the KL; madry_loss the adversarial
+    CE). The epsilon policy `dafa` scales each class's attack radius and step by the same weights.
+
+    The weights are in the policy's state_dict, so a resumed run keeps them (the reference
+    recomputes them only at its warm-up epoch, so a run resumed after it trains without DAFA)."""
+
+    needs_soft_confusion = True
+
+    def __init__(self, num_classes: int, lam: float = 1.0, epochs: int = 1, warmup: float = 0.35):
+        super().__init__(num_classes)
+        self.lam = float(lam)
+        self.warmup_epochs = warmup_epochs(warmup, epochs)
+        self.w: torch.Tensor | None = None
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> DAFAWeights:
+        return cls(ctx.num_classes, cfg.lambda_, ctx.epochs, cfg.warmup)
+
+    def class_weights(self) -> torch.Tensor:
+        """The class weights (ones before the warm-up epoch has ended)."""
+        return torch.ones(self.num_classes, dtype=torch.float64) if self.w is None else self.w
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.class_weights(), torch.ones(self.num_classes, dtype=torch.float64)
+
+    def update(self, stats: EpochStats) -> None:
+        if self.w is None and stats.epoch >= self.warmup_epochs:
+            if stats.train_soft_confusion is None:
+                raise ValueError("weights type 'dafa' needs the epoch's soft confusion matrix (EpochTotals soft=True)")
+            self.w = dafa_class_weights(class_similarity(stats.train_soft_confusion, stats.train_n), self.lam)
+
+    def state_dict(self) -> dict:
+        return {"w": self.w}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.w = state["w"]
+
+
+class FAALWeights(NoWeights):
+    """FAAL (Zhang et al., CVPR 2024; TrustAI/FAAL ft_prn.py, FAAL.py:DAW): class weights of every
+    batch from a distributionally robust problem over the classes (study.train.policies.dro): p
+    maximizes sum_c n_c p_c m_c, m_c the mean margin max_{j != y} p_j - p_y of the batch's
+    class-c samples on the adversarial softmax of the training forward, in a KL ball of `radius`
+    around the uniform distribution. Both terms of the loss are weighted by C p_y with the batch
+    mean (ft_prn.py: (loss * weights[y]).sum() * C / B). The epoch's weights (the records'
+    `weight`) stay 1: the step computes the batch's own (`batch_weights`)."""
+
+    #: the step asks for the batch's weights after the training forward
+    per_batch = True
+
+    def __init__(self, num_classes: int, radius: float = 0.5):
+        super().__init__(num_classes)
+        self.radius = float(radius)
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> FAALWeights:
+        return cls(ctx.num_classes, cfg.radius)
+
+    def batch_weights(self, adv_logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(w_nat, w_bndy) of the batch: C p, p from its adversarial logits (fp32, no gradient)."""
+        p = faal_class_weights(class_margins(adv_logits.detach(), y, self.num_classes), self.radius)
+        w = (self.num_classes * p).float()
+        return w, w
+
+
+class WATWeights(NoWeights):
+    """WAT (Li & Liu, AAAI 2023; boqili/WAT worst_class_adversarial_train.py --alg wat): Hedge
+    (no-regret) weights over C + 1 entries from the validation split's costs, cost_c = CE(clean)
+    + beta KL(clean || adversarial) of class c under the TRADES attack and, last, the same over
+    the whole split (EpochStats.val_cost), summed over the epochs: w = C softmax(eta * sum of
+    costs). Class c's samples train on (w_c + w_C) (CE + beta KL): its class term and the mean
+    TRADES loss that the extra entry weights. Before the first update every entry is 1 (the
+    reference's initial weights), so the first epoch trains on twice the TRADES loss.
+
+    The summed costs are in the policy's state_dict (the reference's resume loses them)."""
+
+    needs_validation = True
+    #: the engine computes EpochStats.val_cost on the validation split (study.train.records.validate)
+    needs_validation_losses = True
+
+    def __init__(self, num_classes: int, eta: float = 0.1):
+        super().__init__(num_classes)
+        self.eta = float(eta)
+        self.cost: torch.Tensor | None = None   # the costs summed over the epochs so far
+
+    @classmethod
+    def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> WATWeights:
+        return cls(ctx.num_classes, cfg.eta)
+
+    def hedge(self) -> torch.Tensor:
+        """The C + 1 Hedge weights (ones before the first update)."""
+        if self.cost is None:
+            return torch.ones(self.num_classes + 1, dtype=torch.float64)
+        return self.num_classes * torch.softmax(self.eta * self.cost, dim=0)
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        w = self.hedge()
+        per_class = w[: self.num_classes] + w[self.num_classes]
+        return per_class, per_class.clone()
+
+    def update(self, stats: EpochStats) -> None:
+        if stats.val_cost is None:
+            raise ValueError("weights type 'wat' needs the validation costs (EpochStats.val_cost); "
+                             "set train.validation")
+        cost = stats.val_cost.double()
+        self.cost = cost.clone() if self.cost is None else self.cost + cost
+
+    def state_dict(self) -> dict:
+        return {"cost": self.cost}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.cost = state["cost"]
+
+
 WEIGHTS = Registry("weights", default="none", config=WeightsPolicy, types={
     "none": NoWeights,
     "balanced": BalancedWeights,
     "static": StaticWeights,
     "boost": BoostWeights,
     "frl": FRLReweight,
+    "dafa": DAFAWeights,
+    "faal": FAALWeights,
+    "wat": WATWeights,
 })
