@@ -3,7 +3,7 @@ the evaluations, and the run config that `study train --run-config` receives.
 
 Every default of a setting is written here, once; the library reads attributes of these
 models instead of string keys. The JSON schema that params.yaml is validated against
-(workflow/schemas/params.schema.yaml) is generated from `Params` (study.config.schema).
+(workflow/schemas/params.schema.yaml) is generated from `Params` (tools/params_schema.py).
 
 Sections that presets and per-dataset entries override in part (a method's entry completed by
 its `base`, a group's `train` over the train section) are typed where they are complete: a
@@ -41,12 +41,9 @@ Corruption = Literal[
     "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "gaussian_blur", "defocus_blur",
     "zoom_blur", "contrast", "brightness", "saturate", "jpeg_compression", "pixelate", "glass_blur",
     "motion_blur", "snow", "frost", "fog", "spatter", "elastic_transform"]
-FigureName = Literal[
-    "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
-    "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
-    "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
-    "fig03_frl_errors", "fig11_cfp", "fig14_corruptions", "fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap",
-    "fig13_mitigation", "fig13_policy_epochs"]
+#: a figure of the catalog (study.figures.catalog.FIGURES): checked against it by the schema, whose
+#: enum the schema writer (tools/params_schema.py) takes from the catalog, which this layer cannot read
+FigureName = str
 BenchTask = Literal["standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval"]
 
 NameList = Annotated[list[str], Field(min_length=1)]
