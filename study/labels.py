@@ -16,20 +16,17 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from study.checkpoints import CHECKPOINT_LABELS
+from study.config.evaluations import EVALUATION_KINDS
+from study.data.registry import DATASETS
 from study.models.registry import MODELS
 from study.record_names import split_record_name
 
-DATASET_NAMES = {
-    "mnist": "MNIST",
-    "svhn": "SVHN",
-    "cifar10": "CIFAR-10",
-    "cifar100": "CIFAR-100",
-    "tinyimagenet": "Tiny ImageNet",
+# Datasets that no row of study.data.registry holds (the rows' labels are theirs): other spellings
+# and datasets that records and published tables name.
+OTHER_DATASET_NAMES = {
     "tiny_imagenet": "Tiny ImageNet",
-    "imagenet": "ImageNet",
     "stl10": "STL-10",
     "fashion_mnist": "Fashion-MNIST",
-    "synthetic": "Synthetic",
     "cifar10_c": "CIFAR-10-C",
 }
 # Models that no row of study.models.registry builds: other spellings of its architectures (in
@@ -64,12 +61,15 @@ _METHOD_PARTS = {"at": "PGD-AT", "trades": "TRADES", "fat": "FAT", "cfa": "CFA",
                  "ema": "EMA", "fawa": "FAWA"}
 # Suffixes that qualify a composed method rather than add a part to it.
 _METHOD_QUALIFIERS = {"nowa": "no weight averaging"}
-ATTACK_NAMES = {"clean": "Clean", "pgd": "PGD", "autoattack": "AutoAttack", "aa": "AutoAttack",
-                "square": "Square", "fgsm": "FGSM", "apgd": "APGD", "bim": "BIM", "cw": "CW", "fab": "FAB",
-                "fat": "FAT"}
+# Attacks that records' keys and published tables name but no evaluation kind runs (the kinds'
+# labels are their rows', study.config.evaluations).
+OTHER_ATTACK_NAMES = {"aa": "AutoAttack", "fgsm": "FGSM", "apgd": "APGD", "bim": "BIM", "cw": "CW", "fab": "FAB",
+                      "fat": "FAT"}
 NORM_NAMES = {"linf": "L∞", "l2": "L2", "l1": "L1"}
-# Attacks of the study whose key names no norm run under L-inf (params.yaml: every one of them).
-_LINF_BY_DEFAULT = {"pgd", "autoattack", "aa", "square", "fgsm", "apgd", "bim", "fab"}
+# Of those, the ones whose key names no norm run under L-inf, and those whose label gives the steps
+# (an evaluation kind: whether its settings have a norm, and steps).
+_OTHER_LINF_BY_DEFAULT = {"aa", "fgsm", "apgd", "bim", "fab"}
+_OTHER_STEPPED = {"fgsm", "apgd", "bim"}
 # Datasets built after Ilyas et al. 2019 (docs/study.md#figures, 12), named as in the paper.
 CONSTRUCTED_NAMES = {"d_rand": "D_rand", "d_det": "D_det", "d_nr": "D_NR", "d_r": "D_R"}
 
@@ -108,13 +108,24 @@ def zoo_model_name(key: str) -> str:
 def dataset_name(key: str) -> str:
     """'cifar10' -> 'CIFAR-10'; constructed sets ('cifar10_d_r') -> 'CIFAR-10 (D_R)'."""
     key = str(key)
-    if key in DATASET_NAMES:
-        return DATASET_NAMES[key]
+    if is_dataset(key):
+        return _dataset_label(key)
     for kind, shown in CONSTRUCTED_NAMES.items():
         base = key.removesuffix(f"_{kind}")
-        if base != key and base in DATASET_NAMES:
-            return f"{DATASET_NAMES[base]} ({shown})"
+        if base != key and is_dataset(base):
+            return f"{_dataset_label(base)} ({shown})"
     return humanize(key)
+
+
+def is_dataset(key: str) -> bool:
+    """Whether `key` names a dataset that has a label (a row of the registry, or another)."""
+    return key in DATASETS or key in OTHER_DATASET_NAMES
+
+
+def _dataset_label(key: str) -> str:
+    if key in DATASETS:
+        return DATASETS[key].label or humanize(key)
+    return OTHER_DATASET_NAMES[key]
 
 
 def model_name(key: str) -> str:
@@ -167,10 +178,20 @@ def format_eps(eps: object, norm: str | None) -> str:
     return f"{value:g}"
 
 
+def attack_name(kind: str) -> str | None:
+    """'pgd' -> 'PGD': the label of an evaluation kind's row, or of another attack a key names."""
+    return EVALUATION_KINDS[kind].label if kind in EVALUATION_KINDS else OTHER_ATTACK_NAMES.get(kind)
+
+
+def _has_setting(kind: str, setting: str, others: set[str]) -> bool:
+    """Whether attacks of `kind` have `setting` (its row's settings class; `others` for attacks no row runs)."""
+    return setting in EVALUATION_KINDS[kind].settings.model_fields if kind in EVALUATION_KINDS else kind in others
+
+
 def _key_settings(key: str) -> dict:
     """Settings spelled out by a key of the study's convention: pgd20, pgd20_linf4, pgd_l2_05."""
     match = _EVAL_KEY.match(key)
-    if not match or match["attack"] not in ATTACK_NAMES:
+    if not match or attack_name(match["attack"]) is None:
         return {}
     out: dict = {"type": match["attack"]}
     if match["steps"]:
@@ -181,7 +202,7 @@ def _key_settings(key: str) -> dict:
         # the convention: L-inf budgets in 1/255 (linf4), others as decimals without the point (l2_05)
         out["eps"] = int(digits) / 255 if match["norm"] == "linf" else float(
             f"0.{digits[1:]}" if digits.startswith("0") else digits)
-    elif match["attack"] in _LINF_BY_DEFAULT:
+    elif _has_setting(match["attack"], "norm", _OTHER_LINF_BY_DEFAULT):
         out["norm"] = "linf"
     return out
 
@@ -210,7 +231,7 @@ def eval_norm(key: str, settings: Mapping | None = None) -> str | None:
     if found.get("type", "clean") == "clean":  # see `found`
         return None
     norm = found.get("norm")  # see `found`
-    if norm is None and str(found.get("type")) in _LINF_BY_DEFAULT:  # see `found`
+    if norm is None and _has_setting(str(found.get("type")), "norm", _OTHER_LINF_BY_DEFAULT):  # see `found`
         return "linf"
     return norm
 
@@ -223,9 +244,9 @@ def eval_name(key: str, settings: Mapping | None = None) -> str:
     kind = str(found.get("type", ""))  # see `found`
     if kind == "clean":
         name = "Clean"
-    elif kind in ATTACK_NAMES:
-        name = ATTACK_NAMES[kind]
-        if kind in ("pgd", "fgsm", "apgd", "bim") and found.get("steps"):  # see `found`
+    elif attack_name(kind) is not None:
+        name = attack_name(kind)
+        if _has_setting(kind, "steps", _OTHER_STEPPED) and found.get("steps"):  # see `found`
             name += f"-{found['steps']}"
         norm = found.get("norm")  # see `found`
         budget = format_eps(found.get("eps"), norm)  # see `found`

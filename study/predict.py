@@ -13,14 +13,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from study.attacks.configured import run_attack_detailed
 from study.attacks.pgd import RNG_CHUNK
+from study.config.evaluations import AnyEvaluation, PgdEvaluation, evaluation_kind
 from study.config.spec import require
-from study.config.types import AnyEvaluation, PgdEvaluation
 from study.data.augment import to_float
-
-#: attack types whose batches are formed inside the attack library, not here
-WHOLE_SET_ATTACKS = ("autoattack", "square")
 
 
 @dataclass
@@ -61,7 +57,7 @@ def predict(
 
 def attack_batch_size(attack: AnyEvaluation | None, batch_size: int, n: int) -> int:
     """The batch size `predict` runs `attack` with."""
-    if attack is not None and attack.type in WHOLE_SET_ATTACKS:
+    if attack is not None and evaluation_kind(attack.type).whole_set:
         # The AutoAttack cascade runs over the whole set at once, as pyautoattack's own
         # run_standard_evaluation does (it batches internally by the evaluation's
         # batch_size), so each attack sees every still-robust sample in one call.
@@ -71,6 +67,16 @@ def attack_batch_size(attack: AnyEvaluation | None, batch_size: int, n: int) -> 
         # numbers, the order of draws (and so the records) would follow the batch size.
         return min(batch_size, RNG_CHUNK)
     return batch_size
+
+
+def run_attack_detailed(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: AnyEvaluation | None, generator: torch.Generator
+) -> tuple[torch.Tensor, np.ndarray | None]:
+    """(inputs to classify, per-sample name of the attack that broke each sample or None
+    where the attack type has a single attack): the attack function of the evaluation's row
+    (study.config.evaluations), `x` itself for a clean one. AutoAttack and Square name 'clean'
+    for a sample misclassified before any attack and '' for one that no attack broke."""
+    return evaluation_kind(attack.type if attack is not None else "clean").run(model, x, y, attack, generator)
 
 
 def predict_on_device(

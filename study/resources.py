@@ -1,5 +1,6 @@
 """Scheduler estimates (minutes, host memory) for training and evaluation jobs, from the model's
-cost, the dataset's size and the attack's steps, so a SLURM job asks for what it needs.
+cost, the dataset's size and the attack's steps (each a row of its table: study.models.registry,
+study.data.registry, study.config.evaluations), so a SLURM job asks for what it needs.
 
 Costs are forward-pass GFLOPs at 32x32 input (each model's row of study.models.registry), checked
 against `count_flops` by the tests, and
@@ -12,25 +13,16 @@ from __future__ import annotations
 
 import math
 
+from study.config.evaluations import AnyEvaluation, evaluation_kind
 from study.config.spec import require
-from study.config.types import (
-    AnyEvaluation,
-    AutoAttackEvaluation,
-    PgdEvaluation,
-    RunConfig,
-    SquareEvaluation,
-    SyntheticData,
-    ZooRunConfig,
-)
+from study.config.types import RunConfig, SyntheticData, ZooRunConfig
+from study.data.registry import get_dataset_info
 from study.models.registry import MODELS
 
-# Full training-set sizes (images), for runs that do not subsample (train_per_class: null).
-TRAIN_SIZES = {"mnist": 60_000, "svhn": 73_257, "cifar10": 50_000, "cifar100": 50_000, "tinyimagenet": 100_000}
-TEST_SIZES = {"mnist": 10_000, "svhn": 26_032, "cifar10": 10_000, "cifar100": 10_000, "tinyimagenet": 10_000}
-
-# RobustBench zoo models (study.config.zoo) at their dataset's resolution: an upper bound
-# (CIFAR: WideResNet-94-16 is ~55 GFLOPs; ImageNet: Swin-L ~35), which the scheduler may overshoot.
-ZOO_GFLOPS = {"cifar10": 60.0, "cifar100": 60.0, "imagenet": 40.0}
+# The sizes of a dataset whose row (study.data.registry) gives none: runs that do not subsample
+# (train_per_class: null) are estimated from the row's full splits.
+DEFAULT_TRAIN_SIZE = 100_000
+DEFAULT_TEST_SIZE = 50_000
 GPU_FLOPS = 8e12          # sustained FLOP/s of one GPU on these small-image networks (bf16 autocast)
 SAFETY = 2.0
 MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs continue on the retry
@@ -39,8 +31,6 @@ BACKWARD = 3.0            # forward + backward ~ 3 forward passes
 
 def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data."""
-    from study.data.registry import get_dataset_info
-
     info = get_dataset_info(run.dataset)
     if run.dataset == "synthetic":
         # a zoo model evaluated on synthetic data holds no `synthetic` settings: their defaults
@@ -49,8 +39,8 @@ def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
         test = syn.test_per_class * info.num_classes
         side = syn.image_size
     else:
-        train = TRAIN_SIZES.get(run.dataset, 100_000)
-        test = TEST_SIZES.get(run.dataset, 50_000)
+        train = info.train_size if info.train_size is not None else DEFAULT_TRAIN_SIZE
+        test = info.test_size if info.test_size is not None else DEFAULT_TEST_SIZE
         side = info.image_size
     if run.train_per_class:
         train = min(train, run.train_per_class * info.num_classes)
@@ -86,20 +76,10 @@ def train_minutes(run: RunConfig) -> int:
 
 def attack_steps(ev: AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
-    AutoAttack's standard version is APGD-CE (100), APGD-T (9 targets x 100), FAB-T (9 x 100)
-    and Square (5000 queries, forward only, counted as a third of a step); a shard of it is
-    split from that total by the caller."""
+    its kind's cost (the row's `steps`, study.config.evaluations); a shard of it is split from
+    that total by the caller."""
     require(ev, AnyEvaluation, "attack_steps")
-    if isinstance(ev, AutoAttackEvaluation):
-        iters = ev.iterations
-        per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * ev.targets, "fab": iters,
-               "fab-t": iters * ev.targets, "square": ev.queries // 3}
-        return sum(per[a] for a in ev.attacks or ["apgd-ce", "apgd-t", "fab-t", "square"])
-    if isinstance(ev, SquareEvaluation):
-        return ev.queries // 3
-    if isinstance(ev, PgdEvaluation):
-        return ev.steps * ev.restarts
-    return 0
+    return evaluation_kind(ev.type).steps(ev)
 
 
 def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: int = 1) -> int:
@@ -110,7 +90,9 @@ def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: i
         test = min(test, ev.test_per_class * 100)
     test = math.ceil(test / shards)
     steps = attack_steps(ev)
-    gflops = (ZOO_GFLOPS.get(run.zoo.dataset, 60.0) if isinstance(run, ZooRunConfig)
+    # a RobustBench zoo model (study.config.zoo): the upper bound of its dataset's row, which the
+    # scheduler may overshoot
+    gflops = (get_dataset_info(run.zoo.dataset).zoo_gflops if isinstance(run, ZooRunConfig)
               else forward_gflops(run.model, side))
     return _minutes(test * (1 + BACKWARD * steps) * gflops * 1e9, floor=10)
 

@@ -1,20 +1,27 @@
 """Adding a named thing is one row in one table (docs/architecture.md, "How to add"): a model
-row in study.models.registry.MODELS and a figure row (with its kind) in study.figures.catalog,
-each added here in-process and then seen where the study reads it: the plan
-(study.config.plan_runs), what the workflow derives from the plan for its rules (the panels and
-command of a figure rule, a job's time estimate: the functions workflow/rules/common.smk calls)
-and the `study` command's choices."""
+row in study.models.registry.MODELS, a figure row (with its kind) in study.figures.catalog, an
+evaluation kind in study.config.evaluations.EVALUATION_KINDS and a dataset in
+study.data.registry.DATASETS, each added here in-process and then seen where the study reads it:
+the params check (and the schema written from the types), the plan (study.config.plan_runs),
+what the workflow derives from the plan for its rules (the panels and command of a figure rule,
+a job's time estimate: the functions workflow/rules/common.smk calls), the labels and the
+`study` command's choices and arguments."""
 
 import copy
+import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from study import labels, resources
 from study.cli import build_parser
-from study.config import ConfigError, load_params, plan_runs
+from study.config import ConfigError, EvaluationSpec, evaluations, load_params, plan_runs, resolve_evaluation
+from study.data import registry as data_registry
+from study.data.registry import DatasetInfo
 from study.figures import catalog, panels
 from study.models import registry
+from tools.params_schema import schema_text
 
 NEW_MODEL = registry.ModelSpec("tiny_net", "small_cnn", "SmallCNN", "Tiny Net", 0.01, min_image_size=8)
 
@@ -84,3 +91,74 @@ def test_a_figure_row_names_a_known_kind_or_a_command_of_its_own():
         catalog.Figure("fig99", "nope", "classwise", lambda s: {}, "classwise", "x")
     with pytest.raises(ValueError, match="a kind or a command of its own"):
         catalog.Figure("fig99", None, "classwise", lambda s: {}, "classwise", "x")
+
+
+# ---------------------------------------------------------------- an evaluation type, a dataset
+
+class NoiseEvaluation(evaluations.AnyEvaluation):
+    type: Literal["noise"]
+    norm: Literal["l2"]
+    eps: float
+    draws: int = 4
+
+
+NEW_KIND = evaluations.EvaluationKind("noise", NoiseEvaluation, "Gaussian noise", lambda ev: ev.draws,
+                                      "study.attacks.configured:attack_clean")
+
+
+@pytest.fixture
+def with_new_kind(monkeypatch):
+    monkeypatch.setitem(evaluations.EVALUATION_KINDS, NEW_KIND.name, NEW_KIND)
+    return NEW_KIND.name
+
+
+def _load(root: Path, schema: Path, **overrides) -> dict:
+    return load_params(root / "params.yaml", {"preset": "ci", **overrides}, presets_dir=root / "workflow/presets",
+                       schema_path=schema)
+
+
+def test_an_evaluation_kind_row_is_checked_planned_estimated_labelled_and_parsed(repo_root, ci_params, with_new_kind,
+                                                                                 tmp_path):
+    noise = {"type": "noise", "norm": "l2", "eps": 0.5, "draws": 30}
+    experiments = copy.deepcopy(ci_params["experiments"])
+    next(g for g in experiments if g["group"] == "baseline")["evaluations"].append("noise")
+    evals = {**ci_params["evaluations"], "noise": noise}
+    # the schema written from the types holds the row (the params check validates against it)
+    schema = tmp_path / "params.schema.yaml"
+    schema.write_text(schema_text())
+    with pytest.raises(ConfigError, match="draws: 'many' is not valid; expected an integer"):
+        _load(repo_root, schema, evaluations={**evals, "noise": {**noise, "draws": "many"}})
+    params = _load(repo_root, schema, evaluations=evals, experiments=experiments)
+    run = next(r for r in plan_runs(params) if "noise" in r.evaluations)
+    # the workflow's evaluate job (common.smk: the resolved evaluation, parsed; its time from the row's cost)
+    job = EvaluationSpec.parse(resolve_evaluation(params, "noise", run.config["dataset"])).config
+    assert type(job).__name__ == "NoiseJob" and job.draws == 30 and job.name == "noise"
+    assert resources.attack_steps(job) == 30
+    assert resources.evaluate_minutes(run.run, job) >= 10
+    assert labels.eval_name("noise", noise) == "Gaussian noise, L2 0.5"
+    # `study evaluate --evaluation` takes it; the row's attack function (what predict calls) resolves
+    args = build_parser().parse_args(["evaluate", "--run-dir", str(tmp_path), "--data", str(tmp_path),
+                                      "--evaluation", json.dumps(job.model_dump()), "--out", "x.parquet"])
+    assert args.evaluation[0].config == job
+    assert NEW_KIND.run.__name__ == "attack_clean"
+    # a type no row holds is named with the valid ones
+    with pytest.raises(ConfigError, match="type: 'blur' is not valid; valid: clean, pgd, autoattack, square, noise"):
+        _load(repo_root, schema, evaluations={**evals, "noise": {**noise, "type": "blur"}})
+
+
+NEW_DATASET = DatasetInfo("tiny_digits", 10, 1, 16, tuple(str(i) for i in range(10)), ("default",),
+                          label="Tiny Digits", train_size=5_000, test_size=1_000)
+
+
+def test_a_dataset_row_is_planned_estimated_and_labelled(repo_root, ci_params, monkeypatch):
+    monkeypatch.setitem(data_registry.DATASETS, NEW_DATASET.name, NEW_DATASET)
+    experiments = copy.deepcopy(ci_params["experiments"])
+    next(g for g in experiments if g["group"] == "baseline")["dataset"] = NEW_DATASET.name
+    params = _load(repo_root, repo_root / "workflow/schemas/params.schema.yaml", experiments=experiments)
+    runs = [r for r in plan_runs(params) if r.config["dataset"] == NEW_DATASET.name]
+    assert runs and all(r.config["data_variant"] == "default" for r in runs)
+    # the job estimates read the row's sizes: the full training split and its test split
+    run = next(r.run for r in runs if r.config["method"] == "standard")
+    assert resources.mem_mb(run, floor=0) == int(6000 + 4 * (5_000 + 1_000) * 16 * 16 / 2**20)
+    assert labels.dataset_name(NEW_DATASET.name) == "Tiny Digits"
+    assert labels.dataset_name(f"{NEW_DATASET.name}_d_r") == "Tiny Digits (D_R)"

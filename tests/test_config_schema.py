@@ -1,18 +1,18 @@
 """workflow/schemas/params.schema.yaml is generated from the configuration's types
-(study/config/types.py, study.config.schema); both front ends validate params against it."""
+(study/config/types.py and the figure catalog, tools/params_schema.py); both front ends validate params against it."""
 
 import jsonschema
 import pytest
 import yaml
 
 from study.config import ConfigError, load_params
-from study.config.schema import SCHEMA_FILE, params_schema, schema_text
+from tools.params_schema import SCHEMA_FILE, params_schema, schema_text
 
 
 def test_committed_schema_is_the_generated_one(repo_root):
     committed = (repo_root / SCHEMA_FILE).read_text()
     assert committed == schema_text(), (
-        "workflow/schemas/params.schema.yaml differs from the types: run `python -m study.config.schema --write`")
+        "workflow/schemas/params.schema.yaml differs from the types: run `python -m tools.params_schema --write`")
 
 
 def test_schema_is_valid_and_accepts_every_preset(repo_root):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from study.config import ConfigSpec, EvaluationSpec, plan_runs, resolve_evaluation
+from study.config.evaluations import PgdJob
 from study.config.spec import Frozen
-from study.config.types import PgdJob
 from study.evaluate.checks import model_checks
 from study.predict import predict
 from study.record_names import record_name

@@ -31,15 +31,15 @@ def _baseline_runs(params, runs):
 
 
 def test_the_baseline_models_train_on_most_of_the_training_set(demo):
-    from study.resources import TRAIN_SIZES
+    from study.data.registry import DATASETS
 
     params, runs = demo
     baseline = _baseline_runs(params, runs)
     assert set(baseline) == set(_group(params, "baseline")["methods"]) == {"standard", "pgd_at"}
     for run in baseline.values():
         per_class = run.config["train_per_class"]
-        images = TRAIN_SIZES["cifar10"] if per_class is None else 10 * per_class
-        assert images >= MIN_TRAIN_SHARE * TRAIN_SIZES["cifar10"], run.run_id
+        images = DATASETS["cifar10"].train_size if per_class is None else 10 * per_class
+        assert images >= MIN_TRAIN_SHARE * DATASETS["cifar10"].train_size, run.run_id
         assert run.config["schedule"]["name"] == "cyclic"
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from study.attacks.pgd import RNG_CHUNK
-from study.config.types import PgdEvaluation
+from study.config.evaluations import PgdEvaluation
 from study.device import AUTO_EVAL_BATCH, eval_batch_size
 from study.predict import predict
 from study.run_directory import load_trained_model

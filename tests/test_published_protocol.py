@@ -13,8 +13,9 @@ import pytest
 
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS, STUDY_CHECKPOINTS
 from study.config import ConfigError, load_params, plan_runs
+from study.config.fields import Checkpoint
 from study.config.protocols import first_eligible_epoch, published_protocol
-from study.config.types import Checkpoint, PublishedSelection
+from study.config.types import PublishedSelection
 from study.io import load_torch
 from study.labels import eval_name
 from study.record_names import record_name, split_record_name

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
+from study.config.evaluations import PgdJob
 from study.config.spec import EvaluationSpec
-from study.config.types import PgdJob
 from study.data.augment import to_float
 from study.data.splits import stratified_subset
 from study.evaluate.checks import (

@@ -9,8 +9,9 @@ import torch
 from conftest import SHARED_FIXTURE_GROUPS
 from test_workflow import TRAIN_RULES, _evaluate_count, _job_counts
 
+from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.config.spec import EvaluationSpec
-from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation, RunConfig, parse
+from study.config.types import RunConfig, parse
 from study.models.registry import MODEL_NAMES, MODELS, build_model, count_flops
 from study.resources import attack_steps, evaluate_minutes, mem_mb, train_minutes
 

@@ -42,14 +42,14 @@ def spec_json(kind: str, what: str, job: str = "EvaluationJob", zoo: bool | None
     of an evaluation job, `job` naming which), one line naming every bad key path otherwise.
     `zoo` (True or False) says which kind of run config the command takes."""
     def parsed(text: str) -> object:
-        from study.config import spec, types
+        from study.config import evaluations, spec, types
 
         value = json_arg(text)
         try:
             if kind == "ConfigSpec":
                 result = spec.ConfigSpec.parse(value, what)
             else:
-                return spec.EvaluationSpec.parse(value, what, getattr(types, job))
+                return spec.EvaluationSpec.parse(value, what, getattr(evaluations, job))
         except types.ConfigError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
         if zoo is not None and isinstance(result.config, types.ZooRunConfig) != zoo:

@@ -62,10 +62,10 @@ def add_features_figure(sub) -> None:
 
 
 def cmd_features_figure(args: argparse.Namespace) -> int:
-    from study.figures.fig12_features import make_features_figure
+    from study.figures.catalog import FIGURES
 
     sources = dict(item.split("=", 1) for item in args.sources)
-    written = make_features_figure(args.table, args.dataset, args.model, sources, args.data, args.constructed,
+    written = FIGURES["fig12_features"].draw(args.table, args.dataset, args.model, sources, args.data, args.constructed,
                                    args.out_stem, args.examples_stem)
     for path in written:
         print(f"wrote {path}", file=sys.stderr)

@@ -164,7 +164,7 @@ def typed_params(params: Mapping) -> Params:
 def _check_params(params: Mapping, schema_path: Path) -> None:
     check_no_method_selection(params)
     # The types first (their message names the valid keys and values), then the schema that the
-    # workflow documents and that is generated from them (study.config.schema), so the two agree.
+    # workflow documents and that is generated from them (tools/params_schema.py), so the two agree.
     typed_params(params)
     validate_params(params, schema_path)
     for dataset in params.get("per_dataset") or {}:  # raw: each dataset's merge of the raw params is typed below

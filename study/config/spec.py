@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from study.config.core import ConfigError
-from study.config.types import EvaluationJob, RunConfig, ZooRunConfig, parse
+from study.config.evaluations import EvaluationJob
+from study.config.types import RunConfig, ZooRunConfig, parse
 
 # ---------------------------------------------------------------- identities
 

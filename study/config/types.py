@@ -3,7 +3,7 @@ the evaluations, and the run config that `study train --run-config` receives.
 
 Every default of a setting is written here, once; the library reads attributes of these
 models instead of string keys. The JSON schema that params.yaml is validated against
-(workflow/schemas/params.schema.yaml) is generated from `Params` (study.config.schema).
+(workflow/schemas/params.schema.yaml) is generated from `Params` (tools/params_schema.py).
 
 Sections that presets and per-dataset entries override in part (a method's entry completed by
 its `base`, a group's `train` over the train section) are typed where they are complete: a
@@ -18,25 +18,20 @@ from collections.abc import Mapping
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from study.checkpoints import CHECKPOINTS
-from study.config.core import ConfigError, parse_fraction
+from study.config.core import ConfigError
+from study.config.evaluations import ByKind, Evaluation, EvaluationOverride
+from study.config.fields import Checkpoint, Config, EvalBatch, Fraction, Norm, PositiveInt
 
 # ---------------------------------------------------------------- closed sets of names
 
-Norm = Literal["linf", "l2"]
 BnMode = Literal["train", "eval"]
-EvaluationType = Literal["clean", "pgd", "autoattack", "square"]
-AutoAttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square"]
 OptimizerName = Literal["sgd", "adam"]
 ScheduleName = Literal["step", "cyclic", "constant"]
 SelectionScore = Literal["mean", "mean_plus_worst"]
 Precision = Literal["fp32", "bf16"]
-#: the checkpoints of study.checkpoints.CHECKPOINT_TABLE: `last` (model.pt), `best` on validation
-#: (model_best.pt), `published`: best on the test subset by the published protocol (model_published.pt)
-Checkpoint = Literal[CHECKPOINTS]
 #: `plain`: a comparison of the class-wise figures; `mitigation`: figure 13's methods, checked
 #: against false robustness by default and kept out of the other figures
 GroupKind = Literal["plain", "mitigation"]
@@ -46,28 +41,15 @@ Corruption = Literal[
     "gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "gaussian_blur", "defocus_blur",
     "zoom_blur", "contrast", "brightness", "saturate", "jpeg_compression", "pixelate", "glass_blur",
     "motion_blur", "snow", "frost", "fog", "spatter", "elastic_transform"]
-FigureName = Literal[
-    "fig01_classwise_standard", "fig02_classwise_adversarial", "fig07_epochs",
-    "fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization",
-    "fig08_rank_agreement", "fig09_confusion", "fig10_logit_similarity", "fig12_features",
-    "fig03_frl_errors", "fig11_cfp", "fig14_corruptions", "fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap",
-    "fig13_mitigation", "fig13_policy_epochs"]
+#: a figure of the catalog (study.figures.catalog.FIGURES): checked against it by the schema, whose
+#: enum the schema writer (tools/params_schema.py) takes from the catalog, which this layer cannot read
+FigureName = str
 BenchTask = Literal["standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval"]
 
-_FRACTION_PATTERN = r"^\s*\d+(\.\d*)?\s*/\s*\d+(\.\d*)?\s*$"
-#: a radius or step size: a number, or a fraction written as '8/255' (how papers give budgets)
-Fraction = Annotated[
-    float, Field(ge=0), BeforeValidator(parse_fraction),
-    WithJsonSchema({"description": "a number, or a fraction written as a string such as '8/255'",
-                    "oneOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": _FRACTION_PATTERN}]}),
-]
 NameList = Annotated[list[str], Field(min_length=1)]
-PositiveInt = Annotated[int, Field(ge=1)]
 Share = Annotated[float, Field(ge=0, lt=1)]
 #: a class index, or `weakest` (lowest robust accuracy in the previous epoch)
 ClassChoice = Annotated[int, Field(ge=0)] | Literal["weakest"]
-#: images per evaluation batch, or auto (large on a GPU; study.device.eval_batch_size)
-EvalBatch = PositiveInt | Literal["auto"]
 #: CFA (PKU-ML/CFA train.py, --begin 10) calibrates class-wise eps and beta only after 10 of
 #: its 200 epochs; as a share of the run, short presets keep a calibrated phase.
 CFA_WARMUP = 0.05
@@ -77,115 +59,7 @@ CFA_WARMUP = 0.05
 DAFA_WARMUP = 0.35
 
 
-class Config(BaseModel):
-    """A section of the configuration: immutable, and an unknown key is an error (a typo is
-    never a silent default)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-
 # ---------------------------------------------------------------- evaluations
-
-class _Evaluation(Config):
-    #: test images per class (None: the whole test set)
-    test_per_class: PositiveInt | None = None
-    batch_size: EvalBatch = "auto"
-    #: seed of the attack's random starts
-    seed: int = 0
-    #: the test set split into this many shards, run as separate jobs and merged
-    shards: PositiveInt = 1
-
-
-class CleanEvaluation(_Evaluation):
-    type: Literal["clean"]
-
-
-class PgdEvaluation(_Evaluation):
-    type: Literal["pgd"]
-    norm: Norm
-    eps: Fraction
-    alpha: Fraction
-    steps: PositiveInt
-    restarts: PositiveInt = 1
-    random_start: bool = True
-
-
-class AutoAttackEvaluation(_Evaluation):
-    """pyautoattack: the standard version (APGD-CE, APGD-T, FAB-T, Square) or a custom list."""
-
-    type: Literal["autoattack"]
-    norm: Norm
-    eps: Fraction
-    version: Literal["standard", "custom"] = "standard"
-    attacks: Annotated[list[AutoAttackName], Field(min_length=1)] | None = None
-    #: APGD and FAB iterations (100 in the standard version)
-    iterations: PositiveInt = 100
-    #: target classes of APGD-T and FAB-T (9 in the standard version)
-    targets: PositiveInt = 9
-    #: Square's queries (5000 in the standard version)
-    queries: PositiveInt = 5000
-
-
-class SquareEvaluation(_Evaluation):
-    type: Literal["square"]
-    norm: Norm
-    eps: Fraction
-    queries: PositiveInt = 5000
-
-
-Evaluation = Annotated[CleanEvaluation | PgdEvaluation | AutoAttackEvaluation | SquareEvaluation,
-                       Field(discriminator="type")]
-
-
-class _Named(Config):
-    #: the evaluation's name in params 'evaluations' (`<name>@best` for the best checkpoint)
-    name: str
-    checkpoint: Checkpoint = "last"
-
-
-class CleanJob(CleanEvaluation, _Named):
-    pass
-
-
-class PgdJob(PgdEvaluation, _Named):
-    pass
-
-
-class AutoAttackJob(AutoAttackEvaluation, _Named):
-    pass
-
-
-class SquareJob(SquareEvaluation, _Named):
-    pass
-
-
-#: an evaluation as `study evaluate --evaluation` receives it (resolved: named, fractions as numbers)
-EvaluationJob = Annotated[CleanJob | PgdJob | AutoAttackJob | SquareJob, Field(discriminator="type")]
-
-
-AnyEvaluation = CleanEvaluation | PgdEvaluation | AutoAttackEvaluation | SquareEvaluation
-
-
-class EvaluationOverride(Config):
-    """An evaluation's settings, all optional (per_dataset: merged over the evaluation of the same name)."""
-
-    type: EvaluationType | None = None
-    norm: Norm | None = None
-    eps: Fraction | None = None
-    alpha: Fraction | None = None
-    steps: PositiveInt | None = None
-    restarts: PositiveInt | None = None
-    random_start: bool | None = None
-    test_per_class: PositiveInt | None = None
-    batch_size: EvalBatch | None = None
-    seed: int | None = None
-    version: Literal["standard", "custom"] | None = None
-    attacks: Annotated[list[AutoAttackName], Field(min_length=1)] | None = None
-    iterations: PositiveInt | None = None
-    targets: PositiveInt | None = None
-    queries: PositiveInt | None = None
-    shards: PositiveInt | None = None
-
 
 class EvaluateSettings(Config):
     """Defaults of every evaluation (params `evaluate`)."""
@@ -842,7 +716,9 @@ def _unwrap(tp: Any) -> list[Any]:
     """The types an annotation may hold (Optional, unions and Annotated taken apart)."""
     origin = get_origin(tp)
     if origin is Annotated:
-        return _unwrap(get_args(tp)[0])
+        # an evaluation: the classes of the evaluation kinds' rows (study.config.evaluations)
+        by_kind = [m for m in get_args(tp)[1:] if isinstance(m, ByKind)]
+        return list(by_kind[0].classes()) if by_kind else _unwrap(get_args(tp)[0])
     if origin in (Union, UnionType):
         return [t for arg in get_args(tp) for t in _unwrap(arg)]
     return [tp]

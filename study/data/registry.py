@@ -1,7 +1,9 @@
 """Which datasets the study knows, their variants, and where each variant comes from.
 
-Adding a dataset takes a `DATASETS` entry plus a `SOURCES` entry per variant naming its
-archives and the function that turns the fetched archive paths into `Splits`.
+Adding a dataset is one `DATASETS` row (its class facts, display label and sizes: the params
+check, the labels and the job estimates read it), plus a `SOURCES` entry per variant naming its
+archives and the function that turns the fetched archive paths into `Splits` (the loader's
+own code).
 
 `DATASETS` is plain Python (class facts from `study.data.classes`): planning a study (the
 params check, Snakemake's DAG, `study plan`, every table and figure job) reads it without
@@ -29,7 +31,12 @@ class DatasetInfo:
 
     `class_names` None means the names come with the data (TinyImageNet's words.txt,
     ImageNet's synset list). `superclass_names` and `superclass_of` (one superclass index
-    per class) group classes, for datasets that define such groups (CIFAR-100)."""
+    per class) group classes, for datasets that define such groups (CIFAR-100).
+
+    `label` is what figures and tables call it (study.labels; empty: the name, title-cased);
+    `train_size` and `test_size` the images of its full splits and `zoo_gflops` the forward cost
+    of a RobustBench model at its resolution, from which study.resources estimates a job's time
+    and memory (None: the estimates' defaults)."""
 
     name: str
     num_classes: int
@@ -39,6 +46,11 @@ class DatasetInfo:
     variants: tuple[str, ...]
     superclass_names: tuple[str, ...] = ()
     superclass_of: tuple[int, ...] = ()
+    label: str = ""
+    train_size: int | None = None
+    test_size: int | None = None
+    # an upper bound (CIFAR: WideResNet-94-16 is ~55 GFLOPs; ImageNet: Swin-L ~35)
+    zoo_gflops: float = 60.0
 
     def __post_init__(self) -> None:
         if self.superclass_of and (
@@ -78,6 +90,9 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=32,
         class_names=classes.CIFAR10_CLASS_NAMES,
         variants=("official", "jpeg"),
+        label="CIFAR-10",
+        train_size=50_000,
+        test_size=10_000,
     ),
     "mnist": DatasetInfo(
         name="mnist",
@@ -86,6 +101,9 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=28,
         class_names=classes.DIGIT_CLASS_NAMES,
         variants=("official",),
+        label="MNIST",
+        train_size=60_000,
+        test_size=10_000,
     ),
     "svhn": DatasetInfo(
         name="svhn",
@@ -94,6 +112,9 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=32,
         class_names=classes.DIGIT_CLASS_NAMES,
         variants=("official",),
+        label="SVHN",
+        train_size=73_257,
+        test_size=26_032,
     ),
     "cifar100": DatasetInfo(
         name="cifar100",
@@ -104,6 +125,9 @@ DATASETS: dict[str, DatasetInfo] = {
         variants=("official",),
         superclass_names=classes.CIFAR100_SUPERCLASS_NAMES,
         superclass_of=classes.CIFAR100_FINE_TO_COARSE,
+        label="CIFAR-100",
+        train_size=50_000,
+        test_size=10_000,
     ),
     "tinyimagenet": DatasetInfo(
         name="tinyimagenet",
@@ -112,6 +136,9 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=classes.TINYIMAGENET_IMAGE_SIZE,
         class_names=None,
         variants=("official",),
+        label="Tiny ImageNet",
+        train_size=100_000,
+        test_size=10_000,
     ),
     # Evaluation only (validation set, placed by hand), for pretrained models.
     "imagenet": DatasetInfo(
@@ -121,6 +148,8 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=224,
         class_names=None,
         variants=("val",),
+        label="ImageNet",
+        zoo_gflops=40.0,
     ),
     "synthetic": DatasetInfo(
         name="synthetic",
@@ -129,6 +158,7 @@ DATASETS: dict[str, DatasetInfo] = {
         image_size=32,
         class_names=tuple(f"class{i}" for i in range(10)),
         variants=("default",),
+        label="Synthetic",
     ),
 }
 

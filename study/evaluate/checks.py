@@ -40,8 +40,8 @@ import torch
 from torch import nn
 
 from study.attacks.pgd import pgd_attack
+from study.config.evaluations import PgdEvaluation
 from study.config.spec import require
-from study.config.types import PgdEvaluation
 from study.data.augment import to_float
 from study.predict import predict
 from study.record_names import split_record_name

@@ -3,10 +3,12 @@ panels, what draws it, its caption and its place in the report; and the figure k
 (`FIGURE_KINDS`) that `study figure KIND` draws, one per draw function. Everything else that
 names a figure is derived from these two tables: the workflow's figure rules
 (workflow/rules/common.smk, figures.smk), the choices of `study figure`, the names params.yaml's
-`figures` may list (study.config.types.FigureName) and the tests' expectations.
+`figures` may list (the schema's enum, tools/params_schema.py) and the tests' expectations.
 
 Adding a figure is one `Figure` row here (and a `FigureKind` row when it has a draw function of its
 own), plus the code of its draw and panel functions and its caption (workflow/report/<caption>.rst).
+A figure that no `study figure KIND` draws (figure 12: it reads the models trained on the
+constructed datasets) names its own command and holds the function that command calls.
 
 A draw function is called as `draw(source, out_stem, **options)`: `source` is the table file
 (`reads` "table") or the list of per-sample record files ("records"); `options` are every
@@ -34,6 +36,7 @@ from study.figures.fig04_06_discrepancy import draw_discrepancy
 from study.figures.fig07_epochs import draw_epochs
 from study.figures.fig08_rank_agreement import draw_rank_agreement
 from study.figures.fig09_10_class_matrices import draw_confusion, draw_logit_similarity
+from study.figures.fig12_features import make_features_figure
 from study.figures.fig13_mitigation import draw_mitigation, draw_policy_epochs
 from study.figures.fig15_17_zoo import draw_zoo_classwise, draw_zoo_gap, draw_zoo_ranks
 
@@ -157,12 +160,20 @@ class Figure:
     stem: str = "{dataset}__{model}__{method}"  # a panel's file name, from its key
     extra: tuple = ()  # further outputs: (name, suffix after the stem, caption if a figure of the report)
     own_command: str | None = None  # the `study` command of a figure without a kind
+    own_draw: Callable[..., list[Path]] | None = None  # what its own command calls (a kind's row holds the others')
 
     def __post_init__(self) -> None:
         if (self.kind is None) == (self.own_command is None):
             raise ValueError(f"figure {self.name}: give a kind or a command of its own, not both or neither")
+        if (self.own_command is None) != (self.own_draw is None):
+            raise ValueError(f"figure {self.name}: a command of its own comes with its draw function (own_draw)")
         if self.kind is not None and self.kind not in FIGURE_KINDS:
             raise ValueError(f"figure {self.name}: unknown kind {self.kind!r}; valid: {', '.join(FIGURE_KINDS)}")
+
+    @property
+    def draw(self) -> Callable[..., list[Path]]:
+        """The function that draws a panel: its kind's, or its own command's."""
+        return FIGURE_KINDS[self.kind].draw if self.kind else self.own_draw
 
     @property
     def command(self) -> str:
@@ -198,7 +209,8 @@ _ROWS = (
     # figure 12 trains models of its own on the constructed datasets: `study features-figure`
     Figure("fig12_features", None, "classwise", lambda s: s.features(), "features", "Robust and non-robust features",
            "{dataset}__{model}", (("examples", "__examples.png", "features_examples"),
-                                  ("examples_pdf", "__examples.pdf", None)), own_command="features-figure"),
+                                  ("examples_pdf", "__examples.pdf", None)), own_command="features-figure",
+           own_draw=make_features_figure),
     Figure("fig13_mitigation", "mitigation", "classwise", lambda s: panels.mitigation(s.plan, s.controls),
            "mitigation", _MITIGATION, extra=(("table", ".csv", None),)),
     Figure("fig13_policy_epochs", "policy_epochs", "epochs", lambda s: panels.mitigation(s.plan),

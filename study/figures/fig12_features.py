@@ -1,23 +1,14 @@
 """Draw figure 12 (what `study features-figure` runs): the models trained on the constructed
-feature datasets beside their source models, class by class, and examples of each dataset."""
+feature datasets beside their source models, class by class, and examples of each dataset.
+
+The catalog's row of figure 12 holds `make_features_figure` (study.figures.catalog), and the
+`study` command builds its parser from the catalog: pandas, the prepared data (torch) and the
+drawing are imported inside it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import pandas as pd
-
-from study.data.prepared import load_prepared
-from study.figures.features import (
-    example_sets,
-    feature_rows,
-    features_title,
-    plot_feature_classwise,
-    plot_feature_examples,
-    rows_class_names,
-)
-from study.figures.style import save_figure
 
 
 def make_features_figure(
@@ -33,6 +24,19 @@ def make_features_figure(
     """Figure 12 of `model` on `dataset` from the class-wise table, its source runs given as
     {role: run id}, and its examples from the original prepared dataset `data` and the
     `constructed` ones; returns the files written (under `out_stem` and `examples_stem`)."""
+    import pandas as pd
+
+    from study.data.prepared import load_prepared
+    from study.figures.features import (
+        example_sets,
+        feature_rows,
+        features_title,
+        plot_feature_classwise,
+        plot_feature_examples,
+        rows_class_names,
+    )
+    from study.figures.style import save_figure
+
     rows = feature_rows(pd.read_csv(table), dataset, model, sources)
     variant = str(rows["data_variant"].iloc[0])
     title = features_title(dataset, model, variant)

@@ -84,7 +84,7 @@ def _display_key(key: str) -> str:
         return method_name(key)
     if labels.is_model(key):
         return model_name(key)
-    if key in labels.DATASET_NAMES:
+    if labels.is_dataset(key):
         return dataset_name(key)
     if labels.eval_settings_of(key):
         return eval_name(key)

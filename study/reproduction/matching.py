@@ -25,8 +25,8 @@ from typing import NamedTuple
 import pandas as pd
 
 from study.config import ConfigError, EvaluationSpec, comparison_baseline, resolve_evaluation, resolve_method
+from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.config.methods import method_entry, resolved_method
-from study.config.types import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.metrics.trust import not_counted
 from study.published import BY_ID, PUBLISHED_EPOCHS, Published
 from study.record_names import split_record_name, table_checkpoints

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from study.attacks.pgd import pgd_attack
+from study.config.evaluations import AnyEvaluation
 from study.config.types import Adversary as AdversaryConfig
-from study.config.types import AnyEvaluation
 from study.data.augment import to_float
 from study.io import atomic_write_text
 from study.metrics.worst import weakest_class

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 
 from study.config import load_params, resolve_evaluation, run_config
+from study.config.evaluations import AnyEvaluation
 from study.config.spec import EvaluationSpec
-from study.config.types import AnyEvaluation, RunConfig, parse
+from study.config.types import RunConfig, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import eval_batch_size
 from study.io import atomic_torch_save, load_torch

@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from study.config.types import Adversary, AutoAttackEvaluation, OptimizerSettings, ScheduleSettings
+from study.config.evaluations import AutoAttackEvaluation
+from study.config.types import Adversary, OptimizerSettings, ScheduleSettings
 
 METHODS = ("standard", "pgd_at", "trades")
 

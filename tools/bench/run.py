@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from study.config.types import AnyEvaluation, LossPolicy, RunConfig, parse
+from study.config.evaluations import AnyEvaluation
+from study.config.types import LossPolicy, RunConfig, parse
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic

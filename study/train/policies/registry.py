@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from study.config.types import Config
+from study.config.fields import Config
 
 
 @dataclass(frozen=True)

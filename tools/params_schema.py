@@ -1,7 +1,8 @@
 """The JSON schema of params (workflow/schemas/params.schema.yaml), generated from the types
-of study.config.types so that the two never disagree.
+of study.config.types so that the two never disagree, and the names that `figures` may list
+from the figure catalog (study.figures.catalog), which the configuration's layer cannot read.
 
-    python -m study.config.schema --write
+    python -m tools.params_schema --write
 
 The schema is written inline (no `$ref`), an optional value as its schema with "null" added
 to its type, so that it reads like the hand-written schema it replaces and tools that look up
@@ -18,11 +19,12 @@ from typing import Any
 import yaml
 
 from study.config.types import Params
+from study.figures.catalog import FIGURES
 from study.io import atomic_write_text
 
 SCHEMA_FILE = Path("workflow/schemas/params.schema.yaml")
-_HEADER = ("# Generated from study/config/types.py by `python -m study.config.schema --write`; edit the types,\n"
-           "# not this file (tests/test_config_schema.py fails when the two differ).\n")
+_HEADER = ("# Generated from study/config/types.py and study/figures/catalog.py by `python -m tools.params_schema\n"
+           "# --write`; edit those, not this file (tests/test_config_schema.py fails when they differ).\n")
 # pydantic's names for what the schema says anyway (a class name, the docstring's copy per use)
 _DROPPED = ("title",)
 
@@ -65,6 +67,7 @@ def params_schema() -> dict:
     """The JSON schema (draft 2020-12) of params.yaml merged with a preset."""
     raw = Params.model_json_schema(by_alias=True, mode="validation")
     schema = _inline(raw, raw.get("$defs", {}))
+    schema["properties"]["figures"]["items"] = {"enum": list(FIGURES), "type": "string"}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
@@ -73,7 +76,7 @@ def schema_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m study.config.schema", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.params_schema", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help=f"write the schema to --out (default {SCHEMA_FILE})")
     parser.add_argument("--out", type=Path, default=SCHEMA_FILE)
