@@ -1,0 +1,6 @@
+"""Small PGD attacks of both norms, cheap enough for any device."""
+
+ATTACKS = {
+    "linf": {"type": "pgd", "norm": "linf", "eps": 8 / 255, "alpha": 2 / 255, "steps": 3, "restarts": 1},
+    "l2": {"type": "pgd", "norm": "l2", "eps": 0.5, "alpha": 0.2, "steps": 3, "restarts": 2},
+}
