@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from helpers.dag import dry_run
 
 from study.runs import CHECKPOINT_FILES
 
@@ -26,48 +26,25 @@ PROFILE = ROOT / "workflow/profiles/slurm"
 TRAINING_RULES = {"train", "train_validated", "train_published", "train_validated_published", "zoo_run"}
 
 
-def _dry_run(*options: str) -> str:
-    proc = subprocess.run([str(BIN / "snakemake"), "-n", "-p", *options, "--config", "preset=ci", "--", "all"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(Path.home())})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
-
-
-def _jobs(out: str) -> list[dict]:
-    """Each job of a dry run (-n -p): rule, input and output files, shell command, resources,
-    group (the group job it is printed in, else None)."""
-    jobs, group = [], None
-    for block in re.split(r"\n(?=\s*\[[^\]]+\])", out):  # at each `[date]` line
-        if m := re.search(r"Group job (\w+)", block):
-            group = m.group(1)
-        rule = re.search(r"^\s*(?:local)?rule (\w+):", block, re.M)
-        if not rule:
-            continue
-        indented = rule.group(0).startswith((" ", "\t"))
-
-        def files(key, block=block):
-            m = re.search(rf"^\s*{key}: (.*)$", block, re.M)
-            return [f.strip() for f in m.group(1).split(",")] if m else []
-        shell = re.search(r"^Shell command: (.*)$", block, re.M)
-        res = re.search(r"^\s*resources: (.*)$", block, re.M)
-        jobs.append({"rule": rule.group(1), "input": files("input"), "output": files("output"),
-                     "shell": shell.group(1) if shell else "", "group": group if indented else None,
-                     "resources": dict(kv.split("=", 1) for kv in res.group(1).split(", ")) if res else {}})
-        if not indented:
-            group = None
+def _jobs(*options: str) -> list[dict]:
+    """Each job of the ci DAG's dry run with `options`, as Snakemake describes it (helpers.dag):
+    rule, input and output files, shell command, resources, group (its group job, else None)."""
+    dag = dry_run([*options, "--config", "preset=ci", "--", "all"], ROOT, timeout=120,
+                  env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(Path.home())})
+    jobs = [{"rule": j.rule, "input": list(j.input), "output": list(j.output), "shell": j.shell, "group": j.group,
+             "resources": j.resources} for j in dag.jobs]
+    assert jobs and len(jobs) == dag.counts["total"]
     return jobs
 
 
 @pytest.fixture(scope="module")
 def ci_jobs():
-    return _jobs(_dry_run("--cores", "2"))
+    return _jobs("--cores", "2")
 
 
 @pytest.fixture(scope="module")
 def slurm_jobs():
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="the SLURM executor plugin is not installed")
-    return _jobs(_dry_run("--profile", "workflow/profiles/slurm"))
+    return _jobs("--profile", "workflow/profiles/slurm")
 
 
 def _option_values(shell: str, option: str) -> list[str]:
@@ -139,7 +116,8 @@ def test_slurm_profile_gives_a_packed_evaluate_group_one_gpu(slurm_jobs):
     assert len(grouped) >= size and {job["rule"] for job in grouped} >= {"evaluate_shard"}
 
     def fake(job):
-        res = {k: int(v) for k, v in job["resources"].items() if v.isdigit() and not k.startswith(("disk", "mem_mib"))}
+        res = {k: v for k, v in job["resources"].items()
+               if isinstance(v, int) and not k.startswith(("disk", "mem_mib"))}
         return SimpleNamespace(resources={**res, "_cores": 8}, pipe_group=None)
     members = [fake(job) for job in grouped[:size]]
     assert all(m.resources["gpu"] == 1 for m in members)
@@ -159,8 +137,10 @@ def test_slurm_profile_gives_a_packed_evaluate_group_one_gpu(slurm_jobs):
 
 
 def test_slurm_partitions_cpu_jobs_to_the_cpu_partition(slurm_jobs):
-    plugin = pytest.importorskip("snakemake_executor_plugin_slurm.partitions",
-                                 reason="the SLURM executor plugin (pyproject: workflow extra) is not installed")
+    # (pyproject's workflow extra installs the plugin; imported here, not at collection, so that a
+    # GPU machine's bundle without Snakemake still collects tests/hardware)
+    import snakemake_executor_plugin_slurm.partitions as plugin
+
     profile = _profile()
     assert "slurm_partition" not in profile.get("default-resources", {}), "it would override the partition choice"
     assert not any("slurm_partition" in r for r in profile.get("set-resources", {}).values())

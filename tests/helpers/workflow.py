@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.dag import Dag, dry_run
 from study.names import record_name
 from study.runs import setting_tuple
 
@@ -56,6 +57,16 @@ def _run(args, cwd, timeout=900):
     print(f"[{time.perf_counter() - t0:6.1f} s] {' '.join(str(a) for a in args[:6])}", file=sys.stderr)
     assert proc.returncode == 0, f"{' '.join(map(str, args))} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
+
+
+def _dry_run(args: list, cwd: Path, env: dict | None = None) -> Dag:
+    """`snakemake -n ARGS` in the project copy `cwd`, read as Snakemake describes its DAG."""
+    return dry_run(args, cwd, env=_env() if env is None else {**_env(), **env})
+
+
+def _outputs(dag: Dag) -> set[str]:
+    """Every file a job of the DAG writes."""
+    return {f for job in dag.jobs for f in job.output}
 
 
 def _job_counts(output: str) -> dict[str, int]:

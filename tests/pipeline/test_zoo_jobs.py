@@ -5,7 +5,7 @@ import subprocess
 
 import pandas as pd
 import yaml
-from helpers.workflow import BIN, _env, _evaluate_count, _evaluate_jobs, _job_counts, _plan, _run
+from helpers.workflow import BIN, _dry_run, _env, _evaluate_count, _evaluate_jobs, _plan, _run
 from helpers.zoo import ENTRY
 from helpers.zoo_workflow import PRESET
 
@@ -19,7 +19,7 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, m
     project, weights = zoo_project
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or zoo.weights_dir)
     config = ["--config", f"preset={PRESET}"]
-    on = _job_counts(_run([BIN / "snakemake", "-n", "--cores", "2", *config, "--", "all"], project))
+    on = _dry_run(["--cores", "2", *config, "--", "all"], project).counts
     assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
     params, runs, _ = _plan(project, PRESET)
     # a zoo entry is one evaluate job (all its evaluations), beside those of the trained runs

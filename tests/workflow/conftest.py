@@ -3,7 +3,7 @@ command in subprocesses. Every test collected here is marked `workflow`."""
 
 import pytest
 from helpers.tiers import mark_folder
-from helpers.workflow import BIN, _copy_project, _run
+from helpers.workflow import _copy_project, _dry_run
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -12,13 +12,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def paper_dry_run(tmp_path_factory):
-    """The output of one dry run of the paper preset's whole DAG (10,000+ jobs), with its
-    shell commands; shared by the tests that read it, since each run takes half a minute."""
+    """The paper preset's whole DAG (10,000+ jobs) from one dry run, shared by the tests that
+    read it, since each run takes half a minute."""
     project = _copy_project(tmp_path_factory.mktemp("paper"))
-    return _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
+    return _dry_run(["--cores", "8", "results/figures/all"], project)
 
 
 @pytest.fixture(scope="module")
 def ci_dry_run(project):
     # `all`: the figures and everything else the study makes (reports beside the figures)
-    return _run([BIN / "snakemake", "-n", "-p", "--cores", "2", "--config", "preset=ci", "--", "all"], project)
+    return _dry_run(["--cores", "2", "--config", "preset=ci", "--", "all"], project)

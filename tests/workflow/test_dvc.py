@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.dvc import BIN, ROOT, _git_project, _run
+from helpers.dag import Dag, dry_run
+from helpers.dvc import ROOT, _env, _git_project, _run
 
 from study.config import ConfigError, load_params, plan_runs
 from study.config.overrides import changed_values, config_arguments
@@ -97,19 +98,19 @@ def test_stage_picks_the_profile_of_the_machine():
 
 
 # ---------------------------------------------------------------- Snakemake --config
-def _run_configs(dry_run_output: str) -> dict[str, dict]:
-    """{run id: the run config its `study train` job is given} from `snakemake -n -p`."""
+def _run_configs(dag: Dag) -> dict[str, dict]:
+    """{run id: the run config its `study train` job is given} in the DAG of a dry run."""
     configs = {}
-    for match in re.finditer(r"study train .*?--run-dir results/runs/(\S+) --run-config '(\{.*?\})'", dry_run_output):
-        configs[match.group(1)] = json.loads(match.group(2))
+    for job in dag.jobs:
+        if match := re.match(r"study train .*?--run-dir results/runs/(\S+) --run-config '(\{.*?\})'", job.shell):
+            configs[match.group(1)] = json.loads(match.group(2))
     return configs
 
 
 def test_snakemake_config_values_win_over_the_preset(tmp_path):
     project = _git_project(tmp_path, with_study=False)
-    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "1", "--config", "preset=ci", "train={epochs: 3}",
-                "--", "train_all"], project)
-    configs = _run_configs(out.stdout + out.stderr)
+    configs = _run_configs(dry_run(["--cores", "1", "--config", "preset=ci", "train={epochs: 3}", "--", "train_all"],
+                                   project, env=_env()))
     expected = {r.run_id: r.config for r in plan_runs(load_params(
         project / "params.yaml", {"preset": "ci", "train": "{epochs: 3}"}, presets_dir=project / "workflow/presets",
         schema_path=project / "workflow/schemas/params.schema.yaml"))}
@@ -122,9 +123,8 @@ def test_snakemake_config_values_win_over_the_preset(tmp_path):
 
 def _reproduction_command(project: Path, *config: str) -> str:
     """The `study reproduction` command line the workflow plans with these --config values."""
-    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "1", "--config", *config, "--", "results/reproduction.md"],
-               project)
-    (command,) = set(re.findall(r"^(?:Shell command: )?(study reproduction .*)$", out.stdout + out.stderr, re.M))
+    dag = dry_run(["--cores", "1", "--config", *config, "--", "results/reproduction.md"], project, env=_env())
+    (command,) = {j.shell for j in dag.jobs if j.shell.startswith("study reproduction ")}
     return command
 
 
@@ -245,9 +245,10 @@ def _stage_commands(stage_cmd: str, project: Path) -> set[str]:
 
     words = re.search(r"python -m study\.stage ([^&;]+)", stage_cmd).group(1).split()
     targets = build_parser().parse_args(words).targets
-    proc = _run([BIN / "snakemake", "-n", "-p", "--cores", "1", *targets, "--config", "preset=ci"], project)
-    out = proc.stdout + proc.stderr
-    return set(re.findall(r"(?:^|[\s&;(])study ([a-z][a-z-]*)", out, re.M))
+    dag = dry_run(["--cores", "1", *targets, "--config", "preset=ci"], project, env=_env())
+    commands = {m for job in dag.jobs for m in re.findall(r"(?:^|[\s&;(])study ([a-z][a-z-]*)", job.shell)}
+    assert commands, f"no `study` command in the jobs of {targets}"
+    return commands
 
 
 def _covered(path: Path, deps: list[str]) -> bool:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from helpers.workflow import BIN, _copy_project, _run
+from helpers.workflow import _copy_project, _dry_run
 
 from study import device
 from study.provenance import provenance
@@ -29,10 +29,11 @@ def project(tmp_path_factory):
 
 def _threads(project, *options) -> dict[str, set[int]]:
     """{study command: the --threads its jobs get} of the ci DAG's dry run."""
-    out = _run([BIN / "snakemake", "-n", "-p", *options, "--config", "preset=ci", "--", "all"], project)
+    dag = _dry_run([*options, "--config", "preset=ci", "--", "all"], project)
     found: dict[str, set[int]] = {}
-    for cmd, n in re.findall(r"\bstudy ([\w-]+) [^\n]*?--threads (\d+)", out):
-        found.setdefault(cmd, set()).add(int(n))
+    for job in dag.jobs:
+        if m := re.match(r"study ([\w-]+) .*?--threads (\d+)", job.shell):
+            found.setdefault(m.group(1), set()).add(int(m.group(2)))
     assert MODEL_COMMANDS <= set(found), found
     return found
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.headline import FAILING, SERVED, _on_synthetic, _preset, _snakemake
-from helpers.workflow import BIN, _env, _job_counts
+from helpers.headline import FAILING, SERVED, _on_synthetic, _preset
+from helpers.workflow import BIN, _dry_run, _env
 
 from study.models.weights import WEIGHTS_ENV, WEIGHTS_URL_BASE_ENV, WeightsUnavailableError
 from study.models.zoo import load_zoo_model
@@ -61,18 +61,16 @@ def test_preflight_screen_and_imagenet_left_out_then_back(headline_project, weig
     assert "Missing, left out of the plan" in screen and "zoo-imagenet-Linf-resnet50" in screen
     assert "data/raw/imagenet/val/<wnid>/*.JPEG" in screen and "dataset synthetic (default)" in screen
     # the workflow: one line says what is left out, and the plan has no job of it
-    dry = _snakemake(project, "-n", "--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all", env=env)
-    assert dry.returncode == 0, dry.stderr
-    out = dry.stdout + dry.stderr
-    left = [line for line in out.splitlines() if line.startswith("left out of the plan:")]
+    dag = _dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
+    left = [line for line in dag.printed.splitlines() if line.startswith("left out of the plan:")]
     assert len(left) == 1 and "zoo-imagenet-Linf-resnet50" in left[0] and "imagenet__Linf" in left[0]
-    assert "zoo-imagenet" not in out.replace(left[0], "") and "prepare_imagenet" not in _job_counts(out)
+    assert not [j for j in dag.jobs if "zoo-imagenet" in " ".join((j.shell, *j.input, *j.output))]
+    assert "prepare_imagenet" not in dag.counts and dag.counts["zoo_run"] == 1
     # ImageNet placed (the image-folder layout): the entry and its data are back in the plan
     (project / "data/raw/imagenet/val/n01440764").mkdir(parents=True)
-    dry = _snakemake(project, "-n", "--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all", env=env)
-    out = dry.stdout + dry.stderr
-    assert dry.returncode == 0 and "left out of the plan" not in out
-    counts = _job_counts(out)
+    dag = _dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
+    assert "left out of the plan" not in dag.printed
+    counts = dag.counts
     assert counts["prepare_imagenet"] == 1 and counts["zoo_run"] == 2
     screen = _preflight(project, "with_imagenet", env)
     assert "left out" not in screen and "Nothing is missing." in screen

@@ -6,23 +6,22 @@ stay right when the study grows."""
 import re
 import subprocess
 
-import pytest
 import yaml
 from helpers.workflow import (
     BIN,
     NOT_IN_CI_DAG,
     TRAIN_RULES,
     ZOO_FIGURES,
+    _dry_run,
     _env,
     _evaluate_count,
     _evaluate_jobs,
     _figure_jobs,
     _is_mitigation,
-    _job_counts,
+    _outputs,
     _plan,
     _robustness_runs,
     _rules,
-    _run,
     _train_count,
     _zoo,
 )
@@ -32,8 +31,7 @@ from study.figures.registry import FIGURE_KINDS
 
 
 def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
-    out = paper_dry_run
-    counts = _job_counts(out)
+    counts = paper_dry_run.counts
     params, runs, cons = _plan(project, "paper")
     assert _train_count(counts) == len(runs)
     zoo, zoo_checked, zoo_corrupted = _zoo(params)
@@ -65,20 +63,16 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     mitigation = [r for r in runs if _is_mitigation(r)]
     assert {(r.dataset, r.config["model"], r.config["method"], r.config["seed"]) for r in mitigation} == wanted
     assert len(mitigation) == len(wanted) and all(r.checkpoints == ["last", "best", "published"] for r in mitigation)
-    assert "cifar10-official.pt" in out
+    assert "data/prepared/cifar10-official.pt" in _outputs(paper_dry_run)
 
 
 def test_every_gpu_job_declares_its_resources(paper_dry_run):
-    out = paper_dry_run
-    jobs = re.split(r"\n(?=\s*(?:local)?rule )", out)  # (an evaluate job is printed indented, in its group)
-    gpu_rules = rf"\s*(local)?rule ({'|'.join(TRAIN_RULES)}|evaluate_(?!all:)\w+|construct):"
-    gpu_jobs = [j for j in jobs if re.match(gpu_rules, j)]
-    counts = _job_counts(out)
-    assert len(gpu_jobs) == _train_count(counts) + _evaluate_count(counts) + counts.get("construct", 0)
+    gpu_jobs = [j for j in paper_dry_run.jobs if j.rule in TRAIN_RULES or j.rule == "construct"
+                or j.rule.startswith("evaluate_") and j.rule != "evaluate_all"]
+    counts = paper_dry_run.counts
+    assert len(gpu_jobs) == _train_count(counts) + _evaluate_count(counts) + counts.get("construct", 0) > 0
     for job in gpu_jobs:
-        resources = re.search(r"resources: (.*)", job).group(1)
-        for key in ("gpu=1", "mem_mb=", "runtime="):
-            assert key in resources, (key, job[:300])
+        assert job.resources.get("gpu") == 1 and {"mem_mb", "runtime"} <= set(job.resources), (job.rule, job.resources)
 
 
 def test_profiles_parse(repo_root):
@@ -93,17 +87,15 @@ def test_profiles_parse(repo_root):
 
 
 def test_slurm_profile_is_accepted_by_snakemake(project):
-    pytest.importorskip("snakemake_executor_plugin_slurm")
-    out = _run([BIN / "snakemake", "-n", "--profile", "workflow/profiles/slurm", "--config", "preset=ci", "--",
-                "results/figures/all"], project)
+    dag = _dry_run(["--profile", "workflow/profiles/slurm", "--config", "preset=ci", "--", "results/figures/all"],
+                   project)
     _, runs, _ = _plan(project, "ci")
-    assert _train_count(_job_counts(out)) == len(runs)
+    assert _train_count(dag.counts) == len(runs)
 
 
 def test_demo_preset_dry_run(project):
-    out = _run([BIN / "snakemake", "-n", "--cores", "2", "--config", "preset=demo", "--", "results/figures/all"],
-               project)
-    counts = _job_counts(out)
+    dag = _dry_run(["--cores", "2", "--config", "preset=demo", "--", "results/figures/all"], project)
+    counts = dag.counts
     params, runs, cons = _plan(project, "demo")
     assert _train_count(counts) == len(runs)
     assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
@@ -117,7 +109,9 @@ def test_demo_preset_dry_run(project):
     assert {fig: counts[fig] for fig in params["figures"] if fig in counts} == _figure_jobs(params, runs)
     assert "zoo_run" not in counts
     # no mirror (the subprocess's environment): the demo's `cifar10: auto` is the official download
-    assert "cifar10-official.pt" in out and "cifar10-jpeg.pt" not in out and "mnist-official.pt" in out
+    prepared = {f for f in _outputs(dag) if f.startswith("data/prepared/")}
+    assert {"data/prepared/cifar10-official.pt", "data/prepared/mnist-official.pt"} <= prepared
+    assert "data/prepared/cifar10-jpeg.pt" not in prepared
 
 
 
@@ -125,7 +119,7 @@ def test_demo_preset_dry_run(project):
 def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     """The ci preset is the end-to-end test of the workflow: its DAG runs every rule but the
     targets and those it cannot run (NOT_IN_CI_DAG), and every figure of the study."""
-    rules, counts = _rules(project), _job_counts(ci_dry_run)
+    rules, counts = _rules(project), ci_dry_run.counts
     assert NOT_IN_CI_DAG <= rules, "an exception names no rule"
     assert not rules - NOT_IN_CI_DAG - set(counts), "rules without a job in the ci DAG"
     params, runs, cons = _plan(project, "ci")
@@ -144,18 +138,20 @@ def test_ci_dag_evaluates_the_published_checkpoint_of_the_runs_whose_group_lists
     _, runs, _ = _plan(project, "ci")
     listed = {r.run_id for r in runs if "published" in r.checkpoints}
     assert listed and all("published_selection" in r.config for r in runs if r.run_id in listed)
-    evaluated = set(re.findall(r"--run-dir results/runs/(\S+) [^\n]*--checkpoint published", ci_dry_run))
+    published = [j for j in ci_dry_run.jobs if re.search(r"--checkpoint published\b", j.shell)]
+    evaluated = {re.search(r"--run-dir results/runs/(\S+)", j.shell).group(1) for j in published}
     assert evaluated == listed
     for run_id in listed:
-        assert f"results/evaluations/{run_id}/pgd3@published.parquet" in ci_dry_run
-    counts = _job_counts(ci_dry_run)
+        assert f"results/evaluations/{run_id}/pgd3@published.parquet" in _outputs(ci_dry_run)
+    counts = ci_dry_run.counts
     assert counts["train_validated_published"] == sum("published_selection" in r.config for r in runs)
 
 
 def test_figure_rules_draw_every_registered_kind(ci_dry_run):
     """`study figure KIND` of every figure rule names a kind of study/figures/registry.py, and
     every kind there is drawn by some figure."""
-    kinds = set(re.findall(r"^Shell command: study figure (\S+)", ci_dry_run, re.M))
+    kinds = {j.shell.split()[2] for j in ci_dry_run.jobs if j.shell.startswith("study figure ")}
+    assert kinds, "figure jobs in the ci DAG"
     assert kinds == set(FIGURE_KINDS) - set(ZOO_FIGURES.values())  # the zoo's: tests/test_zoo_workflow.py
 
 
@@ -171,14 +167,14 @@ def test_bad_config_is_reported_before_any_job(project):
 
 def test_bench_target_runs_study_bench_with_the_configured_setting(project):
     params, _, _ = _plan(project, "paper")
-    out = _run([BIN / "snakemake", "-n", "-p", "--cores", "2", "bench_all"], project)
+    dag = _dry_run(["--cores", "2", "bench_all"], project)
     default = params["bench"]["default"]
-    assert _job_counts(out) == {"bench": len(default), "bench_all": 1, "total": len(default) + 1}
+    assert dag.counts == {"bench": len(default), "bench_all": 1, "total": len(default) + 1}
     cpu = params["bench"]["settings"]["cpu"]
-    command = re.search(r"study bench --out results/bench/cpu\.json .*", out).group(0)
+    (command,) = [j.shell for j in dag.of("bench") if j.shell.startswith("study bench --out results/bench/cpu.json ")]
     assert (f"--device cpu --model {cpu['model']} --images {cpu['images']} --test-images {cpu['test_images']}"
             in command)
     # the GPU setting reads the prepared CIFAR-10 it names, so its DAG prepares that first
-    out = _run([BIN / "snakemake", "-n", "--cores", "2", "results/bench/cuda.json"], project)
-    assert _job_counts(out)["prepare"] == 1
-    assert params["bench"]["settings"]["cuda"]["data"] in out
+    dag = _dry_run(["--cores", "2", "results/bench/cuda.json"], project)
+    assert dag.counts["prepare"] == 1
+    assert params["bench"]["settings"]["cuda"]["data"] in {f for j in dag.of("bench") for f in j.input}

@@ -7,32 +7,24 @@ import re
 import pytest
 import torch
 from helpers.groups import SHARED_FIXTURE_GROUPS
-from helpers.workflow import ROOT, TRAIN_RULES, _evaluate_count, _job_counts
+from helpers.workflow import ROOT, TRAIN_RULES, _evaluate_count
 
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.resources import FORWARD_GFLOPS_32, attack_steps, evaluate_minutes, mem_mb, train_minutes
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
-MODEL_COMMAND = re.compile(
-    r"^Shell command: study (train|evaluate[\w-]*|check|corruptions|construct)\b", re.M)
-
-
-def _jobs(out: str) -> list[str]:
-    return re.split(r"\n(?=\s*(?:local)?rule \w+:)", out)  # (evaluate jobs are printed indented, in a group)
+MODEL_COMMAND = re.compile(r"study (train|evaluate[\w-]*|check|corruptions|construct)\b")
 
 
 def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
-    out = paper_dry_run
     # make test (--dist loadgroup) runs the tests of the costly dry run on one worker
     assert [m.args for m in request.node.iter_markers("xdist_group")] == [("paper_dag",)]
-    model_jobs = [j for j in _jobs(out) if MODEL_COMMAND.search(j)]
-    counts = _job_counts(out)
+    model_jobs = [j for j in paper_dry_run.jobs if MODEL_COMMAND.match(j.shell)]
+    counts = paper_dry_run.counts
     model_rules = (*TRAIN_RULES, "check", "corruptions", "construct")
-    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts)
+    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts) > 0
     for job in model_jobs:
-        resources = re.search(r"resources: (.*)", job).group(1)
-        for key in ("gpu=1", "mem_mb=", "runtime="):
-            assert key in resources, (key, job[:300])
+        assert job.resources.get("gpu") == 1 and {"mem_mb", "runtime"} <= set(job.resources), (job.rule, job.shell)
 
 
 def test_each_shared_fixture_group_names_a_fixture_of_its_module():
@@ -49,9 +41,9 @@ def test_each_shared_fixture_group_names_a_fixture_of_its_module():
         assert name in fixtures, where
 
 
-def _runtime(out: str, rule: str, needle: str) -> int:
-    job = next(j for j in _jobs(out) if j.startswith(f"rule {rule}:") and needle in j)
-    return int(re.search(r"runtime=(\d+)", job).group(1))
+def _runtime(dag, rule: str, needle: str) -> int:
+    (job,) = [j for j in dag.of(rule) if needle in j.wildcards.get("run_id", "")]
+    return int(job.resources["runtime"])
 
 
 def test_paper_runtime_grows_with_model_data_and_attack(paper_dry_run):

@@ -4,22 +4,10 @@ of each evaluation; ImageNet prepared once, with the zoo's options. The ci prese
 appears only once its weights file is placed; then `study zoo-run` and the ordinary evaluate
 rule evaluate it class-wise on a few synthetic images, and its tables and figures follow."""
 
-import re
 import shutil
 import subprocess
 
-from helpers.workflow import BIN, _env, _job_counts, _plan, _run
-
-
-def _outputs(dry_run: str) -> list[tuple[str, str]]:
-    """(rule, output file) of every job of a dry run."""
-    pairs = []
-    for block in re.split(r"\n(?=\s*(?:local)?rule \w+:)", dry_run):
-        rule = re.match(r"\s*(?:local)?rule (\w+):", block)
-        outputs = re.search(r"^\s*output: (.*)$", block, re.M)
-        if rule and outputs:
-            pairs += [(rule.group(1), f.strip()) for f in outputs.group(1).split(",")]
-    return pairs
+from helpers.workflow import BIN, _dry_run, _env, _plan
 
 
 def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
@@ -29,7 +17,7 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     placed = project / "data/raw/imagenet/val"
     placed.mkdir(parents=True)
     try:
-        out = _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "zoo_all"], project)  # the paper preset
+        dag = _dry_run(["--cores", "8", "zoo_all"], project)  # the paper preset
         params = _plan(project, "paper")[0]
         from study.config.zoo import plan_zoo
 
@@ -38,11 +26,12 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
         shutil.rmtree(project / "data/raw/imagenet")
     zoo = params["zoo"]
     assert len(runs) == len(zoo["models"]) and {r.config["method"] for r in runs} == {"robustbench", "torchvision"}
-    counts, outputs = _job_counts(out), _outputs(out)
+    counts = dag.counts
     assert counts["zoo_run"] == len(zoo["models"]) and counts["prepare_imagenet"] == 1
     writers = {}
-    for rule, path in outputs:
-        writers.setdefault(path, []).append(rule)
+    for job in dag.jobs:
+        for path in job.output:
+            writers.setdefault(path, []).append(job.rule)
     sharded = 0
     for run in runs:
         assert writers[f"results/zoo/runs/{run.run_id}/model.pt"] == ["zoo_run"]
@@ -54,13 +43,13 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     assert counts["evaluate_shard"] == sharded
     # ImageNet is made by prepare_imagenet only (ruleorder), with the zoo's subset options
     assert writers["data/prepared/imagenet-val.pt"] == ["prepare_imagenet"]
-    assert f'"per_class": {zoo["imagenet"]["per_class"]}' in out
+    (prepare,) = dag.of("prepare_imagenet")
+    assert f'"per_class": {zoo["imagenet"]["per_class"]}' in prepare.shell
     # torchvision's ResNet-50: its zoo-run names the source and the file in the weights folder
     tv = next(m for m in zoo["models"] if m.get("source") == "torchvision")
-    command = next(line for line in out.splitlines() if line.startswith("Shell command: study zoo-run")
-                   and f'"file": "{tv["file"]}"' in line)
+    command = next(j.shell for j in dag.of("zoo_run") if f'"file": "{tv["file"]}"' in j.shell)
     assert '"source": "torchvision"' in command and "zoo-imagenet-Linf-resnet50" in command
-    assert '"eps": 0.01568' in out  # 4/255, RobustBench's ImageNet Linf budget
+    assert any('"eps": 0.01568' in j.shell for j in dag.jobs)  # 4/255, RobustBench's ImageNet Linf budget
 
 
 def test_missing_imagenet_fails_with_placement_instructions(zoo_project):
