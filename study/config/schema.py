@@ -22,7 +22,7 @@ from study.io import atomic_write_text
 
 SCHEMA_FILE = Path("workflow/schemas/params.schema.yaml")
 _HEADER = ("# Generated from study/config/types.py by `python -m study.config.schema --write`; edit the types,\n"
-           "# not this file (tests/test_config_schema.py fails when the two differ).\n")
+           "# not this file (tests/unit/test_config_schema.py fails when the two differ).\n")
 # pydantic's names for what the schema says anyway (a class name, the docstring's copy per use)
 _DROPPED = ("title",)
 

@@ -5,7 +5,7 @@ lines start with a known program) of README.md, docs/*.md, data/README* and
 results/README*, and from the comments of the Snakefile and the Snakemake profiles. Each
 one must match a row of CLASSES, which says how it is checked: cheap `study` commands run
 as written; Snakemake calls run as dry runs (-n, everything else verbatim; the paper
-preset's whole DAG as the ci preset's, tests/test_workflow.py dry-runs the paper DAG);
+preset's whole DAG as the ci preset's, tests/workflow/test_workflow.py dry-runs the paper DAG);
 expensive ones (`make demo`, `study bench`, `dvc repro`) only show that the target or
 stage exists and that their arguments parse. A command no row matches fails the test with
 its file and line, so a new kind of documented command cannot go unchecked."""
@@ -38,9 +38,9 @@ CLASSES = [
     (r"study plan( --preset \w+)?", "run"),
     (r"study preflight( --preset \w+)?", "run"),  # reads files only: under a second
     (r"study comparisons", "run"),
-    (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/test_declared_comparisons.py checks it)
+    (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/unit/test_declared_comparisons.py)
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)
-    (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/test_readme_numbers.py runs it)
+    (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/docs/test_readme_numbers.py runs it)
     # minutes to hours, or a GPU machine: the target exists, its recipe expands
     (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle)", "make"),
     (r"dvc repro", "dvc"),  # the whole study: its stages exist and name Snakemake targets that exist

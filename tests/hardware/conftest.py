@@ -9,6 +9,7 @@ from helpers.tiers import mark_folder
 
 NEEDS = {
     "test_gpu": ("gpu",),
+    "test_gpu_host_reads": ("gpu",),
     "test_inductor_compile": ("inductor",),
     "test_slurm_profile": ("slurm",),
     "test_report_browser": ("browser",),

@@ -1,4 +1,4 @@
-"""The pins of tests/test_config_identity.py: what the configuration resolves to for every
+"""The pins of tests/integration/test_config_identity.py: what the configuration resolves to for every
 preset (run ids, the config.json of every run, the `--evaluation` JSON of every evaluation job)
 and the records of one tiny run of the ci preset, as hashes.
 
@@ -8,7 +8,10 @@ was before a refactoring, run this file from a worktree of that commit:
 
     git worktree add /tmp/pre <commit>
     cp workflow/presets/<preset>.yaml /tmp/pre/workflow/presets/      # the preset as it is now
-    PYTHONPATH=/tmp/pre .venv/bin/python tests/config_identity.py --root /tmp/pre --out tests/data/config_identity.json
+    PYTHONPATH=/tmp/pre .venv/bin/python tests/helpers/config_identity.py --root /tmp/pre \
+        --out tests/data/config_identity.json
+
+(from a commit before the tests/ folders by tier, the file is /tmp/pre/tests/config_identity.py).
 
 `--presets` limits the rewrite to some presets (the others' pins are kept).
 """

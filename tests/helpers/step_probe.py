@@ -1,6 +1,6 @@
 """The training step on tiny models, for tests of what it runs: a method's attack (start,
 early stopping, class-wise step sizes) and the sequence of forwards it makes, eager or
-compiled (the `aot_eager` backend, as tests/test_step_compile.py).
+compiled (the `aot_eager` backend, as tests/integration/test_step_compile.py).
 
 `Probe` wraps a model and records every forward: the model's mode, the input and the first
 parameter's value. `sequence` names them: `train`/`eval`, then `clean` (the clean batch),

@@ -1,9 +1,9 @@
 """Runs every kind of write of the study against a folder that refuses it, then again once the
-cause is gone, and prints what happened as JSON (tests/test_write_failures.py runs it in a
+cause is gone, and prints what happened as JSON (tests/integration/test_write_failures.py runs it in a
 subprocess: inside a private mount namespace with a tiny tmpfs for a full disk, or as an
 unprivileged user for a folder without write permission).
 
-    python tests/write_probe.py FOLDER MODE      MODE: full (fill FOLDER's file system first) | as-is
+    python tests/helpers/write_probe.py FOLDER MODE      MODE: full (fill FOLDER's file system first) | as-is
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The configuration code resolves every preset exactly as it did when the pins were written
-(tests/config_identity.py says how they are made): the same run ids, config.json files,
+(tests/helpers/config_identity.py says how they are made): the same run ids, config.json files,
 evaluation arguments, and the same records of a tiny ci run. A refactoring of study.config
 must leave these unchanged; a deliberate change of a preset regenerates its pins."""
 

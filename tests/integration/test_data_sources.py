@@ -1,7 +1,7 @@
 """Where the data comes from, as users meet it: the official downloads (served here by an HTTP
 server on 127.0.0.1 through $STUDY_DATA_URL_BASE), a local mirror, and `variants: auto`.
 
-The served archives are tiny ones in the official formats (tests/data_archives.py), so their
+The served archives are tiny ones in the official formats (tests/helpers/data_archives.py), so their
 checksums are not the published ones: in process the registry's entries are replaced by specs
 with the tiny archives' digests; in the Snakemake run (a subprocess tree) a `sitecustomize`
 module on PYTHONPATH does the same to `study.data.archives`. Everything else, the download,

@@ -11,18 +11,16 @@ turns any synchronisation inside the loops into an error."""
 from __future__ import annotations
 
 import contextlib
-import copy
-import math
 from collections import Counter
 
 import pytest
 import torch
+from helpers.host_reads import _state
 
 from study.config import resolve_evaluation
 from study.predict import predict
 from study.train.epoch import EpochPolicyState, train_epoch
 from study.train.policies import CFPTargets
-from study.train.setup import setup_run
 from study.train.step import TrainStep
 
 TENSOR_READS = ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__", "nonzero",
@@ -65,16 +63,6 @@ def counted_reads():
             setattr(owner, name, fn)
 
 
-def _state(cfg, splits, run_dir, batches: int, cfp: bool, device: str = "cpu"):
-    """A fresh run state whose epoch has `batches` batches (FAIR-TAT's CFP targets with `cfp`)."""
-    cfg = copy.deepcopy(cfg)
-    state = setup_run(cfg, splits, run_dir, device)
-    cfg["batch_size"] = math.ceil(state.x_train.shape[0] / batches)
-    state.cfg = cfg
-    if cfp:
-        state.policies.targets = CFPTargets(state.num_classes)
-        state.policies.targets.cfp = torch.linspace(0.0, 1.0, state.num_classes, dtype=torch.float64)
-    return state
 
 
 def _epoch_reads(cfg, splits, run_dir, batches: int, cfp: bool) -> Counter:
@@ -136,33 +124,3 @@ def test_fairtat_targets_follow_softmax_of_cfp_over_the_other_classes():
         assert torch.allclose(targets.probabilities(y[:1])[0], expected.float(), atol=1e-6)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: torch's sync debug mode is CUDA's")
-def test_no_synchronisation_in_the_cuda_loops(tmp_path, synthetic_splits, tiny_run_config, standard_run, ci_params):
-    from study.predict import predict_on_device
-    from study.runs import load_trained_model
-    from study.train.epoch import train_batches
-
-    cfg = {**tiny_run_config, "epochs": 1}
-    state = _state(cfg, synthetic_splits, tmp_path, 3, cfp=True, device="cuda")
-    step = TrainStep(state, "off")
-    policy_state = EpochPolicyState.of(state)
-    model, _ = load_trained_model(standard_run, "cuda")
-    model = model.to(memory_format=torch.channels_last)
-    images, labels = synthetic_splits.test_x[:96], synthetic_splits.test_y[:96]
-    ev = resolve_evaluation(ci_params, "pgd3")
-
-    def loops():
-        train_batches(state, step, 1, policy_state, progress=False)
-        return predict_on_device(model, images, labels, attack=ev, batch_size=32, device=torch.device("cuda"),
-                                 keep_logits=True)
-
-    loops()  # warm-up: cuDNN's algorithm search and the allocator's first blocks
-    torch.cuda.synchronize()
-    # sync debug mode "error" raises on any host synchronisation inside the loops
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        preds, logits, _ = loops()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    torch.cuda.synchronize()
-    assert preds.shape == (len(labels),) and preds.device.type == "cuda" and logits.shape[0] == len(labels)

@@ -75,7 +75,7 @@ def test_corruptions_are_deterministic_and_grow_with_severity(synthetic_splits):
         assert a.dtype == torch.uint8 and a.shape == x.shape and torch.equal(a, b), name
         d1 = (corrupt(x, name, 1).float() - x.float()).abs().mean()
         d5 = (corrupt(x, name, 5).float() - x.float()).abs().mean()
-        # elastic_transform's severity 1 is its largest affine jitter (tests/test_corruptions.py)
+        # elastic_transform's severity 1 is its largest affine jitter (tests/integration/test_corruptions.py)
         assert (d1 > d5 > 0) if name == "elastic_transform" else (d5 > d1 > 0), name
     with pytest.raises(ValueError, match="glass_blur"):
         corrupt(x, "hail", 1)

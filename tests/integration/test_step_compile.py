@@ -123,7 +123,7 @@ def test_functional_sgd_matches_torch_sgd_and_shares_its_state_dict(ci_params, s
 
 def test_a_host_read_in_the_step_is_a_graph_break_error(ci_params, synthetic_splits, tmp_path, monkeypatch):
     """fullgraph=True turns a graph break into an error instead of a silent slow path: an
-    explicit `default` fails (only `auto` falls back, tests/test_compile_fallback.py)."""
+    explicit `default` fails (only `auto` falls back, tests/integration/test_compile_fallback.py)."""
     torch._dynamo.reset()
     state = _state(ci_params, synthetic_splits, "standard", tmp_path / "b")
     loss = state.policies.loss

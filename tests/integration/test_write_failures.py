@@ -8,7 +8,7 @@ read-only file system a tmpfs mounted read-only, both inside a private mount nam
 folder without write permission is a root-owned folder written by an unprivileged user (the tests
 run as root, to whom permissions do not apply: the probe drops to uid 65534 with setpriv); a
 missing mount is a results folder that is a link to a folder that does not exist. The probe
-(tests/write_probe.py) runs each write path of the study: a training checkpoint (torch.save), the
+(tests/helpers/write_probe.py) runs each write path of the study: a training checkpoint (torch.save), the
 per-sample records (parquet), a table (csv), a run's JSON, a figure, and `study manifest`
 through the CLI."""
 

@@ -68,7 +68,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     ran = _stats(out + repro)
     assert (_train_count(ran), ran["construct"]) == (len(runs), len(cons))
     assert (_evaluate_count(ran), ran["merge_shards"]) == _evaluate_jobs(params, runs)
-    # (the zoo's figures wait for its weights file: tests/test_zoo_workflow.py)
+    # (the zoo's figures wait for its weights file: tests/pipeline/test_zoo_jobs.py)
     assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
     assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)

@@ -14,7 +14,7 @@ from helpers.data_sources import ROOT
 from study.data.download import MIRROR_ENV, URL_BASE_ENV
 from study.data.prepared import load_prepared
 
-_HOOK = '''# Written by tests/test_data_sources.py: the tiny served archives' digests.
+_HOOK = '''# Written by tests/integration/test_data_sources.py: the tiny served archives' digests.
 import dataclasses
 from study.data import archives
 for key, digests in {digests!r}.items():

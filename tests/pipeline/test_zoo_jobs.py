@@ -15,7 +15,7 @@ ZOO_FIGURES = ("fig15_zoo_classwise", "fig16_zoo_ranks", "fig17_zoo_gap")
 
 
 def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, monkeypatch):
-    """(Without the file, the ci DAG has no zoo job: tests/test_workflow.py.)"""
+    """(Without the file, the ci DAG has no zoo job: tests/workflow/test_workflow.py.)"""
     project, weights = zoo_project
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or zoo.weights_dir)
     config = ["--config", f"preset={PRESET}"]

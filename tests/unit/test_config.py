@@ -65,7 +65,7 @@ def test_paper_is_the_default_with_published_settings(repo_root):
 def test_preset_overlay_and_command_line_order(repo_root):
     demo = _load(repo_root, {"preset": "demo"})
     assert demo["preset"] == "demo"
-    # the demo's "auto" variant is resolved to a real one at loading (tests/test_data_sources.py)
+    # the demo's "auto" variant is resolved to a real one at loading (tests/integration/test_data_sources.py)
     assert demo["data"]["variants"]["cifar10"] in ("official", "jpeg")
     # a command-line value wins over the preset that it selects
     over = _load(repo_root, {"preset": "demo", "train": {"epochs": 1}, "data": {"variants": {"cifar10": "jpeg"}}})

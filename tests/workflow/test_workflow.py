@@ -80,7 +80,7 @@ def test_profiles_parse(repo_root):
     assert slurm["executor"] == "slurm"
     assert slurm["rerun-incomplete"] is True and slurm["retries"] >= 1
     assert {"mem_mb", "runtime"} <= set(slurm["default-resources"])
-    # partitions by the plugin's choice from partitions.yaml (tests/test_slurm_profile.py)
+    # partitions by the plugin's choice from partitions.yaml (tests/hardware/test_slurm_profile.py)
     assert slurm["slurm-partition-config"] == "partitions.yaml"
     local = yaml.safe_load((repo_root / "workflow/profiles/local/config.yaml").read_text())
     assert local["rerun-incomplete"] is True
@@ -128,7 +128,7 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
     assert _train_count(counts) == len(runs) and counts["construct"] == len(cons)
     assert (_evaluate_count(counts), counts.get("merge_shards", 0)) == _evaluate_jobs(params, runs)
-    # the zoo entry of the ci preset waits for its weights file (tests/test_zoo_workflow.py places it)
+    # the zoo entry of the ci preset waits for its weights file (tests/pipeline/test_zoo_jobs.py places it)
     assert "zoo_run" not in counts and not set(ZOO_FIGURES) & set(counts)
 
 
@@ -152,7 +152,7 @@ def test_figure_rules_draw_every_registered_kind(ci_dry_run):
     every kind there is drawn by some figure."""
     kinds = {j.shell.split()[2] for j in ci_dry_run.jobs if j.shell.startswith("study figure ")}
     assert kinds, "figure jobs in the ci DAG"
-    assert kinds == set(FIGURE_KINDS) - set(ZOO_FIGURES.values())  # the zoo's: tests/test_zoo_workflow.py
+    assert kinds == set(FIGURE_KINDS) - set(ZOO_FIGURES.values())  # the zoo's: tests/workflow/test_zoo_workflow.py
 
 
 def test_bad_config_is_reported_before_any_job(project):

@@ -13,7 +13,7 @@ from helpers.workflow import BIN, _dry_run, _env, _plan
 def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     project, _ = zoo_project
     # ImageNet placed (an empty image folder will do for planning): its entries are in the plan
-    # (without it they are left out: tests/test_headline.py)
+    # (without it they are left out: tests/workflow/test_headline.py)
     placed = project / "data/raw/imagenet/val"
     placed.mkdir(parents=True)
     try:
