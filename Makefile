@@ -36,16 +36,19 @@ demo: setup
 		--config preset=demo --report results/report.html -- $(DEMO_TARGETS)
 	@echo "The study's report: results/report.html (open it in a browser). Figures: results/figures/; reproduction: results/reproduction.md"
 
-# The inductor test (the real compiler's C++ code generation: 15-60 s of CPU for one tiny step)
-# and the end-to-end pipeline tests (marked slow: the ci preset's whole DAG through Snakemake and
-# DVC, the zoo's jobs, the bench's processes: minutes on 2 cores) are their own steps,
-# `make test-compile` and `make test-pipeline`, so that `make test` keeps its budget; CI runs all three.
+# tests/ is one folder per tier, each folder's tests marked with its name (tests/helpers/tiers.py).
+# `make test`: unit, integration, workflow and docs. The end-to-end runs (tests/pipeline: the ci
+# preset's whole DAG through Snakemake and DVC, the zoo's jobs, the bench's processes: minutes on
+# 2 cores) and tests/hardware (the inductor compile: 15-60 s of CPU for one tiny step; the report
+# in a browser; the SLURM profile; CUDA) are their own steps, `make test-pipeline`,
+# `make test-compile`, `make test-slurm` and `make gpu-check`, so that `make test` keeps its
+# budget; CI runs all but the last.
 test: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not inductor and not slow"; \
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not pipeline and not hardware"; \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
 test-pipeline: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "slow and not inductor"; \
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "pipeline or browser"; \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no end-to-end test: failing" >&2; exit 1; fi; exit $$rc
 
 test-compile: setup
@@ -72,9 +75,12 @@ paper: setup
 
 # The SLURM profile on a real one-node Slurm cluster started in a temporary folder: the ci
 # preset's DAG through workflow/profiles/slurm, compared with a local run's records
-# (tools/slurm/check.py). Needs Slurm and MUNGE installed, and root.
+# (tools/slurm/check.py), after the tests of the profile and its partitions (marked
+# slurm: the executor plugin's view of them). Needs Slurm and MUNGE installed, and root.
 SLURM_COMMANDS := slurmctld slurmd munged sbatch srun squeue sinfo scontrol scancel
 test-slurm: slurm-commands setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -m slurm; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no slurm test: failing" >&2; exit 1; fi; [ $$rc -eq 0 ]
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python tools/slurm/check.py
 
 # (before setup: without Slurm, one line and no venv built)

@@ -1,11 +1,12 @@
 import copy
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.groups import SHARED_FIXTURE_GROUPS
+
+#: fixtures shared across tiers, defined beside the helpers they use
+pytest_plugins = ["helpers.workflow", "helpers.data_sources", "helpers.headline", "helpers.zoo_workflow"]
 
 ROOT = Path(__file__).resolve().parents[1]
 # Keep test runs quiet and on two threads like the CI machine; under `pytest -n 2` (make test)
@@ -13,23 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
 os.environ.setdefault("OMP_NUM_THREADS", "2")
-
-
-#: Costly shared fixtures (module or session scope), named by the module that defines them:
-#: their tests go to one worker (pytest -n 2 --dist loadgroup), which then computes each once
-#: instead of once per worker (a module fixture's tests otherwise land on both). A conftest
-#: fixture may be used by any module; a test module's, by that module's tests.
-SHARED_FIXTURE_GROUPS = {
-    "conftest.paper_dry_run": "paper_dag",
-    "test_workflow.ci_dry_run": "ci_dag",
-    "test_bench.tiny_bench": "bench",
-    "test_evaluate.trained_runs": "evaluate_runs",
-    "test_robustness_suite.records": "suite_records",
-    "test_figure_quality.rendered": "rendered_figures",
-    "test_features.model": "feature_model",
-    "test_corruptions.strength": "corruption_strength",
-    "test_faults.tiny_run": "faults_run",
-}
 
 
 def _shared_group(item: pytest.Item) -> str | None:
@@ -50,14 +34,15 @@ def _shared_group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The end-to-end tests (marked slow) first: with two workers, the rest fills in beside
+    """The end-to-end tests (tests/pipeline) first: with two workers, the rest fills in beside
     them instead of one long test starting last. The groups go on as public `xdist_group`
     marks, before xdist's own hook (tryfirst) reads them."""
     for item in items:
         group = _shared_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    pipeline = ROOT / "tests" / "pipeline"
+    items.sort(key=lambda item: not item.path.is_relative_to(pipeline))
 
 
 @pytest.fixture(scope="session")
@@ -117,25 +102,6 @@ def standard_run(tmp_path_factory, synthetic_splits, ci_params) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "std"
     train_run({**cfg, "epochs": 2}, synthetic_splits, run_dir, device="cpu", progress=False)
     return run_dir
-
-
-def run_study(*args: str, cwd: Path | None = None, check: bool = True, env: dict | None = None):
-    """Run the installed `study` command as a user would."""
-    exe = shutil.which("study") or str(Path(sys.executable).parent / "study")
-    proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"study {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
-
-
-@pytest.fixture(scope="session")
-def paper_dry_run(tmp_path_factory):
-    """The output of one dry run of the paper preset's whole DAG (10,000+ jobs), with its
-    shell commands; shared by the tests that read it, since each run takes half a minute."""
-    from test_workflow import BIN, _copy_project, _run
-
-    project = _copy_project(tmp_path_factory.mktemp("paper"))
-    return _run([BIN / "snakemake", "-n", "-p", "--cores", "8", "results/figures/all"], project)
 
 
 @pytest.fixture()

@@ -24,7 +24,7 @@ from study.io import atomic_write_text
 
 SCHEMA_FILE = Path("workflow/schemas/params.schema.yaml")
 _HEADER = ("# Generated from study/config/types.py and study/figures/catalog.py by `python -m tools.params_schema\n"
-           "# --write`; edit those, not this file (tests/test_config_schema.py fails when they differ).\n")
+           "# --write`; edit those, not this file (tests/unit/test_config_schema.py fails when they differ).\n")
 # pydantic's names for what the schema says anyway (a class name, the docstring's copy per use)
 _DROPPED = ("title",)
 

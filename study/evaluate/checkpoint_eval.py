@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -19,27 +19,6 @@ from study.record_names import record_name
 from study.run_directory import load_trained_model, read_run_config
 
 
-def evaluate_run(
-    run_dir: str | Path,
-    splits: Splits,
-    evaluation: Mapping,
-    out: str | Path,
-    *,
-    device: str = "auto",
-    progress: bool = True,
-    shard: tuple[int, int] | None = None,
-    checkpoint: str = "last",
-) -> Path:
-    """Classify the test set (or its first `test_per_class` per class) clean or under attack,
-    with the run's `last` model, its `best` on validation (evaluation named `<name>@best`) or
-    its `published` (the published protocol on the test subset; `<name>@published`).
-
-    `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
-    its own attack seed; `study merge-shards` joins the parts into one record."""
-    return evaluate_checkpoint(run_dir, splits, [(EvaluationSpec.parse(evaluation), out)], device=device,
-                               progress=progress, shard=shard, checkpoint=checkpoint)[0]
-
-
 def evaluate_checkpoint(
     run_dir: str | Path,
     splits: Splits,
@@ -50,8 +29,14 @@ def evaluate_checkpoint(
     shard: tuple[int, int] | None = None,
     checkpoint: str = "last",
 ) -> list[Path]:
-    """`evaluate_run` of each (evaluation, out) in `jobs` with one load of the checkpoint (the
-    workflow's evaluate job of a run: all its evaluations in one process)."""
+    """Classify the test set (or its first `test_per_class` per class) clean or under attack,
+    with the run's `last` model, its `best` on validation (evaluation named `<name>@best`) or
+    its `published` (the published protocol on the test subset; `<name>@published`), for each
+    (evaluation, out) in `jobs` with one load of the checkpoint (the workflow's evaluate job of
+    a run: all its evaluations in one process).
+
+    `shard` (i, n): only the i-th of n contiguous parts of those samples (0 <= i < n), with
+    its own attack seed; `study merge-shards` joins the parts into one record."""
     run_dir = Path(run_dir)
     spec = read_run_config(run_dir)
     run = spec.config

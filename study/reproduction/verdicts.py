@@ -20,7 +20,7 @@ Every compared row reads *agrees*, *inconclusive* or *differs*:
 
 `detectable`: the smallest true difference that a two-sided 5% test on the row's interval finds
 with 80% power, (1.96 + 0.84) standard errors, the standard error read off the interval's width.
-tests/test_reproduction_calibration.py measures the false-agreement and power rates through
+tests/unit/test_reproduction_calibration.py measures the false-agreement and power rates through
 these functions."""
 
 from __future__ import annotations

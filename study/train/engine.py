@@ -21,9 +21,8 @@ a fixed seed, finishes with the same records as an uninterrupted run.
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,11 +80,12 @@ def train_run(
     progress: bool = True,
     init_from: str | Path | None = None,
     compile_mode: str = "off",
+    on_checkpoint: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """`train` of the run config `cfg` as written (a plan's `config`): parsed here, once, for
     a caller that holds the mapping (a bench, a test); `study train` parses its JSON argument."""
     return train(ConfigSpec.parse(cfg), splits, run_dir, device=device, stop_after=stop_after, progress=progress,
-                 init_from=init_from, compile_mode=compile_mode)
+                 init_from=init_from, compile_mode=compile_mode, on_checkpoint=on_checkpoint)
 
 
 def train(
@@ -98,6 +98,7 @@ def train(
     progress: bool = True,
     init_from: str | Path | None = None,
     compile_mode: str = "off",
+    on_checkpoint: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train (or resume) the run `spec` into `run_dir`; `stop_after` ends this call after that epoch.
     `compile_mode` is `speed.compile` (study.train.step: off, default, auto); meta.json's
@@ -105,7 +106,11 @@ def train(
     where the device's torch cannot compile the whole step).
 
     A run whose config has `init_from` (a fine-tuning method such as FRL) starts from the
-    weights of that parent run, `init_from` being the parent's model file."""
+    weights of that parent run, `init_from` being the parent's model file.
+
+    `on_checkpoint(epoch)` is called after each epoch's checkpoint is on disk, before the next
+    epoch starts: a caller that stops or observes a run at a known point (a killed-job test)
+    needs no timing race with the training loop."""
     run_dir = Path(run_dir)
     run = require(spec, ConfigSpec, "train").trained
     check_data(run, splits)
@@ -127,29 +132,14 @@ def train(
         end_epoch(state, epoch, totals, policy_state)
         state.timings.append(time.perf_counter() - t0)
         save_state(state, epoch)
-        if epoch == state.start_epoch + 1:
-            _pause_for_test()
+        if on_checkpoint is not None:
+            on_checkpoint(epoch)
         _log(epoch_line(epoch, state.epochs, state.records[-state.num_classes:], state.timings[-1]))
         if stop_after is not None and epoch >= stop_after and epoch < state.epochs:
             _log(f"stopping after epoch {epoch} as asked; rerun the same command to continue")
             return TrainResult(run_dir, epoch, finished=False)
     finish_run(state, step.record())
     return TrainResult(run_dir, state.epochs, finished=True)
-
-
-#: Test-only (tests/test_engine.py's killed-process test), never set in a real run: after this
-#: process's first checkpoint, create `<path>.reached` and wait until `<path>` exists, so that
-#: the test kills the run at a known point instead of racing a fast machine to it.
-TEST_PAUSE_ENV = "STUDY_TEST_PAUSE_AFTER_CHECKPOINT"
-
-
-def _pause_for_test() -> None:
-    path = os.environ.get(TEST_PAUSE_ENV)
-    if not path:
-        return
-    Path(f"{path}.reached").touch()
-    while not Path(path).exists():
-        time.sleep(0.05)
 
 
 def prime_policies(state: RunState) -> None:

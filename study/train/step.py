@@ -43,7 +43,7 @@ from study.train.policies.stats import EpochStats
 COMPILE_MODES = ("off", "default", "auto")
 COMPILE_BACKEND_ENV = "STUDY_COMPILE_BACKEND"
 #: What `auto` means per device kind (docs/performance.md has the measurement behind it).
-#: Supported torch: 2.13.0 (CPU), where tests/test_step_compile.py passes, the whole step
+#: Supported torch: 2.13.0 (CPU), where tests/integration/test_step_compile.py passes, the whole step
 #: included under inductor; the GPU machines' torch 2.11 is unmeasured, so `auto` on CUDA
 #: stays `default` (falling back region by region, `CompiledRegions`) until a GPU run
 #: measures it.

@@ -9,7 +9,8 @@ results/gpu-check/report.{md,json} after every step, so that what finished stays
 when a later part runs out of time:
 
   setup   the bundle's wheels installed; CIFAR-10 (JPEG) prepared from gpu-bundle/mirror
-  tests   pytest -m gpu tests/test_gpu.py (CUDA against CPU, compile modes, batch invariance, AutoAttack)
+  tests   pytest -m gpu tests/hardware/test_gpu*.py (CUDA against CPU, compile modes, batch invariance,
+          AutoAttack, no host synchronisation)
   bench   study bench on the full JPEG CIFAR-10 training set, PreAct-ResNet-18, batch 128: every
           task, compile off/default/max, fp32 and, where the bench's --precision lists bf16, bf16 in
           the same run (so that its report compares the two: bf16_matches_fp32), then --concurrent 4
@@ -232,10 +233,11 @@ def setup_part(sizes: Sizes, budget: float) -> Part:
 
 
 def tests_part(sizes: Sizes, budget: float) -> Part:
-    argv = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_gpu.py", "-p", "no:cacheprovider", "-rs"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/hardware/test_gpu.py",
+            "tests/hardware/test_gpu_host_reads.py", "-p", "no:cacheprovider", "-rs"]
     if sizes.pytest_env:
         argv = ["env", *[f"{k}={v}" for k, v in sizes.pytest_env.items()], *argv]
-    return Part("tests", "pytest -m gpu (tests/test_gpu.py)", budget, [Step("the gpu marker's tests", argv)])
+    return Part("tests", "pytest -m gpu (tests/hardware/test_gpu*.py)", budget, [Step("the gpu marker's tests", argv)])
 
 
 def bench_part(sizes: Sizes, budget: float, out: Path, env: dict | None = None) -> Part:

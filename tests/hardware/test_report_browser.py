@@ -1,0 +1,79 @@
+"""The study's HTML report, opened in a real headless browser (Debian's chromium, driven by
+Playwright): it opens on the finding, with the numbers of the results' class-wise table; its
+categories come in the study's order; every figure of the manifest is in it and renders.
+
+The report is built as `make demo` builds it, here on the ci preset (synthetic data, minutes):
+the figures, the reproduction report and the landing text through Snakemake, then
+`snakemake --report`. `.ci/run` installs chromium where it is missing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers.workflow import BIN, _copy_project, _run
+
+from study.front_page import _attack, _headline_rows, class_range
+
+CHROMIUM = Path("/usr/bin/chromium")
+# a headless browser on a machine without a network: no background connections, no sandbox as root
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    project = _copy_project(tmp_path_factory.mktemp("report"))
+    shutil.copytree(Path(__file__).resolve().parents[2] / "study", project / "study",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    targets = ("results/figures/all", "results/reproduction.md", "results/report_front.rst")
+    common = [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config", "preset=ci"]
+    _run([*common, "--", *targets], project)
+    _run([*common, "--report", "results/report.html", "--", *targets], project)
+    return project
+
+
+def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install chromium (as .ci/run does)"
+    manifest = (report / "results/figures/all").read_text().splitlines()
+    figures = [line.split("\t")[0] for line in manifest if line and not line.startswith("#")]
+    pngs = [f for f in figures if f.endswith(".png")]
+    assert pngs, "the manifest lists no figure"
+    classwise = pd.read_csv(report / "results/tables/classwise.csv")
+    rows = _headline_rows(classwise)
+    robust = class_range(rows, "pgd_at", _attack(rows))
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto((report / "results/report.html").as_uri())
+        page.wait_for_function("typeof results !== 'undefined' && typeof app !== 'undefined'")
+        landing = page.inner_text("body")
+        # the finding, with the numbers of this run's table
+        assert "Class-wise robustness: the finding" in landing
+        assert f"weakest class is {robust.weakest} at {100 * robust.weakest_acc:.1f}%" in " ".join(landing.split())
+        assert "Verdicts:" in landing and "reduced recipe" in landing
+        # the categories, in the study's order (numbered, so the report's alphabetical menu keeps it)
+        ordered = sorted(page.evaluate("Object.keys(categories)"))
+        assert ordered[0].endswith("Class-wise accuracy and robustness") and ordered[-1].endswith("Reproduction")
+        assert [int(c.split(" ")[0]) for c in ordered] == list(range(1, len(ordered) + 1))
+        # every figure of the manifest is a result of the report, and its image decodes in the browser
+        present = set(page.evaluate("Object.keys(results)"))
+        missing = [f for f in pngs if f not in present]
+        assert not missing, f"figures of the manifest not in the report: {missing}"
+        sizes = page.evaluate("""async (paths) => Promise.all(paths.map(async (path) => {
+            const img = new Image();
+            img.src = results[path].data_uri;
+            await img.decode();
+            return [path, img.naturalWidth, img.naturalHeight];
+        }))""", pngs)
+        assert all(w > 100 and h > 100 for _, w, h in sizes), sizes
+        # the landing page's links open the headline figure and the reproduction table
+        page.get_by_text("the reproduction table").click()
+        page.wait_for_timeout(300)
+        assert "reproduction.md" in page.inner_text("body")
+        browser.close()

@@ -1,0 +1,143 @@
+"""The pins of tests/integration/test_config_identity.py: what the configuration resolves to for every
+preset (run ids, the config.json of every run, the `--evaluation` JSON of every evaluation job)
+and the records of one tiny run of the ci preset, as hashes.
+
+A refactoring of the configuration code must leave all of them unchanged. The pins are written
+from the code as it is checked out; to regenerate them for a changed preset with the code as it
+was before a refactoring, run this file from a worktree of that commit:
+
+    git worktree add /tmp/pre <commit>
+    cp workflow/presets/<preset>.yaml /tmp/pre/workflow/presets/      # the preset as it is now
+    PYTHONPATH=/tmp/pre .venv/bin/python tests/helpers/config_identity.py --root /tmp/pre \
+        --out tests/data/config_identity.json
+
+(from a commit before the tests/ folders by tier, the file is /tmp/pre/tests/config_identity.py).
+
+`--presets` limits the rewrite to some presets (the others' pins are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PINS = ROOT / "tests/data/config_identity.json"
+PRESETS = ("ci", "demo", "paper")
+#: floats of the records are compared at this many decimals: the pins name what the
+#: configuration makes of a run, not the last bit of a CPU's float reductions
+DECIMALS = 4
+
+
+def sha(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def load(root: Path, preset: str) -> dict:
+    import yaml
+
+    from study.config import load_params
+
+    # A variant `auto` resolves by what data/raw and the mirror hold on this machine: the pins
+    # take the JPEG variant for it, whatever is at hand.
+    variants = (yaml.safe_load((root / f"workflow/presets/{preset}.yaml").read_text()).get("data") or {}).get(
+        "variants") or {}
+    fixed = {name: "jpeg" for name, variant in variants.items() if variant == "auto"}
+    overrides = {"preset": preset, **({"data": {"variants": fixed}} if fixed else {})}
+    return load_params(root / "params.yaml", overrides, presets_dir=root / "workflow/presets",
+                       schema_path=root / "workflow/schemas/params.schema.yaml")
+
+
+def plan_pins(root: Path, preset: str) -> dict:
+    """Every run of the preset (trained and zoo) with its groups, evaluations, checkpoints, the
+    hash of its config.json and of each evaluation as the evaluate rule passes it."""
+    from study.config import constructions, plan_runs, resolve_evaluation
+    from study.config.zoo import plan_zoo
+
+    params = load(root, preset)
+    plan = plan_runs(params)
+    runs = {}
+    # the plan with every hand-placed input in place (an empty ImageNet folder will do for planning),
+    # so that the pins do not depend on what this machine holds
+    with tempfile.TemporaryDirectory() as placed:
+        (Path(placed) / params["data"]["root"] / "raw" / "imagenet" / "val").mkdir(parents=True)
+        zoo = plan_zoo(params, root=placed)
+    for run in plan + zoo:
+        runs[run.run_id] = {
+            "groups": run.groups, "evaluations": run.evaluations, "checkpoints": run.checkpoints,
+            "config": sha(run.config),
+            "evaluation_args": {e: sha(resolve_evaluation(params, e, dataset=run.dataset)) for e in run.evaluations},
+        }
+    cons = [c.name for c in constructions(params, plan)] if params.get("features") else []
+    return {"runs": runs, "constructions": cons}
+
+
+def _rounded_csv(frame) -> str:
+    return frame.round(DECIMALS).to_csv(index=False)
+
+
+def record_pins(root: Path) -> dict:
+    """One epoch of the ci preset's PGD-AT run on a few synthetic images and its PGD record:
+    the files the configuration reaches (config.json, epochs.csv, the record and its metadata)."""
+    import torch
+
+    from study.config import plan_runs, resolve_evaluation
+    from study.config.spec import EvaluationSpec
+    from study.data.prepared import load_prepared, prepare_dataset
+    from study.evaluate.checkpoint_eval import evaluate_checkpoint
+    from study.evaluate.records import read_records
+    from study.train.engine import train_run
+
+    torch.set_num_threads(1)
+    params = load(root, "ci")
+    run = next(r for r in plan_runs(params) if r.config["method"] == "pgd_at" and "baseline" in r.groups)
+    cfg = {**run.config, "epochs": 1, "train_per_class": 6, "epoch_eval": {**run.config["epoch_eval"], "per_class": 2}}
+    evaluation = {**resolve_evaluation(params, "pgd3", dataset=run.dataset), "test_per_class": 2}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "synthetic-default.pt"
+        prepare_dataset("synthetic", "default", Path(tmp) / "raw", None, data, synthetic=params["data"]["synthetic"])
+        splits = load_prepared(data)
+        run_dir = Path(tmp) / "run"
+        train_run(cfg, splits, run_dir, device="cpu", progress=False)
+        (out,) = evaluate_checkpoint(run_dir, splits, [(EvaluationSpec.parse(evaluation), Path(tmp) / "pgd3.parquet")],
+                                     device="cpu",
+                                     progress=False)
+        import pandas as pd
+
+        frame, meta = read_records(out)
+        meta.pop("seconds", None)
+        epochs = pd.read_csv(run_dir / "epochs.csv")
+        return {
+            "config.json": hashlib.sha256((run_dir / "config.json").read_bytes()).hexdigest()[:16],
+            "epochs.csv": hashlib.sha256(_rounded_csv(epochs).encode()).hexdigest()[:16],
+            "record": hashlib.sha256(_rounded_csv(frame.drop(columns=["logits"], errors="ignore")).encode())
+            .hexdigest()[:16],
+            "record_meta": sha({k: meta[k] for k in ("run_id", "run_config", "evaluation", "dataset", "data_variant")}),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose params and presets are read")
+    parser.add_argument("--out", type=Path, default=PINS)
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
+    parser.add_argument("--no-records", action="store_true", help="keep the pinned records as they are")
+    args = parser.parse_args(argv)
+    pins = json.loads(args.out.read_text()) if args.out.exists() else {"presets": {}}
+    for preset in args.presets:
+        pins["presets"][preset] = plan_pins(args.root, preset)
+    if not args.no_records:
+        pins["ci_records"] = record_pins(args.root)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(pins, indent=1, sort_keys=True) + "\n")
+    counts = ", ".join(f"{p} {len(pins['presets'][p]['runs'])} runs" for p in args.presets)
+    print(f"wrote {args.out}: {counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

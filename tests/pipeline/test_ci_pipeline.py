@@ -1,0 +1,167 @@
+"""The ci preset's whole DAG for real: Snakemake (the cpu profile) up to the tables, then DVC's
+four stages over the same DAG, the report, and what a changed setting makes stale."""
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from helpers.workflow import (
+    BIN,
+    NOT_IN_CI_DAG,
+    ROOT,
+    ZOO_FIGURES,
+    _evaluate_count,
+    _evaluate_jobs,
+    _expected_logs,
+    _figure_jobs,
+    _is_mitigation,
+    _plain,
+    _plan,
+    _robustness_runs,
+    _run,
+    _shards,
+    _stats,
+    _train_count,
+)
+
+from study.checkpoints import STUDY_CHECKPOINTS
+from study.data.registry import get_dataset_info
+
+
+def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
+    """Snakemake (the cpu profile) runs every job up to the tables; DVC then runs its four stages
+    over the same DAG, its figures stage drawing the figures. (A stage rebuilds its outputs that
+    are not persistent, so figures drawn before `dvc repro` would be drawn twice.)"""
+    def snakemake(*options, targets=("results/figures/all",)):
+        return [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", *options,
+                "--config", "preset=ci", "--", *targets]
+
+    out = _run(snakemake(targets=("evaluate_all", "robustness_all")), project)
+    assert " --threads 1 " in out and " --threads 2 " not in out  # the cpu profile: one thread per job
+    params, runs, cons = _plan(project, "ci")
+
+    # DVC: the same DAG through its stages, in a fresh repository of the copy.
+    dvc = BIN / "dvc"
+    study_params = yaml.safe_load((project / "params.yaml").read_text())
+    study_params["preset"] = "ci"
+    (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
+    shutil.copytree(ROOT / "study", project / "study", ignore=shutil.ignore_patterns("__pycache__"))
+    _run(["git", "init", "-q"], project)
+    _run([dvc, "init", "-q"], project)
+    _run([dvc, "config", "core.analytics", "false"], project)
+    # the stages read the values set for a run against params.yaml as committed (study/stage.py)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ci"], project)
+    repro = _run([dvc, "repro"], project)
+    assert all(f"Running stage '{stage}'" in repro for stage in ("data", "train", "evaluate", "figures"))
+    lock = yaml.safe_load((project / "dvc.lock").read_text())
+    assert set(lock["stages"]) == {"data", "train", "evaluate", "figures"}
+    assert lock["stages"]["train"]["params"]["params.yaml"]["preset"] == "ci"
+    assert "data/constructed" in {o["path"] for o in lock["stages"]["train"]["outs"]}
+    assert "up to date" in _run([dvc, "status"], project)
+
+    # Every job that ran (the targets aside) has a log, left it and said something in it.
+    ran = _stats(out + repro)
+    assert (_train_count(ran), ran["construct"]) == (len(runs), len(cons))
+    assert (_evaluate_count(ran), ran["merge_shards"]) == _evaluate_jobs(params, runs)
+    # (the zoo's figures wait for its weights file: tests/pipeline/test_zoo_jobs.py)
+    assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
+    logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
+    assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)
+    assert _expected_logs(params, runs) <= set(logs)
+    for log in logs:
+        assert (project / log).stat().st_size > 0, f"{log} is empty"
+
+    manifest = (project / "results/figures/all").read_text().splitlines()
+    figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
+    assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
+    for fig in figures:
+        assert (project / fig).stat().st_size > 1000
+    plain = _plain(runs)
+    assert sum("fig07_epochs" in f for f in figures) == 2 * len(
+        {(r.dataset, r.config["model"], r.config["method"]) for r in plain})  # PNG and PDF per panel
+    # figure 12: bars and examples, PNG and PDF, of the models trained on the constructed sets
+    assert sum("fig12_features" in f for f in figures) == 4 * len({c.source_run.dataset for c in cons}) > 0
+    classwise = (project / "results/tables/classwise.csv").read_text()
+    rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
+    assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
+    # the PNGs again, copied, in the folder DVC draws as image plots; `dvc plots show` renders
+    # every one without an error (results/figures' PDFs and tables would be errors)
+    pngs = [f for f in figures if f.endswith(".png")]
+    images = sorted(p.relative_to(project / "results/figure_images").as_posix()
+                    for p in (project / "results/figure_images").rglob("*") if p.is_file())
+    assert images == sorted(Path(f).relative_to("results/figures").as_posix() for f in pngs)
+    copies = project / "results/figure_images"
+    assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/figures")).read_bytes()
+               for f in pngs)
+    shown_plots = _run([dvc, "plots", "show", "--out", project / "plots"], project)
+    assert "error" not in shown_plots.lower(), shown_plots
+    drawn = sorted(p.name for p in (project / "plots").rglob("*.png"))
+    assert drawn == sorted("workspace_results_figure_images_" + i.replace("/", "_") for i in images)
+    # the headline metrics: a file per model (a row of `dvc metrics show`), an entry per evaluation
+    headline = {(f"results/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
+                for r in plain for e in r.evaluations}
+    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/metrics").glob("*.json")
+               for e, m in json.loads(p.read_text()).items()}
+    assert headline <= set(metrics)
+    # (an evaluation a check flagged is not counted: its numbers are null, `flagged` says so)
+    assert all("flagged" in metrics[k] or 0 <= metrics[k]["worst"] <= metrics[k]["mean"] <= 1
+               and metrics[k]["worst_class"] for k in headline)
+    text = _run([dvc, "metrics", "show", "--json"], project)  # (stdout and stderr: the JSON and nothing)
+    shown, _ = json.JSONDecoder().raw_decode(text[text.index("{"):])
+    shown = {(path, e): m for path, data in shown[""]["data"].items() for e, m in data["data"].items()}
+    # (DVC leaves out the null numbers of a flagged evaluation)
+    assert {k: shown[k] for k in headline} == {k: {f: v for f, v in metrics[k].items() if v is not None}
+                                                for k in headline}
+    table = _run([dvc, "metrics", "show"], project)
+    print(table, file=sys.stderr)  # the readable headline: a row per model
+    assert all(path in table for path, _ in headline)
+    assert len(list((project / "data/constructed").glob("d_*.pt"))) == len(cons)
+    # the robustness suite on the runs of its groups: checks written down and none failed, one
+    # row per (run, evaluation) in the attack table, corruptions per class
+    _, checked, corrupted = _robustness_runs(params, runs)
+    for run in checked:
+        for at in ("" if c == "last" else f"@{c}" for c in run.checkpoints):
+            checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
+            assert checks["status"] in ("pass", "flag"), checks
+    attacks = pd.read_csv(project / "results/tables/attacks.csv")
+    assert len(attacks) == sum(len(r.evaluations) * len(r.checkpoints) for r in checked)  # one row per record
+    assert {e for e, n in _shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
+    corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
+    assert set(corruptions["run_id"]) == {r.run_id for r in corrupted}
+    # figure 13: every mitigation method of the preset, best checkpoint (and last where
+    # planned), in the table beside the figure
+    mitigation = [r for r in runs if _is_mitigation(r)]
+    for dataset, model in {(r.dataset, r.config["model"]) for r in mitigation}:
+        fig13 = pd.read_csv(project / f"results/figures/fig13_mitigation/{dataset}__{model}__all.csv")
+        panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
+        assert {r.config["method"] for r in panel} == set(fig13[fig13["checkpoint"] == "best"]["method"])
+        # the study's checkpoints only: `published` (chosen on the test set) is no part of figure 13
+        for run in panel:
+            drawn = set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
+            assert drawn == set(run.checkpoints) & set(STUDY_CHECKPOINTS)
+        published = pd.read_csv(project / "results/tables/classwise.csv").query("checkpoint == 'published'")
+        assert set(published["run_id"]) == {r.run_id for r in mitigation if "published" in r.checkpoints} != set()
+    for run in runs:
+        run_dir = project / "results/runs" / run.run_id
+        assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
+            p.name for p in run_dir.iterdir()}
+
+    # Snakemake, run again, finds everything that DVC's stages made up to date.
+    assert "Nothing to be done" in _run(snakemake(), project)
+
+    # The HTML report, with a caption per figure.
+    _run(snakemake("--report", "report.html"), project)
+    report = (project / "report.html").read_text()
+    assert "Wilson intervals" in report, "figure captions belong in the report"
+
+    # A changed robustness-evaluation setting makes the evaluations and the figures stale.
+    study_params["robustness"]["corruptions"]["seed"] += 1
+    (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
+    stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
+    assert stale == {"evaluate", "figures"}
+
