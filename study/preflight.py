@@ -179,8 +179,20 @@ def preflight(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
     return items
 
 
-def render(params: Mapping, items: Sequence[Item], runs: int, zoo: int) -> str:
-    """The one screen: the plan's size, where data comes from, then each section's items."""
+def price_line(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None) -> str:
+    """The plan's price in one line (study.cost; `study plan --cost` gives it per group), or why
+    there is none (no throughput table in the project folder)."""
+    from study.cost import THROUGHPUT_TABLE, price, summary_line, totals
+
+    root = Path(root or ".")
+    if not (root / THROUGHPUT_TABLE).is_file():
+        return f"Estimated price: none ({THROUGHPUT_TABLE} is not in {root.resolve()})"
+    jobs, _ = price(params, runs, zoo, root)
+    return summary_line(totals(jobs)) + "; per group: study plan --cost"
+
+
+def render(params: Mapping, items: Sequence[Item], runs: int, zoo: int, price: str | None = None) -> str:
+    """The one screen: the plan's size and price, where data comes from, then each section's items."""
     mirror = configured_mirror(params)
     source = f"${MIRROR_ENV}" if os.environ.get(MIRROR_ENV) else MIRROR_CONFIG_KEY
     weights = given_weights_dir(params)
@@ -188,6 +200,8 @@ def render(params: Mapping, items: Sequence[Item], runs: int, zoo: int) -> str:
              f"  raw data: {params['data']['root']}/raw   mirror: {f'{mirror} ({source})' if mirror else 'none'}"
              f"   zoo weights: {zoo_weights_dir(params)}"
              f" ({f'given by {WEIGHTS_CONFIG_KEY} / ${WEIGHTS_ENV}' if weights else 'the project default'})"]
+    if price:
+        lines.insert(1, f"  {price}")
     for status, title in SECTIONS.items():
         section = [i for i in items if i.status == status]
         if section:

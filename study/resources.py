@@ -47,6 +47,11 @@ def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     return train, test, info.channels, side
 
 
+def data_facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
+    """(train images, test images, channels, side) of a run's data (study.cost prices from them)."""
+    return _facts(require(run, (RunConfig, ZooRunConfig), "data_facts"))
+
+
 def forward_gflops(model: str, side: int) -> float:
     """Forward GFLOPs per image of `side` x `side` pixels: the model row's (study.models.registry) at 32x32,
     scaled with the image area."""

@@ -16,14 +16,36 @@ def add_plan(sub) -> None:
     p = sub.add_parser("plan", help="list the runs of the configured study")
     add_params_args(p)
     p.add_argument("--json", action="store_true", help="print every run's resolved config as JSON")
+    p.add_argument("--cost", action="store_true",
+                   help="print the price: device-hours (2-core CPU, H100) and disk per experiment group and in total "
+                        "(study.cost: workflow/throughput.yaml and the benchmark files of jobs that ran)")
+    p.add_argument("--write", metavar="FILE",
+                   help="with --cost: rewrite the marked table of every preset's price in FILE (README.md)")
     p.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from study.config import plan_runs
 
+    if args.write:
+        if not args.cost:
+            raise SystemExit("study plan: --write needs --cost (it writes the presets' price table)")
+        from study.cost import presets_markdown, rewrite_section
+        from study.io import atomic_write_text
+
+        doc = Path(args.write)
+        atomic_write_text(doc, rewrite_section(doc.read_text(), presets_markdown()))
+        print(f"wrote {doc}", file=sys.stderr)
+        return 0
     params = load_params_args(args)
     runs = plan_runs(params)
+    if args.cost:
+        from study.config.zoo import plan_zoo
+        from study.cost import price, render_cost
+
+        jobs, table = price(params, runs, plan_zoo(params))
+        print(render_cost(params["preset"], jobs, table))
+        return 0
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "groups": r.groups, "evaluations": r.evaluations,
                            "checkpoints": r.checkpoints, "config": r.config} for r in runs], indent=2))
@@ -43,11 +65,11 @@ def add_preflight(sub) -> None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from study.config import plan_runs
     from study.config.zoo import plan_zoo
-    from study.preflight import preflight, render
+    from study.preflight import preflight, price_line, render
 
     params = load_params_args(args)
     runs, zoo = plan_runs(params), plan_zoo(params)
-    print(render(params, preflight(params, runs, zoo), len(runs), len(zoo)))
+    print(render(params, preflight(params, runs, zoo), len(runs), len(zoo), price_line(params, runs, zoo)))
     return 0
 
 

@@ -17,7 +17,7 @@ MAX_FUNCTION_LINES = 80
 LAYERS = [
     {"io", "device", "provenance", "checkpoints"},
     {"data", "models", "attacks", "metrics"},
-    {"run_directory", "config", "predict", "resources", "labels", "record_names"},
+    {"run_directory", "config", "predict", "resources", "cost", "labels", "record_names"},
     {"evaluate", "train", "features"},
     {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage"},
     {"cli"},
@@ -153,9 +153,9 @@ def test_ruff_with_the_complexity_limits_of_pyproject_passes():
 
 # What Snakemake's DAG (common.smk), `study plan` and the table and figure jobs import: every
 # such process would otherwise pay torch's import (about 3 s of CPU) for nothing.
-TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.figures.panels", "study.figures.catalog",
-              "study.tables.classwise", "study.tables.robustness", "study.reproduction", "tools.readme_numbers",
-              "study.data.registry", "study.models.registry")
+TORCH_FREE = ("study.config", "study.config.zoo", "study.resources", "study.cost", "study.figures.panels",
+              "study.figures.catalog", "study.tables.classwise", "study.tables.robustness", "study.reproduction",
+              "tools.readme_numbers", "study.data.registry", "study.models.registry")
 
 
 def test_planning_tables_and_figures_never_import_torch():
@@ -169,6 +169,8 @@ def test_planning_tables_and_figures_never_import_torch():
         "runs = plan_runs(params)\n"
         "constructions(params, runs)\n"
         "[(train_minutes(r.run), mem_mb(r.run)) for r in runs]\n"
+        "from study.cost import price\n"
+        "price(params, runs, [])\n"
         "print(len(runs), sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:5])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

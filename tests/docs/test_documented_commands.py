@@ -36,6 +36,8 @@ SHELL_FENCES = {"bash", "sh", "console", "shell"}
 CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
+    (r"study plan --cost( --preset \w+)?", "run"),  # torch-free: seconds
+    (r"study plan --cost --write README.md", "parse"),  # rewrites README.md (tests/workflow/test_cost.py checks it)
     (r"study preflight( --preset \w+)?", "run"),  # reads files only: under a second
     (r"study comparisons", "run"),
     (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/unit/test_declared_comparisons.py)

@@ -2,6 +2,7 @@
 four stages over the same DAG, the report, and what a changed setting makes stale."""
 
 import json
+import math
 import re
 import shutil
 import sys
@@ -154,6 +155,9 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     # Snakemake, run again, finds everything that DVC's stages made up to date.
     assert "Nothing to be done" in _run(snakemake(), project)
 
+    # The price (study.cost) held against what the jobs measured: a report, not a timed assertion.
+    _cost_ratio_report(project)
+
     # The HTML report, with a caption per figure.
     _run(snakemake("--report", "report.html"), project)
     report = (project / "report.html").read_text()
@@ -165,3 +169,20 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
     assert stale == {"evaluate", "figures"}
 
+
+def _cost_ratio_report(project: Path) -> None:
+    """The ci plan's price beside the benchmark files its jobs left: estimate / measured per
+    rule and in total, written to results/cost_ratio.md and printed. Asserted are only that
+    every priced job left its benchmark file and that every ratio is finite and positive."""
+    from study.cost import THROUGHPUT_TABLE, load_throughput, plan_jobs, ratio_report
+
+    params, runs, _ = _plan(project, "ci")
+    # (the zoo's jobs wait for its weights: no part of the ci DAG, tests/pipeline/test_zoo_jobs.py)
+    jobs = plan_jobs(params, runs, [], load_throughput(project / THROUGHPUT_TABLE))
+    assert jobs, "the ci plan prices no job"
+    missing = [j.benchmark for j in jobs if not (project / j.benchmark).is_file()]
+    assert not missing, f"priced jobs without a benchmark file: {missing[:5]}"
+    text, ratios = ratio_report(jobs, project, "cpu-2core")
+    (project / "results/cost_ratio.md").write_text(text)
+    print(text, file=sys.stderr)
+    assert ratios and all(math.isfinite(r) and r > 0 for r in ratios.values()), ratios

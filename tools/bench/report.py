@@ -28,8 +28,23 @@ def timed_records(r: Mapping) -> Iterator[dict]:
         yield from by_mode.values()
 
 
+def named_records(tasks: Mapping[str, dict]) -> Iterator[dict]:
+    """timed_records of every task that ran, each with its task and side named (what
+    tools.bench.peak.honest_peak says when a record lifts the peak)."""
+    for task, r in tasks.items():
+        if r.get("failed"):
+            continue
+        sides = [("engine", r["engine"]), ("reference", r["reference"])]
+        sides += [(f"engine, compile {m}", c) for m, c in (r.get("engine_by_compile") or {}).items()]
+        sides += [(f"engine {p}, compile {m}", c) for p, by_mode in (r.get("engine_by_precision") or {}).items()
+                  for m, c in by_mode.items()]
+        for side, rec in sides:
+            yield {**rec, "task": task, "side": side}
+
+
 def add_fractions(tasks: Mapping[str, dict], peak: Mapping[str, float]) -> None:
-    """Each side's FLOP/s over the measured peak of its basis (failed tasks have none)."""
+    """Each side's FLOP/s over the peak of its basis (failed tasks have none); `peak` is
+    tools.bench.peak.honest_peak's, which no record exceeds."""
     for r in tasks.values():
         if r.get("failed"):
             continue
@@ -106,9 +121,10 @@ def _num(x: float) -> str:
 def markdown(report: Mapping) -> str:
     """A table of the tasks with the settings and hardware above it and the accuracy check below."""
     s, hw, peak = report["settings"], report["hardware"], report["peak"]
-    peaks = ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" + (f" (start {peak['start'][k] / 1e9:.1f}, end "
-                                                       f"{peak['end'][k] / 1e9:.1f})" if "start" in peak else "")
-                      for k, v in peak["flops"].items())
+    matmul = peak.get("matmul", peak["flops"])
+    matmuls = ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" + (f" (start {peak['start'][k] / 1e9:.1f}, end "
+                                                         f"{peak['end'][k] / 1e9:.1f})" if "start" in peak else "")
+                        for k, v in matmul.items())
     lines = [
         "# study bench: our engine against a plain reference loop",
         "",
@@ -119,7 +135,8 @@ def markdown(report: Mapping) -> str:
         f"{hw['threads']} threads" + (f"; CUDA {hw['cuda_name']}" if hw.get("cuda_name") else "")
         + f"; 1-min load average {_load(hw.get('load_average_1min_start'))} at the start, "
         f"{_load(hw.get('load_average_1min_end'))} at the end",
-        f"- measured peak ({peak['method']}): {peaks}",
+        f"- measured matmul ({peak['method']}): {matmuls}",
+        *_peak_lines(peak),
         f"- peak basis: {', '.join(peak.get('basis_used') or ['none'])} ({peak.get('basis_rule', '')})",
         "- training tasks: the second epoch (the first carries warm-up); images/s are training "
         "images per second, evaluations test images per second",
@@ -146,6 +163,23 @@ def markdown(report: Mapping) -> str:
                          f"| {m['difference']:+.3f} | {m['tolerance']:.3f} | {'yes' if m['ok'] else 'no'} |")
         lines += ["", f"accuracy_ok: {str(report['accuracy_ok']).lower()}"] + _precision_lines(acc)
     return "\n".join(lines) + "\n"
+
+
+def _peak_lines(peak: Mapping) -> list[str]:
+    """The peak each fraction is taken of, and where it comes from (tools.bench.peak.honest_peak)."""
+    hw = peak.get("hardware")
+    lines = [f"- hardware peak: {hw['flops'] / 1e9:.1f} GFLOP/s fp32 = {hw['method']}" if hw else
+             "- hardware peak: not read (a GPU, or no clock reported): the matmul and the tasks set the peak"]
+    for basis, value in peak["flops"].items():
+        source = (peak.get("source") or {}).get(basis, "matmul")
+        line = f"- peak {basis}: {value / 1e9:.1f} GFLOP/s, from the {source}"
+        raised = (peak.get("raised_by") or {}).get(basis)
+        if raised:
+            above = ", ".join(f"{k} {v / 1e9:.1f}" for k, v in raised["above"].items())
+            line += (f" ({raised['task']}, {raised['side']}, ran faster than the {above} GFLOP/s: its kernel is the "
+                     "peak, 100% of it)")
+        lines.append(line)
+    return lines
 
 
 def _task_rows(task: str, r: Mapping) -> list[str]:

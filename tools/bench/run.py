@@ -28,13 +28,23 @@ from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
 from study.train.setup import build_run_model, channel_stats
 from tools.bench import extras, ours, reference
-from tools.bench.peak import BASIS_RULE, FLOPS_CONVENTION, combine_peaks, measure_peak, peak_basis, task_flops
+from tools.bench.peak import (
+    BASIS_RULE,
+    FLOPS_CONVENTION,
+    combine_peaks,
+    hardware_peak,
+    honest_peak,
+    measure_peak,
+    peak_basis,
+    task_flops,
+)
 from tools.bench.report import (
     AGREEMENT_RULE,
     accuracy_check,
     add_fractions,
     classwise_accuracy,
     markdown,
+    named_records,
     precision_agreement,
     side_record,
     timed_records,
@@ -389,7 +399,10 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
         results = _run_tasks(bench, tasks, progress)
         acc = _attempt("accuracy", bench.accuracy, progress) if bench.at_models else None
         extras = _extras(bench, Path(out), threads, profile, concurrent)
-        peak = combine_peaks(bench.peak, measure_peak(dev))
+        # no fraction of peak above 1: the hardware's, the matmul's or the fastest task's (peak.honest_peak)
+        peak = honest_peak(combine_peaks(bench.peak, measure_peak(dev)),
+                           hardware_peak(torch.get_num_threads()) if dev.type == "cpu" else None,
+                           named_records(results))
         add_fractions(results, peak["flops"])
         peak["basis_used"] = sorted({rec["peak_basis"] for r in results.values() if not r.get("failed")
                                      for rec in timed_records(r)})
@@ -424,6 +437,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
         "bf16_matches_fp32": acc.get("bf16_matches_fp32") if acc else None,
         **extras,
         "wall_seconds": time.time() - started,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
     }
     out = Path(out)
     atomic_write_json(out, report)

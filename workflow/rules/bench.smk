@@ -12,6 +12,8 @@ rule bench:
         table=f"{RESULTS}/bench/{{name}}.md",
     log:
         f"{RESULTS}/logs/bench/{{name}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/bench/{{name}}.tsv",
     wildcard_constraints:
         name=r"[A-Za-z0-9_]+",
     params:

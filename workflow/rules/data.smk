@@ -7,6 +7,8 @@ rule prepare:
         prepared=f"{DATA}/prepared/{{dataset}}-{{variant}}.pt",
     log:
         f"{RESULTS}/logs/prepare/{{dataset}}-{{variant}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare/{{dataset}}-{{variant}}.tsv",
     params:
         sources=source_args,
         raw=f"{DATA}/raw",

@@ -18,6 +18,8 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
             run_id=one_of(_ids),
         log:
             f"{{root}}/logs/evaluate/{{run_id}}/{record_name('+'.join(_evs), _cp)}.log",
+        benchmark:
+            f"{{root}}/benchmarks/evaluate/{{run_id}}/{record_name('+'.join(_evs), _cp)}.tsv",
         params:
             evaluations=evaluation_args(_evs),
             checkpoint=f"--checkpoint {_cp}",
@@ -47,6 +49,8 @@ rule evaluate_shard:
         shards=r"\d+",
     log:
         f"{{root}}/logs/evaluate/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.log",
+    benchmark:
+        f"{{root}}/benchmarks/evaluate/{{run_id}}/shards/{{evaluation}}/{{shard}}-of-{{shards}}.tsv",
     params:
         evaluation=lambda w: quoted_json(resolved_evaluation(w)),
         run_dir=lambda w: run_dir(w.run_id),
@@ -73,6 +77,8 @@ rule merge_shards:
         evaluation=one_of(SHARDED),
     log:
         f"{{root}}/logs/evaluate/{{run_id}}/{{evaluation}}-merge.log",
+    benchmark:
+        f"{{root}}/benchmarks/evaluate/{{run_id}}/{{evaluation}}-merge.tsv",
     conda:
         "../../environment.yml"
     shell:
@@ -93,6 +99,8 @@ rule tables:
         metrics=METRICS_FILES,
     log:
         f"{RESULTS}/logs/tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/tables.tsv",
     params:
         out_dir=folder_of("classwise"),  # results/tables
         # results/metrics, read off its files (a study without models has none to write)
@@ -116,6 +124,8 @@ rule reproduction:
                category=report_category("Reproduction")),
     log:
         f"{RESULTS}/logs/reproduction.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/reproduction.tsv",
     params:
         tables_dir=folder_of("classwise", "input"),
         presets_dir=lambda wildcards, input: os.path.dirname(input.preset),
@@ -138,6 +148,8 @@ rule front_page:
         f"{RESULTS}/report_front.rst",
     log:
         f"{RESULTS}/logs/front_page.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/front_page.tsv",
     params:
         preset=config["preset"],
         # the PGD-AT panel of figure 2 is the headline figure; the report's categories, in order

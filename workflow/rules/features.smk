@@ -12,6 +12,8 @@ rule construct:
         construction=r"d_[a-z]+-[0-9a-f]{8}",
     log:
         f"{RESULTS}/logs/construct/{{construction}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/construct/{{construction}}.tsv",
     params:
         kind=lambda w: construction_of(w).kind,
         key=lambda w: construction_of(w).key,

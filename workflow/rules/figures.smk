@@ -15,6 +15,8 @@ for _fig, _spec in FIGURES.items():
             fig=_fig,
         log:
             f"{RESULTS}/logs/figures/{{fig}}/{_spec.stem}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/figures/{{fig}}/{_spec.stem}.tsv",
         params:
             args=figure_args,
         conda:
@@ -33,6 +35,8 @@ rule figures_all:
         images=list(figure_images().values()),
     log:
         f"{RESULTS}/logs/figures/manifest.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/figures/manifest.tsv",
     params:
         copies=" && ".join(f"cp {src} {dst}" for src, dst in figure_images().items()) or "true",
     conda:

@@ -1,6 +1,6 @@
 # The headline command on a fresh machine (docs/reliability.md): before any job runs, one screen
-# says what the plan needs (study.preflight: present, to be downloaded, missing and how to supply
-# it); a part whose hand-placed input is missing (ImageNet's validation set: its zoo models and
+# says what the plan costs (study.cost: device-hours and disk) and needs (study.preflight:
+# present, to be downloaded, missing and how to supply it); a part whose hand-placed input is missing (ImageNet's validation set: its zoo models and
 # their panels) is left out of the plan with one line, and comes back once the input is placed
 # (the plan looks again on every invocation). The run ends, failed or not, with
 # results/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
@@ -9,7 +9,7 @@
 import os
 import sys
 
-from study.preflight import left_out_lines, preflight, render
+from study.preflight import left_out_lines, preflight, price_line, render
 
 # Snakemake puts an included file's folder on sys.path: the module beside this file.
 from run_summary import failed_jobs, write_summary
@@ -31,7 +31,8 @@ def run_summary(log, ok):
 
 
 onstart:
-    print(render(config, preflight(config, PLAN, ZOO), len(PLAN), len(ZOO)), file=sys.stderr)
+    print(render(config, preflight(config, PLAN, ZOO), len(PLAN), len(ZOO), price_line(config, PLAN, ZOO)),
+          file=sys.stderr)
 
 
 onsuccess:

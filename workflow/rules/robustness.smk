@@ -15,6 +15,8 @@ rule check:
         at="|@best|@published",
     log:
         f"{{root}}/logs/check/{{run_id}}{{at}}.log",
+    benchmark:
+        f"{{root}}/benchmarks/check/{{run_id}}{{at}}.tsv",
     params:
         run_dir=lambda w: run_dir(w.run_id),
         pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
@@ -43,6 +45,8 @@ rule corruptions:
         records=f"{{root}}/evaluations/{{run_id}}/corruptions.parquet",
     log:
         f"{{root}}/logs/corruptions/{{run_id}}.log",
+    benchmark:
+        f"{{root}}/benchmarks/corruptions/{{run_id}}.tsv",
     params:
         run_dir=lambda w: run_dir(w.run_id),
         args=corruption_args,
@@ -65,6 +69,8 @@ rule robustness_tables:
         **ROBUSTNESS_TABLES,
     log:
         f"{RESULTS}/logs/robustness_tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/robustness_tables.tsv",
     params:
         out_dir=folder_of("frl"),  # results/tables
         corruptions=lambda w, input: " ".join(input.corruptions),

@@ -14,6 +14,8 @@ rule train:
         run_id=r"(?!zoo-)[A-Za-z0-9_.\-]+",  # zoo runs (zoo.smk) are never trained
     log:
         f"{RESULTS}/logs/train/{{run_id}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{{run_id}}.tsv",
     params:
         config=lambda w: quoted_json(run_of(w).config),
         run_dir=lambda w: run_dir(w.run_id),

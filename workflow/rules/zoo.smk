@@ -24,6 +24,8 @@ rule prepare_imagenet:
         prepared=prepared_file("imagenet", "val"),
     log:
         f"{RESULTS}/logs/prepare/imagenet-val.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare/imagenet-val.tsv",
     params:
         sources=source_args,
         options=quoted_json(zoo_imagenet_options(config)),
@@ -46,6 +48,8 @@ rule zoo_run:
         run_id=one_of(r.run_id for r in ZOO),
     log:
         f"{RESULTS}/logs/zoo/{{run_id}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/zoo/{{run_id}}.tsv",
     params:
         config=lambda w: quoted_json(run_of(w).config),
         weights=cli_options({"weights_dir": zoo_weights_dir(config)}) + (" --download" if zoo_downloads(config) else ""),
@@ -64,6 +68,8 @@ rule zoo_tables:
         robustbench=ZOO_TABLES["zoo_robustbench"],
     log:
         f"{RESULTS}/logs/zoo/tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/zoo/tables.tsv",
     params:
         out_dir=folder_of("classwise"),  # results/zoo/tables
     conda:
@@ -83,6 +89,8 @@ rule zoo_robustness_tables:
         corruptions=ZOO_TABLES["zoo_corruptions"],
     log:
         f"{RESULTS}/logs/zoo/robustness_tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/zoo/robustness_tables.tsv",
     params:
         out_dir=folder_of("checks"),  # results/zoo/tables
         checks=lambda w, input: " ".join(input.checks),

@@ -1,0 +1,486 @@
+"""The price of a planned study before it runs (`study plan --cost`, the preflight screen):
+device-hours per experiment group and in total, on a CPU of 2 cores and on one H100, and the
+disk its checkpoints, records and prepared data take.
+
+Each model job is priced from the useful FLOPs it computes (the bench's convention,
+tools/bench/peak.py: forward F from the model's row of study.models.registry, scaled with the
+image area; training 3F, PGD-k training (2k+3)F, TRADES (2k+7)F, an evaluation (1+2s)F with s
+the attack's gradient steps, study.resources.attack_steps) at the rate the bench measured
+for that model, task and device kind: a row of the throughput table (workflow/throughput.yaml,
+every row naming the hardware, torch, commit and date that measured it). A model without a row
+of its own runs at the FLOP rate of the measured model nearest in FLOPs (`scaled from FLOPs`);
+a device kind without any row for the task at ASSUMED_GPU_FLOPS (`assumed`). Each job adds a
+process start (the table's `job_start_s`).
+
+Where a run left Snakemake benchmark files (results/benchmarks/<rule>/..., the mirror of the
+job's log path: every rule of workflow/rules writes one), the measured seconds replace the
+estimate on the device kind they were measured on (`measured`).
+
+Priced: prepare, train, evaluate (and its shards). Not priced: checks, corruptions,
+constructions, tables and figures (CPU jobs of seconds, or model jobs with their own settings);
+the estimate-against-benchmark report (tests/workflow/test_workflow.py) gives their measured share.
+
+Torch-free: the plan is priced in a second.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation
+from study.config.plan import RunSpec, prepared_name
+from study.config.spec import EvaluationSpec
+from study.config.types import RunConfig, ZooRunConfig
+from study.data.registry import DATASETS, get_dataset_info
+from study.models.registry import MODELS
+from study.record_names import record_name
+from study.resources import GPU_FLOPS, attack_steps, data_facts, forward_gflops
+
+THROUGHPUT_TABLE = "workflow/throughput.yaml"
+BENCHMARKS = "benchmarks"
+#: the device kinds priced: a CPU of 2 cores (this project's machine) and one H100
+DEVICES = ("cpu-2core", "h100")
+#: a GPU's sustained rate on these small-image networks where the table has no row for it
+#: (study.resources.GPU_FLOPS, the Slurm estimate's assumption)
+ASSUMED_GPU_FLOPS = GPU_FLOPS
+#: bytes of one per-sample record row (an image of an evaluation), measured on the demo's parquet files
+RECORD_BYTES = 70
+#: parameters of each architecture at 10 classes (tests/workflow/test_cost.py counts them with torch)
+PARAMETERS = {"small_cnn": 94_762, "small_cnn_s2": 391_466, "resnet18": 11_173_962, "preact_resnet18": 11_172_170,
+              "lenet": 62_006, "vgg16": 14_724_042, "vgg19": 20_035_018, "resnet50": 23_520_842,
+              "wrn_28_10": 36_479_194, "densenet121": 6_956_298, "densenet169": 12_493_322,
+              "googlenet": 5_871_914, "inception_v3": 21_806_058}
+#: zoo models' parameters (an upper bound, as study.data.registry's zoo_gflops: WideResNet-94-16)
+ZOO_PARAMETERS = 370_000_000
+
+MEASURED, TABLE, SCALED, ASSUMED = "measured", "table", "scaled from FLOPs", "assumed"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured throughput: images/s and useful GFLOP/s of a bench task, and who measured it."""
+
+    model: str
+    task: str
+    device: str
+    images_per_s: float
+    gflop_per_s: float
+    hardware: str
+    torch: str
+    commit: str
+    date: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    rows: tuple[Row, ...]
+    job_start_s: Mapping[str, float]
+
+    def rate(self, model: str, task: str, device: str) -> tuple[float, str]:
+        """(useful FLOP/s, basis) of `task` for `model` on `device`: its row, else the row of the
+        model nearest in forward FLOPs, else ASSUMED_GPU_FLOPS on a GPU kind."""
+        rows = [r for r in self.rows if r.task == task and r.device == device]
+        exact = [r for r in rows if r.model == model]
+        if exact:
+            return max(r.gflop_per_s for r in exact) * 1e9, TABLE
+        if rows:
+            # a zoo model: the largest zoo cost of any dataset (an upper bound)
+            largest_zoo = max(d.zoo_gflops for d in DATASETS.values())
+            size = math.log(MODELS[model].gflops_32 if model in MODELS else largest_zoo)
+            near = min(rows, key=lambda r: abs(math.log(MODELS[r.model].gflops_32) - size))
+            return near.gflop_per_s * 1e9, SCALED
+        if device.startswith("cpu"):
+            raise ValueError(f"the throughput table has no {device} row for task {task!r}")
+        return ASSUMED_GPU_FLOPS, ASSUMED
+
+
+def load_throughput(path: str | Path = THROUGHPUT_TABLE) -> Throughput:
+    data = yaml.safe_load(Path(path).read_text())
+    rows = tuple(Row(**row) for row in data["rows"])
+    for row in rows:
+        if row.model not in MODELS:
+            raise ValueError(f"{path}: row of unknown model {row.model!r}")
+    return Throughput(rows, dict(data["job_start_s"]))
+
+
+@dataclass
+class Job:
+    """One priced job: its rule (as its benchmark folder names it), group, benchmark file,
+    seconds and basis per device kind, and the bytes it writes (checkpoints, records, prepared)."""
+
+    rule: str
+    group: str
+    benchmark: str
+    seconds: dict[str, float]
+    basis: dict[str, str]
+    disk: dict[str, float] = field(default_factory=dict)
+
+
+def benchmark_of(log: str) -> str:
+    """A job's benchmark file: its log's path with logs/ -> benchmarks/ and .log -> .tsv."""
+    head, sep, tail = log.rpartition("/logs/")
+    return f"{head}/{BENCHMARKS}/{tail.removesuffix('.log')}.tsv" if sep else log
+
+
+def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str) -> tuple[dict, dict]:
+    """(seconds, basis) per device of a job doing `work`: (FLOPs, bench task) pairs."""
+    seconds, basis = {}, {}
+    for device in DEVICES:
+        total, kinds = table.job_start_s.get(device, 0.0), []
+        for flops, task in work:
+            rate, kind = table.rate(model, task, device)
+            total += flops / rate
+            kinds.append(kind)
+        seconds[device] = total
+        basis[device] = next((k for k in (ASSUMED, SCALED) if k in kinds), TABLE)
+    return seconds, basis
+
+
+def _train_task(run: RunConfig) -> tuple[str, int]:
+    adversary = run.method_config.adversary
+    steps = adversary.steps if adversary is not None else 0
+    loss = run.method_config.loss
+    if loss is not None and loss.type == "trades":
+        return "trades_epoch", 2 * steps + 7
+    return ("pgd10_at_epoch", 2 * steps + 3) if steps else ("standard_epoch", 3)
+
+
+def _eval_work(ev: AnyEvaluation, images: int, forward: float) -> tuple[float, str]:
+    """(FLOPs, bench task) of an evaluation of `images` images: a forward and two per attack step."""
+    task = "autoattack_eval" if isinstance(ev, AutoAttackEvaluation) else "pgd20_eval"
+    return images * (1 + 2 * attack_steps(ev)) * forward, task
+
+
+def _checkpoint_bytes(run: RunSpec) -> float:
+    params = PARAMETERS.get(run.config.get("model"), ZOO_PARAMETERS) * 4
+    if isinstance(run.run, ZooRunConfig):
+        return params
+    # model.pt, checkpoint.pt (weights and momentum), and each extra checkpoint kept
+    kept = 1 + 2 + bool(run.config.get("validation")) + bool(run.config.get("published_selection"))
+    return params * kept
+
+
+def train_job(run: RunSpec, group: str, table: Throughput, results: str = "results",
+              constructed: Mapping[str, int] | None = None) -> Job:
+    """A run's training job; `constructed`: the images of each constructed dataset (kind-key),
+    which a run trained on one sees instead of its dataset's."""
+    cfg: RunConfig = run.run
+    train, _, _, side = data_facts(cfg)
+    con = run.config.get("constructed")
+    if con and constructed and f"{con['kind']}-{con['key']}" in constructed:
+        train = constructed[f"{con['kind']}-{con['key']}"]
+    forward = forward_gflops(cfg.model, side) * 1e9
+    task, per_image = _train_task(cfg)
+    work = [(cfg.epochs * train * per_image * forward, task)]
+    if cfg.epoch_eval.per_class:
+        from study.data.registry import get_dataset_info
+
+        images = cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes
+        steps = attack_steps(cfg.epoch_eval.attack) if cfg.epoch_eval.attack is not None else 0
+        work.append((cfg.epochs * images * (1 + 2 * steps) * forward, "pgd20_eval"))
+    seconds, basis = _priced(work, table, cfg.model)
+    return Job("train", group, benchmark_of(f"{results}/logs/train/{run.run_id}.log"), seconds, basis,
+               {"checkpoints": _checkpoint_bytes(run)})
+
+
+def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
+    from study.data.registry import get_dataset_info
+
+    _, test, _, _ = data_facts(run.run)
+    if ev.test_per_class:
+        test = min(test, ev.test_per_class * get_dataset_info(run.dataset).num_classes)
+    return test
+
+
+def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results") -> list[Job]:
+    """The evaluate jobs of a run (common.smk's EVALUATION_SETS): one per checkpoint for its
+    evaluations, a sharded evaluation of the last checkpoint one per shard."""
+    from study.config import resolve_evaluation
+
+    zoo = isinstance(run.run, ZooRunConfig)
+    root = f"{results}/zoo" if zoo else results
+    model = run.config.get("model") if not zoo else max(MODELS, key=lambda m: MODELS[m].gflops_32)
+    _, _, _, side = data_facts(run.run)
+    forward = (get_dataset_info(run.run.zoo.dataset).zoo_gflops if zoo else forward_gflops(model, side)) * 1e9
+    evs = {e: EvaluationSpec.parse(resolve_evaluation(params, e, dataset=run.dataset)).config for e in run.evaluations}
+    shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for e in run.evaluations}
+    logs = f"{root}/logs/evaluate/{run.run_id}"
+    jobs = []
+    for cp in run.checkpoints:
+        names = sorted(e for e in run.evaluations if cp != "last" or shards[e] <= 1)
+        if names:
+            work = [_eval_work(evs[e], _test_images(run, evs[e]), forward) for e in names]
+            seconds, basis = _priced(work, table, model)
+            records = sum(_test_images(run, evs[e]) for e in names) * RECORD_BYTES
+            jobs.append(Job("evaluate", group, benchmark_of(f"{logs}/{record_name('+'.join(names), cp)}.log"),
+                            seconds, basis, {"records": records}))
+        for e in (e for e in run.evaluations if cp == "last" and shards[e] > 1):
+            images = math.ceil(_test_images(run, evs[e]) / shards[e])
+            seconds, basis = _priced([_eval_work(evs[e], images, forward)], table, model)
+            jobs += [Job("evaluate_shard", group, benchmark_of(f"{logs}/shards/{e}/{i}-of-{shards[e]}.log"),
+                         seconds, basis, {"records": images * RECORD_BYTES}) for i in range(shards[e])]
+    return jobs
+
+
+def prepare_jobs(runs: Sequence[RunSpec], table: Throughput, results: str = "results") -> list[Job]:
+    """One per prepared dataset (uint8 train and test sets): a process start; its bytes on disk."""
+    jobs, seen = [], set()
+    for run in runs:
+        key = (run.dataset, run.variant)
+        if key in seen or run.dataset == "imagenet" or run.config.get("constructed"):
+            continue
+        seen.add(key)
+        train, test, channels, side = data_facts(run.run)
+        if not isinstance(run.run, RunConfig) or run.run.train_per_class:
+            # the prepared file holds the whole dataset, whatever a run subsamples
+            info = get_dataset_info(run.dataset)
+            train = info.train_size if info.train_size is not None else train
+            test = info.test_size if info.test_size is not None else test
+        seconds = {d: table.job_start_s.get(d, 0.0) for d in DEVICES}
+        jobs.append(Job("prepare", "data", benchmark_of(f"{results}/logs/prepare/{prepared_name(*key)}.log"),
+                        seconds, dict.fromkeys(DEVICES, TABLE),
+                        {"prepared": (train + test) * channels * side * side}))
+    return jobs
+
+
+def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], table: Throughput,
+              results: str = "results") -> list[Job]:
+    """Every priced job of the plan; a run counts under the first of its groups, a zoo model under `zoo`."""
+    from study.config import constructions
+    from study.data.registry import get_dataset_info
+
+    jobs = prepare_jobs([*runs, *zoo], table, results)
+    # per_class null: the source run's whole training set (data_facts already counts it)
+    constructed = ({f"{c.kind}-{c.key}": c.settings["per_class"] * get_dataset_info(c.source_run.dataset).num_classes
+                    for c in constructions(params, runs) if c.settings.get("per_class")}
+                   if params.get("features") else {})
+    for run in runs:
+        group = run.groups[0] if run.groups else "other"
+        jobs.append(train_job(run, group, table, results, constructed))
+        jobs += evaluate_jobs(run, group, params, table, results)
+    for run in zoo:
+        jobs += evaluate_jobs(run, "zoo", params, table, results)
+    return jobs
+
+
+def read_benchmark(path: str | Path) -> float | None:
+    """The seconds of a Snakemake benchmark file (its `s` column, the mean of its repeats); None if absent."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    lines = [line.split("\t") for line in path.read_text().splitlines() if line.strip()]
+    if len(lines) < 2 or "s" not in lines[0]:
+        return None
+    col = lines[0].index("s")
+    return sum(float(line[col]) for line in lines[1:]) / (len(lines) - 1)
+
+
+def apply_measurements(jobs: Sequence[Job], root: str | Path, device: str) -> int:
+    """Replace the estimate on `device` by the benchmark file's seconds wherever a job left one
+    (under the project folder `root`); the number of jobs measured."""
+    measured = 0
+    for job in jobs:
+        seconds = read_benchmark(Path(root) / job.benchmark)
+        if seconds is not None and device in job.seconds:
+            job.seconds[device], job.basis[device] = seconds, MEASURED
+            measured += 1
+    return measured
+
+
+def local_device() -> str:
+    """The device kind of this machine, as the table names kinds: h100 where the NVIDIA driver
+    reports one, else cpu-<cores>core (torch-free: /proc/driver/nvidia)."""
+    for info in Path("/proc/driver/nvidia/gpus").glob("*/information"):
+        if "H100" in info.read_text():
+            return "h100"
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return f"cpu-{cores}core"
+
+
+@dataclass(frozen=True)
+class Totals:
+    jobs: int
+    hours: Mapping[str, float]
+    basis: Mapping[str, str]  # the weakest basis of the device's numbers
+    disk: Mapping[str, float]
+    measured: int
+
+
+def totals(jobs: Sequence[Job]) -> Totals:
+    order = [MEASURED, TABLE, SCALED, ASSUMED]  # weakest last
+    hours = {d: sum(j.seconds[d] for j in jobs) / 3600 for d in DEVICES}
+    basis = {d: max((j.basis[d] for j in jobs), key=order.index, default=TABLE) for d in DEVICES}
+    disk = {k: sum(j.disk.get(k, 0.0) for j in jobs) for k in ("checkpoints", "records", "prepared")}
+    return Totals(len(jobs), hours, basis, disk, sum(any(b == MEASURED for b in j.basis.values()) for j in jobs))
+
+
+def by_group(jobs: Sequence[Job]) -> dict[str, Totals]:
+    groups: dict[str, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.group, []).append(job)
+    return {g: totals(js) for g, js in groups.items()}
+
+
+def _hours(h: float) -> str:
+    if h < 1 / 60:
+        return f"{h * 3600:.0f} s"
+    if h < 1:
+        return f"{h * 60:.1f} min"
+    return f"{h:,.1f} h"
+
+
+def _bytes(b: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= size:
+            return f"{b / size:,.1f} {unit}"
+    return f"{b:.0f} B"
+
+
+def _mark(basis: str) -> str:
+    return {MEASURED: " (m)", TABLE: "", SCALED: " (s)", ASSUMED: " (a)"}[basis]
+
+
+def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
+    """The price table: a line per experiment group and the total, then what each mark means."""
+    header = (f"{'group':<22} {'jobs':>5} {'CPU h (2 cores)':>18} {'H100 h':>14} {'checkpoints':>12} "
+              f"{'records':>10} {'prepared':>10}")
+    lines = [f"Price of preset {preset} (device-hours of the priced jobs, run one after another):", header]
+
+    def line(name: str, t: Totals) -> str:
+        return (f"{name:<22} {t.jobs:>5} {_hours(t.hours['cpu-2core']) + _mark(t.basis['cpu-2core']):>18} "
+                f"{_hours(t.hours['h100']) + _mark(t.basis['h100']):>14} {_bytes(t.disk['checkpoints']):>12} "
+                f"{_bytes(t.disk['records']):>10} {_bytes(t.disk['prepared']):>10}")
+
+    for name, t in by_group(jobs).items():
+        lines.append(line(name, t))
+    total = totals(jobs)
+    lines.append(line("total", total))
+    lines.append(summary_line(total))
+    hardware = sorted({f"{r.device}: {r.hardware}, torch {r.torch}, commit {r.commit}, {r.date}" for r in table.rows})
+    lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the measured rate of the "
+              "model nearest in FLOPs), (a) assumed: no measured row for the device kind, "
+              f"{ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s sustained (study.resources.GPU_FLOPS); unmarked: the "
+              f"model's own row of {THROUGHPUT_TABLE}",
+              "not priced: checks, corruptions, constructions, tables, figures (see docs/usage.md)",
+              *(f"measured on {h}" for h in hardware)]
+    return "\n".join(lines)
+
+
+def summary_line(total: Totals) -> str:
+    """One line of totals: what the preflight screen shows."""
+    return (f"Estimated price: {_hours(total.hours['cpu-2core'])} on a 2-core CPU{_mark(total.basis['cpu-2core'])} "
+            f"or {_hours(total.hours['h100'])} on one H100{_mark(total.basis['h100'])}, "
+            f"{_bytes(sum(total.disk.values()))} of disk ({total.jobs} priced jobs, {total.measured} measured)")
+
+
+def price(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path = ".",
+          table: str | Path | None = None, measured: bool = True) -> tuple[list[Job], Throughput]:
+    """The priced jobs of a plan in the project folder `root`, its benchmark files applied
+    (`measured`: on the device kind of this machine, where the table prices that kind)."""
+    throughput = load_throughput(Path(root) / (table or THROUGHPUT_TABLE))
+    jobs = plan_jobs(params, runs, zoo, throughput)
+    device = local_device()
+    if measured and device in DEVICES:
+        apply_measurements(jobs, root, device)
+    return jobs, throughput
+
+
+# ---------------------------------------------------------------- the README's table of the presets
+START, END = "<!-- preset prices: start -->", "<!-- preset prices: end -->"
+
+
+def preset_summary(path: Path) -> str:
+    """The first sentence of a preset file's leading comment: what the preset shows."""
+    comment = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        comment.append(line.lstrip("#").strip())
+    text = " ".join(comment)
+    head, dot, _ = text.partition(". ")
+    return (head + "." if dot else text).replace("|", "/")
+
+
+def presets_markdown(root: str | Path = ".") -> str:
+    """A row per preset file of workflow/presets (what it shows, its runs, its price by the
+    table alone: no benchmark file of this machine enters the README)."""
+    from study.config import load_params, plan_runs
+    from study.config.params import available_presets
+    from study.config.zoo import plan_zoo
+
+    root = Path(root)
+    presets = root / "workflow/presets"
+    lines = ["| preset | what it shows | runs | CPU h (2 cores) | H100 h | disk |", "|---|---|---:|---:|---:|---:|"]
+    for preset in available_presets(presets):
+        params = load_params(root / "params.yaml", {"preset": preset}, presets_dir=presets,
+                             schema_path=root / "workflow/schemas/params.schema.yaml")
+        runs, zoo = plan_runs(params), plan_zoo(params)
+        t = totals(price(params, runs, zoo, root, measured=False)[0])
+        lines.append(f"| `{preset}` | {preset_summary(presets / f'{preset}.yaml')} | {len(runs)} "
+                     f"| {_hours(t.hours['cpu-2core'])}{_mark(t.basis['cpu-2core'])} "
+                     f"| {_hours(t.hours['h100'])}{_mark(t.basis['h100'])} | {_bytes(sum(t.disk.values()))} |")
+    return "\n".join(lines) + "\n"
+
+
+def rewrite_section(text: str, section: str) -> str:
+    """`text` with the part between START and END replaced by `section`."""
+    if START not in text or END not in text:
+        raise ValueError(f"no {START} ... {END} markers")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{section}{END}{tail}"
+
+
+# ---------------------------------------------------------------- the estimate against the measurements
+def _rule_of(benchmark: Path, base: Path) -> str:
+    """The rule family of a benchmark file: the first folder under benchmarks/, or its name."""
+    parts = benchmark.relative_to(base).parts
+    return parts[0] if len(parts) > 1 else benchmark.stem
+
+
+def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[str, dict[str, float]]:
+    """(Markdown, {rule: ratio}) of the estimate on `device` over the seconds the jobs' benchmark
+    files measured under `root`, per rule and in total; the rules the estimate does not price
+    are listed with their measured seconds and share."""
+    root = Path(root)
+    est: dict[str, float] = {}
+    measured: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    priced = set()
+    for job in jobs:
+        seconds = read_benchmark(root / job.benchmark)
+        if seconds is None:
+            continue
+        priced.add((root / job.benchmark).resolve())
+        est[job.rule] = est.get(job.rule, 0.0) + job.seconds[device]
+        measured[job.rule] = measured.get(job.rule, 0.0) + seconds
+        counts[job.rule] = counts.get(job.rule, 0) + 1
+    other: dict[str, float] = {}
+    for base in (root / "results" / BENCHMARKS, root / "results/zoo" / BENCHMARKS):
+        for path in sorted(base.rglob("*.tsv")) if base.is_dir() else []:
+            if path.resolve() not in priced and (seconds := read_benchmark(path)) is not None:
+                other[_rule_of(path, base)] = other.get(_rule_of(path, base), 0.0) + seconds
+    ratios = {rule: est[rule] / measured[rule] for rule in est if measured[rule] > 0}
+    total_est, total_measured = sum(est.values()), sum(measured.values())
+    if total_measured > 0:
+        ratios["total"] = total_est / total_measured
+    lines = [f"# Estimate against measurement ({device})", "",
+             "| rule | jobs | estimated s | measured s | estimate / measured |", "|---|---:|---:|---:|---:|"]
+    for rule in est:
+        lines.append(f"| {rule} | {counts[rule]} | {est[rule]:.1f} | {measured[rule]:.1f} "
+                     f"| {ratios.get(rule, float('nan')):.2f} |")
+    lines.append(f"| total (priced) | {sum(counts.values())} | {total_est:.1f} | {total_measured:.1f} "
+                 f"| {ratios.get('total', float('nan')):.2f} |")
+    unpriced = sum(other.values())
+    share = unpriced / (unpriced + total_measured) if unpriced + total_measured > 0 else 0.0
+    lines += ["", f"Not priced (measured only): {unpriced:.1f} s, {100 * share:.0f}% of the measured time: "
+              + ", ".join(f"{rule} {s:.1f} s" for rule, s in sorted(other.items(), key=lambda kv: -kv[1]))]
+    return "\n".join(lines) + "\n", ratios

@@ -1,0 +1,184 @@
+"""The price before the run (study.cost, `study plan --cost`, the preflight screen, the README's
+table of the presets) and the benchmark file of every rule."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from study.config import load_params, plan_runs
+from study.config.zoo import plan_zoo
+from study.cost import (
+    DEVICES,
+    MEASURED,
+    PARAMETERS,
+    SCALED,
+    TABLE,
+    THROUGHPUT_TABLE,
+    apply_measurements,
+    benchmark_of,
+    load_throughput,
+    plan_jobs,
+    presets_markdown,
+    price,
+    render_cost,
+    rewrite_section,
+    totals,
+)
+from study.models.registry import MODELS
+from study.record_names import record_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _params(preset: str) -> dict:
+    return load_params(ROOT / "params.yaml", {"preset": preset}, presets_dir=ROOT / "workflow/presets",
+                       schema_path=ROOT / "workflow/schemas/params.schema.yaml")
+
+
+def test_every_row_of_the_throughput_table_names_who_measured_it():
+    from tools.bench.run import ALL_TASKS
+
+    data = yaml.safe_load((ROOT / THROUGHPUT_TABLE).read_text())
+    assert set(data["job_start_s"]) == set(DEVICES)
+    for row in data["rows"]:
+        assert row["model"] in MODELS and row["task"] in ALL_TASKS and row["device"] in DEVICES, row
+        assert all(str(row[k]).strip() for k in ("hardware", "torch", "commit", "date")), row
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(row["date"])), row
+        assert row["images_per_s"] > 0 and row["gflop_per_s"] > 0
+
+
+def test_parameter_counts_are_the_models():
+    from study.models.registry import build_model
+
+    for name in ("small_cnn", "small_cnn_s2", "lenet", "preact_resnet18"):
+        assert PARAMETERS[name] == sum(p.numel() for p in build_model(name, 10).parameters()), name
+    assert set(PARAMETERS) == set(MODELS)
+
+
+@pytest.mark.parametrize("preset", ["ci", "demo", "paper"])
+def test_every_run_is_priced_finite_and_positive_on_every_device(preset):
+    params = _params(preset)
+    runs, zoo = plan_runs(params), plan_zoo(params)
+    table = load_throughput(ROOT / THROUGHPUT_TABLE)
+    jobs = plan_jobs(params, runs, zoo, table)
+    assert {j.benchmark for j in jobs if j.rule == "train"} == {f"results/benchmarks/train/{r.run_id}.tsv"
+                                                                for r in runs}
+    for job in jobs:
+        assert all(math.isfinite(job.seconds[d]) and job.seconds[d] > 0 for d in DEVICES), job
+    total = totals(jobs)
+    assert total.hours["cpu-2core"] > 0 and total.disk["checkpoints"] > 0 and total.disk["prepared"] > 0
+    # the preact_resnet18 rows are its own; small models are scaled from the nearest measured one
+    assert {j.basis["cpu-2core"] for j in jobs} <= {TABLE, SCALED}
+
+
+def test_evaluate_jobs_mirror_the_workflows_logs():
+    """A job's benchmark file is its log's path under benchmarks/ (the rules write both)."""
+    params = _params("ci")
+    runs = plan_runs(params)
+    jobs = plan_jobs(params, runs, [], load_throughput(ROOT / THROUGHPUT_TABLE))
+    shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for r in runs for e in r.evaluations}
+    expected = set()
+    for r in runs:
+        for cp in r.checkpoints:
+            whole = sorted(e for e in r.evaluations if cp != "last" or shards[e] <= 1)
+            if whole:
+                expected.add(f"results/logs/evaluate/{r.run_id}/{record_name('+'.join(whole), cp)}.log")
+            for e in (e for e in r.evaluations if cp == "last" and shards[e] > 1):
+                expected |= {f"results/logs/evaluate/{r.run_id}/shards/{e}/{i}-of-{shards[e]}.log"
+                             for i in range(shards[e])}
+    assert {j.benchmark for j in jobs if j.rule.startswith("evaluate")} == {benchmark_of(log) for log in expected}
+
+
+def test_a_jobs_benchmark_file_replaces_its_estimate(tmp_path):
+    params = _params("ci")
+    runs = plan_runs(params)
+    jobs = plan_jobs(params, runs, [], load_throughput(ROOT / THROUGHPUT_TABLE))
+    job = next(j for j in jobs if j.rule == "train")
+    bench = tmp_path / job.benchmark
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t300\n")
+    assert apply_measurements(jobs, tmp_path, "cpu-2core") == 1
+    assert job.seconds["cpu-2core"] == 12.5 and job.basis["cpu-2core"] == MEASURED
+    assert job.basis["h100"] != MEASURED
+    text = render_cost("ci", jobs, load_throughput(ROOT / THROUGHPUT_TABLE))
+    assert "(m)" in text and "1 measured" in text
+
+
+def test_the_ratio_report_holds_the_estimate_against_each_rules_benchmarks(tmp_path):
+    from study.cost import ratio_report
+
+    params = _params("ci")
+    jobs = plan_jobs(params, plan_runs(params), [], load_throughput(ROOT / THROUGHPUT_TABLE))
+    for job in jobs:
+        (tmp_path / job.benchmark).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / job.benchmark).write_text(f"s\th:m:s\n{job.seconds['cpu-2core'] * 2:.4f}\t0:00:01\n")
+    figure = tmp_path / "results/benchmarks/figures/fig01/x.tsv"
+    figure.parent.mkdir(parents=True)
+    figure.write_text("s\th:m:s\n3.0\t0:00:03\n")
+    text, ratios = ratio_report(jobs, tmp_path, "cpu-2core")
+    assert set(ratios) == {j.rule for j in jobs} | {"total"}
+    assert all(r == pytest.approx(0.5, rel=1e-3) for r in ratios.values())
+    assert "| total (priced) |" in text and "figures 3.0 s" in text
+
+def test_plan_cost_prints_each_group_and_the_total():
+    out = subprocess.run([sys.executable, "-m", "study.cli", "plan", "--cost", "--preset", "ci"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    for group in {r.groups[0] for r in plan_runs(_params("ci"))}:
+        assert re.search(rf"^{group}\s+\d+\s", out, re.M), group
+    assert re.search(r"^total\s+\d+\s", out, re.M) and "Estimated price:" in out and "measured on cpu-2core" in out
+
+
+def test_the_preflight_screen_shows_the_price():
+    from study.preflight import preflight, price_line, render
+
+    params = _params("ci")
+    runs, zoo = plan_runs(params), plan_zoo(params)
+    line = price_line(params, runs, zoo, ROOT)
+    assert line.startswith("Estimated price:") and "H100" in line
+    screen = render(params, preflight(params, runs, zoo, ROOT), len(runs), len(zoo), line)
+    assert screen.splitlines()[1] == f"  {line}"
+
+
+def test_readme_table_of_the_presets_is_the_generators():
+    readme = (ROOT / "README.md").read_text()
+    expected = rewrite_section(readme, presets_markdown(ROOT))
+    assert readme == expected, "README.md's preset prices are stale: run `study plan --cost --write README.md`"
+    presets = sorted(p.stem for p in (ROOT / "workflow/presets").glob("*.yaml"))
+    assert [re.match(r"\| `(\w+)`", line).group(1) for line in presets_markdown(ROOT).splitlines()[2:]] == presets
+
+
+def test_the_readme_prices_ignore_this_machines_benchmarks(tmp_path, monkeypatch):
+    params = _params("ci")
+    runs = plan_runs(params)
+    jobs, _ = price(params, runs, [], ROOT, measured=False)
+    assert all(b != MEASURED for j in jobs for b in j.basis.values())
+
+
+# ---------------------------------------------------------------- every rule writes a benchmark
+def _rule_blocks() -> list[tuple[str, str]]:
+    blocks = []
+    for path in sorted((ROOT / "workflow/rules").glob("*.smk")):
+        text = path.read_text()
+        starts = [m.start() for m in re.finditer(r"^( *)rule\b.*:$", text, re.M)] + [len(text)]
+        blocks += [(f"{path.name}:{text[a:b].splitlines()[0].strip()}", text[a:b])
+                   for a, b in zip(starts, starts[1:], strict=False)]
+    return blocks
+
+
+def test_every_rule_that_runs_a_command_writes_its_benchmark_beside_its_log():
+    """Each rule with a shell command (the targets that only gather files run none) declares a
+    Snakemake benchmark file, its log's path under benchmarks/ with .tsv (study.cost.benchmark_of)."""
+    blocks = [(name, b) for name, b in _rule_blocks() if re.search(r"^\s+shell:$", b, re.M)]
+    assert len(blocks) >= 15
+    for name, block in blocks:
+        log = re.search(r"^\s+log:\n\s+(.+),\n", block, re.M)
+        bench = re.search(r"^\s+benchmark:\n\s+(.+),\n", block, re.M)
+        assert log and bench, f"{name}: no log or no benchmark"
+        assert bench.group(1) == log.group(1).replace("/logs/", "/benchmarks/", 1)[: -len('.log"')] + '.tsv"', name
