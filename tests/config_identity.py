@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PINS = ROOT / "tests/data/config_identity.json"
-PRESETS = ("ci", "demo", "paper")
+PRESETS = ("ci", "demo", "paper", "laptop", "reproduce")
 #: floats of the records are compared at this many decimals: the pins name what the
 #: configuration makes of a run, not the last bit of a CPU's float reductions
 DECIMALS = 4
