@@ -301,9 +301,8 @@ def _trix_rows() -> list[Published]:
 # (`_DIRECTION_SOURCES`: the method's row minus its control's); FAAL's numbers are not held here,
 # its directions are its stated aim (the worst class) and the study's expectation (docs/study.md,
 # "Expected results": a small cost in the mean).
-_GAP_RECIPE = {"clean": Recipe(model=None, epochs=None, kind="clean", train_attack=None),
-               "pgd": Recipe(model=None, epochs=None, kind="pgd", pgd_steps=20, train_attack=None,
-                             inferred=_XU_INFERRED[1:])}
+_GAP_RECIPE = {"clean": Recipe(model=None, epochs=None, kind="clean"),
+               "pgd": Recipe(model=None, epochs=None, kind="pgd", pgd_steps=20, inferred=_XU_INFERRED[1:])}
 # method: (its control in the paper grid, how the report names the pair, paper, where, the ids of the
 # published rows of the method and of its control, `{cell}` standing for `<kind>_<statistic>`)
 _DIRECTION_SOURCES = {
@@ -326,7 +325,7 @@ _CLAIM_TEXT = {("autoattack", "worst"): "the worst class under AutoAttack", ("au
 
 
 def _claim_recipe(kind: str) -> Recipe:
-    return Recipe(model=None, epochs=None, kind=kind, train_attack=None)
+    return Recipe(model=None, epochs=None, kind=kind)
 
 
 def _direction_rows() -> list[Published]:
