@@ -79,3 +79,25 @@ def test_the_dry_run_prints_one_command_per_kind():
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["standard", "pgd10-ce", "pgd10-trades"]
     assert all(" -m study.cli train " in line for line in lines)
+
+
+def test_the_timing_prices_the_preset_from_each_kinds_last_epoch(tmp_path, monkeypatch):
+    """The runs replaced by stand-ins that write meta.json's epoch times: the report and the JSON
+    hold each kind's throughput and the projected hours."""
+    def fake_run(command, cwd):
+        run_dir = Path(command[command.index("--run-dir") + 1])
+        run_dir.mkdir(parents=True)
+        (run_dir / "meta.json").write_text(json.dumps({"epoch_seconds": [30.0, 10.0 if "standard" in run_dir.name
+                                                                         else 100.0]}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(preset_epochs.subprocess, "run", fake_run)
+    out = tmp_path / "preset"
+    assert preset_epochs.main(["--data", "d.pt", "--out", str(out), "--epochs", "2", "--train-per-class", "500"]) == 0
+    timing = json.loads((out / "timing.json").read_text())
+    by_kind = {r["kind"]: r for r in timing["kinds"]}
+    # the last epoch over the run's training images: 5,000 (standard), 4,900 (2% held out)
+    assert by_kind["standard"]["s_per_image"] == pytest.approx(10.0 / 5000)
+    assert by_kind["pgd10-ce"]["s_per_image"] == pytest.approx(100.0 / 4900)
+    assert timing["total_hours"] == pytest.approx(sum(r["hours"] for r in timing["kinds"]))
+    assert "Projected training" in (out / "timing.md").read_text()
