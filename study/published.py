@@ -51,7 +51,11 @@ class Published:
     `worst` (worst-class accuracy), `class` (the accuracy of the class `class_name`),
     `rank` (the published order of the classes, `order`: rank per class, ties allowed; ours
     is compared by Spearman's rho), `weakest` (the claim that class `class_name` is the weakest;
-    ours is the probability that it is)."""
+    ours is the probability that it is), `spread` (best minus worst class accuracy).
+
+    A claim of a direction (`direction` +1 or -1, no value): the statistic of `method` minus that
+    of `control` has this sign; ours is the same difference between our runs of the method and of
+    the control it is compared with (its `compare_with` in the preset, else `control`)."""
 
     id: str
     method: str
@@ -67,6 +71,8 @@ class Published:
     order: tuple[tuple[str, float], ...] = ()
     baseline: str | None = None  # for a difference: the published row it is taken against (an id)
     note: str = ""
+    direction: int = 0  # a claim of a direction: +1 (method above control) or -1; 0 for a value
+    control: str | None = None  # a direction claim's control method (of params.yaml)
 
 
 _CFA = Recipe(kind="autoattack", seeds=5,
@@ -286,12 +292,78 @@ def _trix_rows() -> list[Published]:
     return out
 
 
+# Claims of a direction, each compared by the sign of our difference alone (a direction, like a
+# class order, is what a smaller recipe can show; its size is not): adversarial training widens
+# the gap between classes (Xu et al. 2021: "adversarial training tends to introduce severe disparity
+# of accuracy and robustness between different classes", its Fig. 1 natural against PGD-AT
+# training), and each fairness method raises the worst class at a cost in the mean against its
+# control. A method's directions are the signs of the published numbers this module holds for it
+# (`_DIRECTION_SOURCES`: the method's row minus its control's); FAAL's numbers are not held here,
+# its directions are its stated aim (the worst class) and the study's expectation (docs/study.md,
+# "Expected results": a small cost in the mean).
+_GAP_RECIPE = {"clean": Recipe(model=None, epochs=None, kind="clean"),
+               "pgd": Recipe(model=None, epochs=None, kind="pgd", pgd_steps=20, inferred=_XU_INFERRED[1:])}
+# method: (its control in the paper grid, how the report names the pair, paper, where, the ids of the
+# published rows of the method and of its control, `{cell}` standing for `<kind>_<statistic>`)
+_DIRECTION_SOURCES = {
+    "trades_cfa": ("trades_normalized", "TRADES + CFA against TRADES", "wei2023", "Table 1 (best checkpoint)",
+                   "cfa_trades_cfa_best_{cell}", "cfa_trades_best_{cell}"),
+    "pgd_at_fairtat": ("pgd_at_margins", "FAIR-TAT against its control", "medi2025trix",
+                       "rebuttal R/R.pdf, Table 1 (TRADES + FAIR-TAT against TRADES, the TRIX authors' rerun)",
+                       "trix_trades_fair-tat_{cell}", "trix_trades_{cell}"),
+    "frl_reweight": ("at", "FRL (reweight) against PGD-AT", "medi2025trix",
+                     "rebuttal R/R.pdf, Table 1 (TRADES + FRL against TRADES, the TRIX authors' rerun)",
+                     "trix_trades_frl_{cell}", "trix_trades_{cell}"),
+}
+#: the cells each method's direction is claimed in: the worst class under AutoAttack, the mean under
+#: AutoAttack and the clean mean
+_DIRECTION_CELLS = (("autoattack", "worst"), ("autoattack", "mean"), ("clean", "mean"))
+#: FAAL: no published numbers held here (docs/study.md); its stated aim and the study's expectation
+_FAAL_DIRECTIONS = {("autoattack", "worst"): 1, ("clean", "mean"): -1}
+_CLAIM_TEXT = {("autoattack", "worst"): "the worst class under AutoAttack", ("autoattack", "mean"): "the mean under "
+               "AutoAttack", ("clean", "mean"): "the clean mean"}
+
+
+def _claim_recipe(kind: str) -> Recipe:
+    return Recipe(model=None, epochs=None, kind=kind)
+
+
+def _direction_rows() -> list[Published]:
+    rows = [Published(id=f"xu_pgd_at_widens_gap_{kind}", method="pgd_at", checkpoint="last", statistic="spread",
+                      paper="xu2021", where="abstract and Fig. 1",
+                      row=f"PGD-AT widens the gap between classes against standard training ({kind}): "
+                          "best minus worst class", recipe=recipe, direction=1, control="standard")
+            for kind, recipe in _GAP_RECIPE.items()]
+    for method, (control, pair, paper, where, ours_id, theirs_id) in _DIRECTION_SOURCES.items():
+        for kind, statistic in _DIRECTION_CELLS:
+            cell = f"{kind}_{statistic}"
+            ours, theirs = ours_id.format(cell=cell), theirs_id.format(cell=cell)
+            difference = BY_ID_VALUES[ours] - BY_ID_VALUES[theirs]
+            rows.append(Published(
+                id=f"claim_{method}_{kind}_{statistic}", method=method, checkpoint="best", statistic=statistic,
+                paper=paper, where=where,
+                row=f"{pair}: {'raises' if difference > 0 else 'lowers'} {_CLAIM_TEXT[kind, statistic]}",
+                recipe=_claim_recipe(kind), direction=1 if difference > 0 else -1, control=control,
+                note=f"the sign of {ours} minus {theirs} ({100 * difference:+.2f} pts)"))
+    for (kind, statistic), direction in _FAAL_DIRECTIONS.items():
+        rows.append(Published(
+            id=f"claim_faal_at_{kind}_{statistic}", method="faal_at", checkpoint="best", statistic=statistic,
+            paper="zhang2024faal", where="its stated aim; docs/study.md, Expected results",
+            row=f"FAAL against PGD-AT: {'raises' if direction > 0 else 'lowers'} {_CLAIM_TEXT[kind, statistic]}",
+            recipe=_claim_recipe(kind), direction=direction, control="at",
+            note="FAAL's own numbers are not held here: the direction is its aim (the worst class) or the "
+                 "study's expectation (a small cost in the mean)"))
+    return rows
+
+
 #: how the report names each paper (the keys are docs/study.md's bibliography anchors)
 PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei2023": "Wei et al. 2023 (CFA)",
-          "lee2024": "Lee et al. 2024 (DAFA)", "medi2025trix": "Medi et al. 2025 (TRIX)"}
+          "lee2024": "Lee et al. 2024 (DAFA)", "medi2025trix": "Medi et al. 2025 (TRIX)",
+          "zhang2024faal": "Zhang et al. 2024 (FAAL)"}
 
-PUBLISHED: tuple[Published, ...] = tuple(_weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows()
-                                         + _dafa_rows() + _trix_rows())
+_VALUES = _weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows() + _dafa_rows() + _trix_rows()
+BY_ID_VALUES = {p.id: p.value for p in _VALUES}
+PUBLISHED: tuple[Published, ...] = tuple(_VALUES + _direction_rows())
 BY_ID = {p.id: p for p in PUBLISHED}
 
 
@@ -311,5 +383,7 @@ SECTIONS = (
     Section("Wei et al. 2023 (CFA), Table 1", tuple(p.id for p in PUBLISHED if p.paper == "wei2023")),
     Section("Lee et al. 2024 (DAFA), main table", tuple(p.id for p in PUBLISHED if p.paper == "lee2024")),
     Section("Medi et al. 2025 (TRIX), the authors' rerun of nine methods (rebuttal Table 1)",
-            tuple(p.id for p in PUBLISHED if p.paper == "medi2025trix")),
+            tuple(p.id for p in PUBLISHED if p.paper == "medi2025trix" and not p.direction)),
+    Section("Claims of a direction: the gap, and each fairness method against its control",
+            tuple(p.id for p in PUBLISHED if p.direction)),
 )

@@ -7,7 +7,9 @@ chosen on the test set (the `published` protocol); ours chosen on a validation s
 protocol, stated and not compared as equal. A row whose evaluation a check flagged or failed is
 not counted (study.metrics.trust) and says so. A ranking or named-class claim whose runs differ
 from the recipe only as a CPU-scale recipe does (matching.cpu_recipe) is still compared: its
-verdict says "at reduced scale". Every compared row reads agrees, inconclusive or differs
+verdict says "at reduced scale". A claim of a direction (PGD-AT widens the gap between classes; a
+fairness method raises the worst class against its control) is compared by the sign of our
+difference whatever the recipe, its differences stated. Every compared row reads agrees, inconclusive or differs
 (study.reproduction.verdicts) and states the smallest difference it could detect."""
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from study.reproduction.matching import (
     closest_groups,
     control_substitution,
     cpu_recipe,
+    equivalent_methods,
     flagged,
     notes,
     protocol_differences,
@@ -46,6 +49,7 @@ from study.reproduction.statistics import (
     per_seed,
     rank_correlation,
     ranked,
+    spread_difference,
     weakest_probability,
 )
 
@@ -83,6 +87,8 @@ class Row:
     @property
     def published_value(self) -> float | None:
         p = self.published
+        if p.direction:
+            return None
         if not self.difference_of:
             return p.value
         return p.value - BY_ID[p.baseline].value
@@ -90,6 +96,8 @@ class Row:
     @property
     def published_sd(self) -> float | None:
         p = self.published
+        if p.direction:
+            return None
         if not self.difference_of:
             return p.sd
         base = BY_ID[p.baseline]
@@ -106,6 +114,12 @@ class Row:
             return "-" if self.setting else NOT_IN_PRESET
         if self.flagged:
             return FLAGGED
+        if self.published.direction:
+            if any(d.endswith(f" data, not {self.published.recipe.dataset}") for d in self.differences):
+                return RECIPE_DIFFERS
+            # a direction is what a smaller recipe can show: the differences are stated, not disqualifying
+            verdict = verdicts.direction_verdict(self.estimate.lo, self.estimate.hi, self.published.direction)
+            return verdict + (REDUCED if self.reduced_scale else "")
         order = self.published.statistic in ORDER_STATISTICS
         if self.differences and order and self.reduced_scale and set(self.differences) <= set(self.cpu_recipe):
             # a class order is a direction, which a smaller recipe can show; a value's size it cannot
@@ -190,6 +204,33 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
                protocol=protocol_of(rows))
 
 
+def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
+                   differences: tuple[str, ...]) -> Row | None:
+    """A claim of a direction: our method minus the control it is compared with, on the same data
+    and evaluation; None where the runs have no such control."""
+    method = str(rows["method"].iloc[0])
+    base = baseline_group(table, params, rows, baseline_of(params, method, p.control))
+    if base is None:
+        return None
+    whole = whole_test_set(p, rows) and whole_test_set(p, base)
+    if p.statistic == "spread":
+        estimate = spread_difference(rows, base)
+    else:
+        column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
+        ours, theirs = per_seed(rows), per_seed(base)
+        estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole)
+    base_name = str(base["method"].iloc[0])
+    redefined = redefinitions(params, p, method)
+    substituted = () if base_name in equivalent_methods(params, [base_name], (p.control,)) else (
+        f"control {base_name}, not {p.control} (the preset substitutes it)",)
+    stated = (*differences, *redefined.all, *substituted)
+    flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
+    return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
+               flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
+               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
+               protocol=protocol_of(rows))
+
+
 def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[Row]]:
     """(value rows, difference rows): every published value with each closest run group of ours,
     or one row without a run group (not in this preset); and every published value that has a
@@ -199,6 +240,10 @@ def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[R
     deltas: list[Row] = []
     for p in PUBLISHED:
         groups = closest_groups(p, candidates(table, params, p))
+        if p.direction:
+            made = [_direction_row(table, params, p, g, d) for g, d in groups]
+            values += [r for r in made if r is not None] or [Row(p)]
+            continue
         values += [_value_row(params, p, g, d) for g, d in groups] or [Row(p)]
         if p.baseline is not None:
             made = [_difference_row(table, params, p, g, d) for g, d in groups]

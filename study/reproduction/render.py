@@ -26,7 +26,7 @@ def _percent(x: float) -> str:
 def _source(row: Row) -> str:
     p = row.published
     text = f"{PAPERS.get(p.paper, p.paper)}, {p.where}: {p.row}"
-    if row.difference_of:
+    if row.difference_of and p.baseline is not None:
         text += f", minus {BY_ID[p.baseline].row}"
     return text
 
@@ -40,6 +40,8 @@ def _published_text(row: Row) -> str:
         for name, rank in p.order:
             groups.setdefault(rank, []).append(name)
         return " < ".join(", ".join(names) for _, names in sorted(groups.items()))
+    if p.direction:
+        return f"{p.method} minus {p.control} {'>' if p.direction > 0 else '<'} 0"
     value, sd = row.published_value, row.published_sd
     if row.difference_of:
         text = f"{100 * value:+.1f} pts"
@@ -113,7 +115,9 @@ _HOW_TO_READ = (
     "meets the band and lies within 2 points of it; a difference agrees when our interval meets the band "
     "and excludes 0 on the published side; a ranking agrees when rho's permutation p ≤ 0.05 and its "
     "whole interval lies above the rho random orders exceed 5% of the time, and differs when rho's "
-    "interval lies at or below 0; a named class agrees as the weakest at probability ≥ 0.95 and "
+    "interval lies at or below 0; a claim of a direction (a method minus its control above or below 0) "
+    "agrees when our interval excludes 0 on the claimed side and differs when it excludes 0 on the other, "
+    "at any scale, its recipe differences stated; a named class agrees as the weakest at probability ≥ 0.95 and "
     "differs at ≤ 0.05; anything else is inconclusive. A flagged evaluation is not counted "
     "(study.metrics.trust)."
 )

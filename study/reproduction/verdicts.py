@@ -15,6 +15,9 @@ Every compared row reads *agrees*, *inconclusive* or *differs*:
   bootstrap interval (the order survives drawing the seeds and test images again, as a difference
   row's interval must exclude 0); differs when rho's interval lies at or below 0 (our order is
   unrelated to the published one or reversed); otherwise inconclusive;
+- a claim of a direction (a method minus its control is above, or below, 0): agrees when our
+  interval excludes 0 on the claimed side, differs when it excludes 0 on the other side, otherwise
+  inconclusive; at no true effect each of the two happens 2.5% of the time;
 - a claim about one named class ("cat is the weakest"): the probability, over a seed-aware
   bootstrap, that the named class is the weakest; agrees at >= 0.95, differs at <= 0.05.
 
@@ -66,6 +69,18 @@ def difference_verdict(lo: float, hi: float, value: float, sd: float | None) -> 
         return DIFFERS
     shows_direction = lo > 0 if value > 0 else hi < 0 if value < 0 else False
     return AGREES if shows_direction else INCONCLUSIVE
+
+
+def direction_verdict(lo: float, hi: float, direction: int) -> str:
+    """A claimed direction's verdict: our interval [lo, hi] of method minus control against the sign
+    claimed (+1: the method above its control, -1: below)."""
+    if direction not in (1, -1):
+        raise ValueError(f"a direction is +1 or -1, not {direction!r}")
+    if (lo > 0 if direction > 0 else hi < 0):
+        return AGREES
+    if (hi < 0 if direction > 0 else lo > 0):
+        return DIFFERS
+    return INCONCLUSIVE
 
 
 def ranking_verdict(p_value: float, lo: float, hi: float, critical: float) -> str:

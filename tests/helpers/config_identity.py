@@ -11,7 +11,7 @@ was before a refactoring, run this file from a worktree of that commit:
     PYTHONPATH=/tmp/pre .venv/bin/python tests/helpers/config_identity.py --root /tmp/pre \
         --out tests/data/config_identity.json
 
-(from a commit before the tests/ folders by tier, the file is /tmp/pre/tests/config_identity.py).
+(from a commit before the tests/ folders by tier, the file is /tmp/pre/tests/helpers/config_identity.py).
 
 `--presets` limits the rewrite to some presets (the others' pins are kept).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS = ROOT / "tests/data/config_identity.json"
-PRESETS = ("ci", "demo", "paper")
+PRESETS = ("ci", "demo", "paper", "laptop", "reproduce")
 #: floats of the records are compared at this many decimals: the pins name what the
 #: configuration makes of a run, not the last bit of a CPU's float reductions
 DECIMALS = 4

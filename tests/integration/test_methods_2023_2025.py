@@ -1,6 +1,6 @@
 """The fairness methods of 2023-2025 (issue 34): DAFA, TRIX, FAAL and WAT as compositions of the
 engine's policies. Each mechanism is pinned on the training step with hand-computed values,
-eager and compiled with `aot_eager` (tests/step_probe.py), and the policies' state is checked
+eager and compiled with `aot_eager` (tests/helpers/step_probe.py), and the policies' state is checked
 through a checkpoint and a resume.
 
 The models here have no BatchNorm (a flatten and a linear layer), so a logit recomputed outside

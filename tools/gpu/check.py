@@ -14,6 +14,9 @@ when a later part runs out of time:
   bench   study bench on the full JPEG CIFAR-10 training set, PreAct-ResNet-18, batch 128: every
           task, compile off/default/max, fp32 and, where the bench's --precision lists bf16, bf16 in
           the same run (so that its report compares the two: bf16_matches_fp32), then --concurrent 4
+  preset  the reproduce preset's first epochs: the first run of each training kind (standard, PGD-10
+          AT, TRADES) for 2 epochs on 500 images per class, timed, and the preset's GPU-hours from
+          them (tools/gpu/preset_epochs.py)
   repro   PGD-10 AT of PreAct-ResNet-18 with Wong et al. 2020's cyclic schedule (short), then
           clean, PGD-20 and AutoAttack on 1,000 test images, class by class beside Xu et al.
 
@@ -41,8 +44,10 @@ from common import MIRROR, NEEDED, ROOT, SITE, WHEELS, missing_modules  # noqa: 
 
 OUT = ROOT / "results" / "gpu-check"
 DATA = ROOT / "data" / "prepared" / "cifar10-jpeg.pt"
-#: seconds per part: 60 + 80 + 110 + 275 = 525 s, within 9 minutes with the startup
-BUDGETS = {"setup": 60, "tests": 80, "bench": 110, "repro": 275}
+#: seconds per part: 60 + 80 + 110 + 120 + 155 = 525 s, within 9 minutes with the startup
+BUDGETS = {"setup": 60, "tests": 80, "bench": 110, "preset": 120, "repro": 155}
+#: the preset whose first epochs part `preset` times
+PRESET = "reproduce"
 TAIL_LINES = 8
 EPS, ALPHA = 8 / 255, 2 / 255
 
@@ -218,10 +223,16 @@ class Sizes:
     data: Path = DATA
     concurrent: int = 4
     pytest_env: dict = field(default_factory=dict)
+    #: part preset: epochs and training images per class of each timed run, and its per-epoch
+    #: evaluation's test images per class (None: the run's own)
+    preset_epochs: int = 2
+    preset_per_class: int = 500
+    preset_eval_per_class: int | None = None
 
 
 SMOKE = Sizes(device="cpu", images=20, test_images=10, train_per_class=4, test_per_class=1, epochs=1,
-              compile_modes=("off",), concurrent=2, pytest_env={"STUDY_GPU_TEST_DEVICE": "cpu"})
+              compile_modes=("off",), concurrent=2, pytest_env={"STUDY_GPU_TEST_DEVICE": "cpu"},
+              preset_epochs=1, preset_per_class=50, preset_eval_per_class=1)
 
 
 def setup_part(sizes: Sizes, budget: float) -> Part:
@@ -263,6 +274,20 @@ def bench_part(sizes: Sizes, budget: float, out: Path, env: dict | None = None) 
                             "--compile", "auto", "--concurrent", str(sizes.concurrent)),
                       outputs=[str(bench / "concurrent.md")]))
     return Part("bench", "study bench, full JPEG CIFAR-10, PreAct-ResNet-18, batch 128", budget, steps)
+
+
+def preset_part(sizes: Sizes, budget: float, out: Path) -> Part:
+    """The first run of each training kind of the reproduce preset, a few epochs, timed; the
+    preset's projected GPU-hours from them (tools/gpu/preset_epochs.py)."""
+    folder = out / "preset"
+    argv = [sys.executable, str(ROOT / "tools" / "gpu" / "preset_epochs.py"), "--preset", PRESET,
+            "--data", str(sizes.data), "--out", str(folder), "--epochs", str(sizes.preset_epochs),
+            "--train-per-class", str(sizes.preset_per_class), "--device", sizes.device]
+    if sizes.preset_eval_per_class is not None:
+        argv += ["--eval-per-class", str(sizes.preset_eval_per_class)]
+    step = Step(f"the {PRESET} preset's first runs: {sizes.preset_epochs} epochs on {sizes.preset_per_class} "
+                "images per class each, timed", argv, outputs=[str(folder / "timing.md")])
+    return Part("preset", f"the {PRESET} preset's first epochs and its price", budget, [step])
 
 
 #: Wong et al. 2020's recipe as far as the check keeps it: SGD (momentum 0.9, weight decay
@@ -374,13 +399,14 @@ def attach_outputs(part: Part, result: dict, sizes: Sizes, out: Path) -> None:
 
 def build_parts(names: list[str], sizes: Sizes, budgets: dict, out: Path, env: dict) -> list[Part]:
     makers = {"setup": lambda b: setup_part(sizes, b), "tests": lambda b: tests_part(sizes, b),
-              "bench": lambda b: bench_part(sizes, b, out, env), "repro": lambda b: repro_part(sizes, b, out)}
+              "bench": lambda b: bench_part(sizes, b, out, env), "preset": lambda b: preset_part(sizes, b, out),
+              "repro": lambda b: repro_part(sizes, b, out)}
     return [makers[n](budgets[n]) for n in names]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--parts", default="setup,tests,bench,repro", help="comma-separated, in this order")
+    p.add_argument("--parts", default="setup,tests,bench,preset,repro", help="comma-separated, in this order")
     p.add_argument("--budget", action="append", default=[], metavar="PART=SECONDS",
                    help=f"a part's time budget (defaults: {BUDGETS})")
     p.add_argument("--epochs", type=int, default=None, help="training epochs of the reproduction (default 5)")

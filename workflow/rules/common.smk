@@ -288,7 +288,7 @@ def checked_checkpoint(wildcards):
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
 CHECK_FILES = [f"{evaluations_dir(r.run_id)}/{record_name('checks', c)}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]
-ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), config.get("zoo", {}).get("figure_evaluations", {})
+ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
 
 
 def corruption_args(wildcards):  # the official archive: looked for in the mirror, then in data/raw
