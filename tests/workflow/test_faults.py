@@ -500,7 +500,8 @@ def test_the_real_command_prints_one_line_and_no_traceback(repo_root):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "unknown preset 'nosuch'" in proc.stderr and "ci, demo, paper" in proc.stderr
+    presets = sorted(p.stem for p in (repo_root / "workflow/presets").glob("*.yaml"))
+    assert presets and "unknown preset 'nosuch'" in proc.stderr and ", ".join(presets) in proc.stderr
 
 
 # --- interrupted jobs -----------------------------------------------------------------------
