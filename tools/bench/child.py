@@ -37,6 +37,7 @@ def _wait(barrier: Path, index: int, k: int) -> None:
 
 
 def timed_epoch(args: argparse.Namespace) -> dict:
+    from study.config.spec import ConfigSpec
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.train.epoch import EpochPolicyState, train_epoch
@@ -46,7 +47,7 @@ def timed_epoch(args: argparse.Namespace) -> dict:
     set_threads(args.threads)
     dev = select_device(args.device)  # with its share of the GPU (STUDY_GPU_SLOTS, set by the parent)
     cfg = json.loads(Path(args.run_config).read_text())
-    state = setup_run(cfg, load_prepared(args.data), Path(args.run_dir), dev)
+    state = setup_run(ConfigSpec.parse(cfg, args.run_config), load_prepared(args.data), Path(args.run_dir), dev)
     resume_or_start(state, None)
     step = TrainStep(state, args.compile)
     train_epoch(state, step, 1, EpochPolicyState.of(state), False)  # warm-up (and compilation)

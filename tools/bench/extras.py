@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from study.config.spec import ConfigSpec
 from study.config.types import RunConfig, parse
 from study.data.batches import epoch_batches
 from study.data.prepared import save_prepared
@@ -48,7 +49,7 @@ def profile_steps(cfg: Mapping, splits: Splits, run_dir: Path, device: str, comp
                   steps: int = 4, warmup: int = 2) -> dict:
     """Profile `steps` training steps of run `cfg` (after `warmup` untimed ones, which also
     compile a compiled step); write the top operators table to `out` and return the summary."""
-    state = setup_run(cfg, splits, run_dir, device)
+    state = setup_run(ConfigSpec.parse(cfg, "bench run config"), splits, run_dir, device)
     resume_or_start(state, None)
     step = TrainStep(state, compile_mode)
     tables = EpochPolicyState.of(state).tables(state)
