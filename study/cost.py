@@ -37,6 +37,7 @@ from study.config.plan import RunSpec, prepared_name
 from study.config.spec import EvaluationSpec
 from study.config.types import RunConfig, ZooRunConfig
 from study.data.registry import DATASETS, get_dataset_info
+from study.io import replace_marked
 from study.models.registry import MODELS
 from study.record_names import record_name
 from study.resources import GPU_FLOPS, attack_steps, data_facts, forward_gflops
@@ -432,11 +433,7 @@ def presets_markdown(root: str | Path = ".") -> str:
 
 def rewrite_section(text: str, section: str) -> str:
     """`text` with the part between START and END replaced by `section`."""
-    if START not in text or END not in text:
-        raise ValueError(f"no {START} ... {END} markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{section}{END}{tail}"
+    return replace_marked(text, START, END, section)
 
 
 # ---------------------------------------------------------------- the estimate against the measurements

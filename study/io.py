@@ -166,3 +166,13 @@ def load_torch(path: str | os.PathLike, map_location: str = "cpu", mmap: bool = 
     import torch
 
     return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+
+
+def replace_marked(text: str, start: str, end: str, section: str) -> str:
+    """`text` with the part between the markers `start` and `end` (a generated block of a
+    README or a doc) replaced by `section`; ValueError naming the markers when either is missing."""
+    if start not in text or end not in text:
+        raise ValueError(f"no {start} ... {end} markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{section}{end}{tail}"

@@ -26,7 +26,7 @@ from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_e
 from study.config.params import available_presets, load_params, typed_params
 from study.config.plan import run_config
 from study.config.types import ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
-from study.io import atomic_write_text
+from study.io import atomic_write_text, replace_marked
 
 #: run config key -> the declared path it is reported under
 _RUN_KEYS = {"epochs": "train.epochs", "batch_size": "train.batch_size", "train_per_class": "train.train_per_class",
@@ -218,9 +218,7 @@ def rewrite_section(text: str, section: str) -> str:
     """`text` with the part between the markers replaced by `section`."""
     if START not in text or END not in text:
         raise ConfigError(f"{DOC} has no {START} ... {END} markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{section}{END}{tail}"
+    return replace_marked(text, START, END, section)
 
 
 def rewrite_doc(doc: Path, section: str) -> Path:

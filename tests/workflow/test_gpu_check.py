@@ -5,23 +5,19 @@ finished when a later one runs out of time."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.gpu_tools import load_gpu_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"gpu_{name}", ROOT / "tools" / "gpu" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_gpu_tool(name, "gpu")
 
 
 check, common, bundle = _load("check"), _load("common"), _load("bundle")
