@@ -26,6 +26,7 @@ Torch-free: the plan is priced in a second.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +331,32 @@ def by_group(jobs: Sequence[Job]) -> dict[str, Totals]:
     return {g: totals(js) for g, js in groups.items()}
 
 
+def by_rule(jobs: Sequence[Job]) -> dict[str, Totals]:
+    """Totals per rule (prepare, train, evaluate, evaluate_shard): where the hours go."""
+    rules: dict[str, list[Job]] = {}
+    for job in jobs:
+        rules.setdefault(job.rule, []).append(job)
+    return {r: totals(js) for r, js in rules.items()}
+
+
+#: the budget a preset "sized for one GPU-day" has to fit (issue: the reproduce preset)
+GPU_DAY_HOURS = 24.0
+
+
+def gpu_day_line(total: Totals, device: str = "h100") -> str:
+    """Whether one H100 day holds the priced jobs run one after another, and, where it does not,
+    the factor on the priced rates (and the sustained rate, where they are assumed) that would."""
+    hours = total.hours[device]
+    if hours <= GPU_DAY_HOURS:
+        return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) holds it by this estimate: {_hours(hours)}, "
+                "one job after another.")
+    factor = hours / GPU_DAY_HOURS
+    rate = (f" ({ASSUMED_GPU_FLOPS * factor / 1e12:.0f} TFLOP/s sustained where the rate is assumed)"
+            if total.basis[device] == ASSUMED else "")
+    return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) does not hold it by this estimate: {factor:.1f} GPU-days one job "
+            f"after another; a day holds it at {factor:.1f}x the rates priced here{rate}.")
+
+
 def _hours(h: float) -> str:
     if h < 1 / 60:
         return f"{h * 3600:.0f} s"
@@ -365,6 +392,9 @@ def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
     total = totals(jobs)
     lines.append(line("total", total))
     lines.append(summary_line(total))
+    lines += ["", header.replace("group", "rule ", 1)]
+    lines += [line(name, t) for name, t in by_rule(jobs).items()]
+    lines += [gpu_day_line(total), ""]
     hardware = sorted({f"{r.device}: {r.hardware}, torch {r.torch}, commit {r.commit}, {r.date}" for r in table.rows})
     lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the measured rate of the "
               "model nearest in FLOPs), (a) assumed: no measured row for the device kind, "
@@ -434,6 +464,36 @@ def presets_markdown(root: str | Path = ".") -> str:
 def rewrite_section(text: str, section: str) -> str:
     """`text` with the part between START and END replaced by `section`."""
     return replace_marked(text, START, END, section)
+
+
+#: a doc's block holding `study plan --cost --preset NAME`'s table, priced by the table alone
+PRICE_BLOCK = re.compile(r"<!-- price of preset (\w+): start -->")
+
+
+def price_block(preset: str, root: str | Path = ".") -> str:
+    """The fenced output of `study plan --cost --preset PRESET` on no machine's benchmark files."""
+    from study.config import load_params, plan_runs
+    from study.config.zoo import plan_zoo
+
+    root = Path(root)
+    params = load_params(root / "params.yaml", {"preset": preset}, presets_dir=root / "workflow/presets",
+                         schema_path=root / "workflow/schemas/params.schema.yaml")
+    jobs, table = price(params, plan_runs(params), plan_zoo(params), root, measured=False)
+    return f"```text\n{render_cost(preset, jobs, table)}\n```\n"
+
+
+def rewrite_prices(text: str, root: str | Path = ".") -> str:
+    """`text` with its table of every preset's price (START ... END) and each preset's price block
+    (`<!-- price of preset NAME: start -->` ... `: end -->`) regenerated; ValueError when it has none."""
+    names = PRICE_BLOCK.findall(text)
+    if START not in text and not names:
+        raise ValueError(f"no {START} ... {END} markers and no '<!-- price of preset NAME: start -->' block")
+    if START in text:
+        text = rewrite_section(text, presets_markdown(root))
+    for name in names:
+        text = replace_marked(text, f"<!-- price of preset {name}: start -->", f"<!-- price of preset {name}: end -->",
+                              price_block(name, root))
+    return text
 
 
 # ---------------------------------------------------------------- the estimate against the measurements

@@ -20,7 +20,8 @@ def add_plan(sub) -> None:
                    help="print the price: device-hours (2-core CPU, H100) and disk per experiment group and in total "
                         "(study.cost: workflow/throughput.yaml and the benchmark files of jobs that ran)")
     p.add_argument("--write", metavar="FILE",
-                   help="with --cost: rewrite the marked table of every preset's price in FILE (README.md)")
+                   help="with --cost: rewrite FILE's generated prices: the table of every preset (README.md) and each "
+                        "'<!-- price of preset NAME: start -->' block (docs/usage.md)")
     p.set_defaults(func=cmd_plan)
 
 
@@ -30,11 +31,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.write:
         if not args.cost:
             raise SystemExit("study plan: --write needs --cost (it writes the presets' price table)")
-        from study.cost import presets_markdown, rewrite_section
+        from study.cost import rewrite_prices
         from study.io import atomic_write_text
 
         doc = Path(args.write)
-        atomic_write_text(doc, rewrite_section(doc.read_text(), presets_markdown()))
+        try:
+            text = rewrite_prices(doc.read_text())
+        except OSError as e:
+            raise SystemExit(f"study plan --write: cannot read {doc}: {e.strerror}") from None
+        except ValueError as e:
+            raise SystemExit(f"study plan --write: {doc} has {e}") from None
+        atomic_write_text(doc, text)
         print(f"wrote {doc}", file=sys.stderr)
         return 0
     params = load_params_args(args)

@@ -37,7 +37,8 @@ CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
     (r"study plan --cost( --preset \w+)?", "run"),  # torch-free: seconds
-    (r"study plan --cost --write README.md", "parse"),  # rewrites README.md (tests/workflow/test_cost.py checks it)
+    # rewrites the file's generated prices (tests/workflow/test_cost.py checks both files)
+    (r"study plan --cost --write (README|docs/usage)\.md", "parse"),
     (r"study preflight( --preset \w+)?", "run"),  # reads files only: under a second
     (r"study comparisons", "run"),
     (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/unit/test_declared_comparisons.py)

@@ -33,7 +33,7 @@ from study.checkpoints import STUDY_CHECKPOINTS
 from study.data.registry import get_dataset_info
 
 
-def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
+def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     """Snakemake (the cpu profile) runs every job up to the tables; DVC then runs its four stages
     over the same DAG, its figures stage drawing the figures. (A stage rebuilds its outputs that
     are not persistent, so figures drawn before `dvc repro` would be drawn twice.)"""
@@ -156,7 +156,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert "Nothing to be done" in _run(snakemake(), project)
 
     # The price (study.cost) held against what the jobs measured: a report, not a timed assertion.
-    _cost_ratio_report(project)
+    record_property("summary", _cost_ratio_report(project))
 
     # The HTML report, with a caption per figure.
     _run(snakemake("--report", "report.html"), project)
@@ -170,10 +170,11 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project):
     assert stale == {"evaluate", "figures"}
 
 
-def _cost_ratio_report(project: Path) -> None:
+def _cost_ratio_report(project: Path) -> str:
     """The ci plan's price beside the benchmark files its jobs left: estimate / measured per
-    rule and in total, written to results/cost_ratio.md and printed. Asserted are only that
-    every priced job left its benchmark file and that every ratio is finite and positive."""
+    rule and in total, written to results/cost_ratio.md and returned (the run's summary prints it:
+    tests/pipeline/conftest.py). Asserted are only that every priced job left its benchmark file
+    and that every ratio is finite and positive."""
     from study.cost import THROUGHPUT_TABLE, load_throughput, plan_jobs, ratio_report
 
     params, runs, _ = _plan(project, "ci")
@@ -186,3 +187,4 @@ def _cost_ratio_report(project: Path) -> None:
     (project / "results/cost_ratio.md").write_text(text)
     print(text, file=sys.stderr)
     assert ratios and all(math.isfinite(r) and r > 0 for r in ratios.values()), ratios
+    return text

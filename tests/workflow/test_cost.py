@@ -15,19 +15,27 @@ import yaml
 from study.config import load_params, plan_runs
 from study.config.zoo import plan_zoo
 from study.cost import (
+    ASSUMED,
+    ASSUMED_GPU_FLOPS,
     DEVICES,
+    GPU_DAY_HOURS,
     MEASURED,
     PARAMETERS,
     SCALED,
     TABLE,
     THROUGHPUT_TABLE,
+    Totals,
     apply_measurements,
     benchmark_of,
+    by_rule,
+    gpu_day_line,
     load_throughput,
     plan_jobs,
     presets_markdown,
     price,
+    price_block,
     render_cost,
+    rewrite_prices,
     rewrite_section,
     totals,
 )
@@ -152,6 +160,58 @@ def test_readme_table_of_the_presets_is_the_generators():
     assert readme == expected, "README.md's preset prices are stale: run `study plan --cost --write README.md`"
     presets = sorted(p.stem for p in (ROOT / "workflow/presets").glob("*.yaml"))
     assert [re.match(r"\| `(\w+)`", line).group(1) for line in presets_markdown(ROOT).splitlines()[2:]] == presets
+
+
+def test_the_docs_price_of_the_reproduce_preset_is_the_generators():
+    doc = (ROOT / "docs/usage.md").read_text()
+    assert "<!-- price of preset reproduce: start -->" in doc
+    stale = "docs/usage.md's price blocks are stale: run `study plan --cost --write docs/usage.md`"
+    assert doc == rewrite_prices(doc, ROOT), stale
+
+
+def test_a_price_block_is_rewritten_with_its_presets_table(tmp_path):
+    doc = tmp_path / "prices.md"
+    doc.write_text("intro\n<!-- price of preset ci: start -->\nSTALE-PRICE\n<!-- price of preset ci: end -->\noutro\n")
+    subprocess.run([sys.executable, "-m", "study.cli", "plan", "--cost", "--write", str(doc)], cwd=ROOT, check=True)
+    text = doc.read_text()
+    assert "STALE-PRICE" not in text and text.startswith("intro\n") and text.endswith("outro\n")
+    assert price_block("ci", ROOT) in text and "Price of preset ci" in text
+
+
+@pytest.mark.parametrize("content", [None, "no markers here\n"])
+def test_plan_write_names_the_file_it_cannot_rewrite_in_one_line(tmp_path, content):
+    doc = tmp_path / "doc.md"
+    if content is not None:
+        doc.write_text(content)
+    r = subprocess.run([sys.executable, "-m", "study.cli", "plan", "--cost", "--write", str(doc)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and str(doc) in r.stderr
+    if content is not None:
+        assert doc.read_text() == content and "price of preset NAME" in r.stderr
+
+
+def test_the_rule_lines_add_up_to_the_total():
+    params = _params("reproduce")
+    jobs, _ = price(params, plan_runs(params), plan_zoo(params), ROOT, measured=False)
+    rules = by_rule(jobs)
+    assert set(rules) == {j.rule for j in jobs}
+    for device in DEVICES:
+        assert sum(t.hours[device] for t in rules.values()) == pytest.approx(totals(jobs).hours[device])
+    assert sum(t.jobs for t in rules.values()) == len(jobs)
+
+
+def _hours_totals(h100_hours: float, basis: str) -> Totals:
+    return Totals(1, {"cpu-2core": 1.0, "h100": h100_hours}, {"cpu-2core": TABLE, "h100": basis}, {}, 0)
+
+
+def test_one_gpu_day_is_held_to_the_priced_hours():
+    assert "holds it by this estimate" in gpu_day_line(_hours_totals(GPU_DAY_HOURS, TABLE))
+    line = gpu_day_line(_hours_totals(3 * GPU_DAY_HOURS, ASSUMED))
+    assert "does not hold it" in line and "3.0 GPU-days" in line and "3.0x" in line
+    assert f"{3 * ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s" in line
+    # a measured rate is not restated as an assumed one
+    assert "TFLOP/s" not in gpu_day_line(_hours_totals(3 * GPU_DAY_HOURS, TABLE))
 
 
 def test_the_readme_prices_ignore_this_machines_benchmarks(tmp_path, monkeypatch):
