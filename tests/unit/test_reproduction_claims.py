@@ -169,3 +169,11 @@ def test_the_laptops_report_compares_the_weakest_class_and_every_claim(laptop):
     line = next(x for x in text.splitlines() if "`claim_trades_cfa_autoattack_worst`" in x)
     assert "| trades_cfa minus trades_normalized > 0 |" in line and REDUCED_MARK in line
     assert "small_cnn_s2, trades_cfa minus at, pgd20@best" in line  # ours: against the laptop's declared control
+
+
+def test_each_published_row_is_shown_in_one_section_of_the_report():
+    from study.published import PUBLISHED, SECTIONS
+
+    shown = [i for section in SECTIONS for i in section.ids]
+    assert len(shown) == len(set(shown)), sorted({i for i in shown if shown.count(i) > 1})
+    assert set(shown) == {p.id for p in PUBLISHED}
