@@ -114,3 +114,20 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+#: a user property a test records (`record_property`) for the run's summary, such as the pipeline
+#: test's estimate against the benchmarks: CI's log shows it whether or not the test's output is
+#: captured. Here in the root conftest because under `-n` only the controller prints the summary,
+#: and it loads no conftest below this one.
+SUMMARY_PROPERTY = "summary"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Print what the tests recorded for the summary (the workers send their reports' user
+    properties to the controller)."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        for name, value in getattr(report, "user_properties", ()):
+            if name == SUMMARY_PROPERTY and report.when == "call":
+                terminalreporter.write_sep("-", f"{report.nodeid.split('::')[-1]}: recorded for the summary")
+                terminalreporter.write_line(str(value))
