@@ -23,7 +23,9 @@ from study.models.registry import MODELS
 # (train_per_class: null) are estimated from the row's full splits.
 DEFAULT_TRAIN_SIZE = 100_000
 DEFAULT_TEST_SIZE = 50_000
-GPU_FLOPS = 8e12          # sustained FLOP/s of one GPU on these small-image networks (bf16 autocast)
+# sustained FLOP/s of one GPU on these small-image networks in the engine's default fp32
+# (channels_last): an assumption, no GPU row of workflow/throughput.yaml measures it yet
+GPU_FLOPS = 8e12
 SAFETY = 2.0
 MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs continue on the retry
 BACKWARD = 3.0            # forward + backward ~ 3 forward passes
