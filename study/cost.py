@@ -324,19 +324,20 @@ def totals(jobs: Sequence[Job]) -> Totals:
     return Totals(len(jobs), hours, basis, disk, sum(any(b == MEASURED for b in j.basis.values()) for j in jobs))
 
 
-def by_group(jobs: Sequence[Job]) -> dict[str, Totals]:
-    groups: dict[str, list[Job]] = {}
+def _totals_by(jobs: Sequence[Job], key: str) -> dict[str, Totals]:
+    parts: dict[str, list[Job]] = {}
     for job in jobs:
-        groups.setdefault(job.group, []).append(job)
-    return {g: totals(js) for g, js in groups.items()}
+        parts.setdefault(getattr(job, key), []).append(job)
+    return {name: totals(js) for name, js in parts.items()}
+
+
+def by_group(jobs: Sequence[Job]) -> dict[str, Totals]:
+    return _totals_by(jobs, "group")
 
 
 def by_rule(jobs: Sequence[Job]) -> dict[str, Totals]:
     """Totals per rule (prepare, train, evaluate, evaluate_shard): where the hours go."""
-    rules: dict[str, list[Job]] = {}
-    for job in jobs:
-        rules.setdefault(job.rule, []).append(job)
-    return {r: totals(js) for r, js in rules.items()}
+    return _totals_by(jobs, "rule")
 
 
 #: the budget a preset "sized for one GPU-day" has to fit (issue: the reproduce preset)
@@ -378,9 +379,11 @@ def _mark(basis: str) -> str:
 
 def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
     """The price table: a line per experiment group and the total, then what each mark means."""
-    header = (f"{'group':<22} {'jobs':>5} {'CPU h (2 cores)':>18} {'H100 h':>14} {'checkpoints':>12} "
-              f"{'records':>10} {'prepared':>10}")
-    lines = [f"Price of preset {preset} (device-hours of the priced jobs, run one after another):", header]
+    def header(title: str) -> str:
+        return (f"{title:<22} {'jobs':>5} {'CPU h (2 cores)':>18} {'H100 h':>14} {'checkpoints':>12} "
+                f"{'records':>10} {'prepared':>10}")
+
+    lines = [f"Price of preset {preset} (device-hours of the priced jobs, run one after another):", header("group")]
 
     def line(name: str, t: Totals) -> str:
         return (f"{name:<22} {t.jobs:>5} {_hours(t.hours['cpu-2core']) + _mark(t.basis['cpu-2core']):>18} "
@@ -392,7 +395,7 @@ def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
     total = totals(jobs)
     lines.append(line("total", total))
     lines.append(summary_line(total))
-    lines += ["", header.replace("group", "rule ", 1)]
+    lines += ["", header("rule")]
     lines += [line(name, t) for name, t in by_rule(jobs).items()]
     lines += [gpu_day_line(total), ""]
     hardware = sorted({f"{r.device}: {r.hardware}, torch {r.torch}, commit {r.commit}, {r.date}" for r in table.rows})
@@ -440,22 +443,31 @@ def preset_summary(path: Path) -> str:
     return (head + "." if dot else text).replace("|", "/")
 
 
+def _preset_price(root: Path, preset: str) -> tuple[int, list[Job], Throughput]:
+    """(runs, priced jobs, throughput table) of a preset of the project `root`, by the table alone:
+    no benchmark file of this machine enters a generated doc."""
+    from study.config import load_params, plan_runs
+    from study.config.zoo import plan_zoo
+
+    params = load_params(root / "params.yaml", {"preset": preset}, presets_dir=root / "workflow/presets",
+                         schema_path=root / "workflow/schemas/params.schema.yaml")
+    runs = plan_runs(params)
+    jobs, table = price(params, runs, plan_zoo(params), root, measured=False)
+    return len(runs), jobs, table
+
+
 def presets_markdown(root: str | Path = ".") -> str:
     """A row per preset file of workflow/presets (what it shows, its runs, its price by the
-    table alone: no benchmark file of this machine enters the README)."""
-    from study.config import load_params, plan_runs
+    table alone)."""
     from study.config.params import available_presets
-    from study.config.zoo import plan_zoo
 
     root = Path(root)
     presets = root / "workflow/presets"
     lines = ["| preset | what it shows | runs | CPU h (2 cores) | H100 h | disk |", "|---|---|---:|---:|---:|---:|"]
     for preset in available_presets(presets):
-        params = load_params(root / "params.yaml", {"preset": preset}, presets_dir=presets,
-                             schema_path=root / "workflow/schemas/params.schema.yaml")
-        runs, zoo = plan_runs(params), plan_zoo(params)
-        t = totals(price(params, runs, zoo, root, measured=False)[0])
-        lines.append(f"| `{preset}` | {preset_summary(presets / f'{preset}.yaml')} | {len(runs)} "
+        runs, jobs, _ = _preset_price(root, preset)
+        t = totals(jobs)
+        lines.append(f"| `{preset}` | {preset_summary(presets / f'{preset}.yaml')} | {runs} "
                      f"| {_hours(t.hours['cpu-2core'])}{_mark(t.basis['cpu-2core'])} "
                      f"| {_hours(t.hours['h100'])}{_mark(t.basis['h100'])} | {_bytes(sum(t.disk.values()))} |")
     return "\n".join(lines) + "\n"
@@ -466,19 +478,17 @@ def rewrite_section(text: str, section: str) -> str:
     return replace_marked(text, START, END, section)
 
 
-#: a doc's block holding `study plan --cost --preset NAME`'s table, priced by the table alone
-PRICE_BLOCK = re.compile(r"<!-- price of preset (\w+): start -->")
+def _price_markers(preset: str) -> tuple[str, str]:
+    """The markers of a doc's block holding `study plan --cost --preset PRESET`'s table."""
+    return f"<!-- price of preset {preset}: start -->", f"<!-- price of preset {preset}: end -->"
+
+
+PRICE_BLOCK = re.compile(re.escape(_price_markers("NAME")[0]).replace("NAME", r"(\w+)"))
 
 
 def price_block(preset: str, root: str | Path = ".") -> str:
-    """The fenced output of `study plan --cost --preset PRESET` on no machine's benchmark files."""
-    from study.config import load_params, plan_runs
-    from study.config.zoo import plan_zoo
-
-    root = Path(root)
-    params = load_params(root / "params.yaml", {"preset": preset}, presets_dir=root / "workflow/presets",
-                         schema_path=root / "workflow/schemas/params.schema.yaml")
-    jobs, table = price(params, plan_runs(params), plan_zoo(params), root, measured=False)
+    """The fenced output of `study plan --cost --preset PRESET`, priced by the table alone."""
+    _, jobs, table = _preset_price(Path(root), preset)
     return f"```text\n{render_cost(preset, jobs, table)}\n```\n"
 
 
@@ -487,12 +497,11 @@ def rewrite_prices(text: str, root: str | Path = ".") -> str:
     (`<!-- price of preset NAME: start -->` ... `: end -->`) regenerated; ValueError when it has none."""
     names = PRICE_BLOCK.findall(text)
     if START not in text and not names:
-        raise ValueError(f"no {START} ... {END} markers and no '<!-- price of preset NAME: start -->' block")
+        raise ValueError(f"no {START} ... {END} markers and no '{_price_markers('NAME')[0]}' block")
     if START in text:
         text = rewrite_section(text, presets_markdown(root))
     for name in names:
-        text = replace_marked(text, f"<!-- price of preset {name}: start -->", f"<!-- price of preset {name}: end -->",
-                              price_block(name, root))
+        text = replace_marked(text, *_price_markers(name), price_block(name, root))
     return text
 
 

@@ -185,6 +185,5 @@ def _cost_ratio_report(project: Path) -> str:
     assert not missing, f"priced jobs without a benchmark file: {missing[:5]}"
     text, ratios = ratio_report(jobs, project, "cpu-2core")
     (project / "results/cost_ratio.md").write_text(text)
-    print(text, file=sys.stderr)
     assert ratios and all(math.isfinite(r) and r > 0 for r in ratios.values()), ratios
     return text
