@@ -33,12 +33,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.evaluate.checkpoint_eval import evaluate_checkpoint
+    from study.run_directory import owned_run
 
     if len(args.evaluation) != len(args.out):
         raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "
                          "give one --out after each --evaluation")
     if args.shard and len(args.evaluation) > 1:
         raise ValueError(f"--shard evaluates one shard of one evaluation; got {len(args.evaluation)} evaluations")
+    # the records are written under the folder's run id: refused unless its config and model are that run's
+    owned_run(args.run_dir, args.checkpoint)
     device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)
@@ -57,8 +60,11 @@ def add_merge_shards(sub) -> None:
 
 
 def cmd_merge_shards(args: argparse.Namespace) -> int:
+    from study.evaluate.records import check_record_owner
     from study.evaluate.shards import merge_shards
 
+    for path in args.parts:
+        check_record_owner(path)
     merge_shards(args.parts, args.out)
     return 0
 
