@@ -40,10 +40,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                          "give one --out after each --evaluation")
     if args.shard and len(args.evaluation) > 1:
         raise ValueError(f"--shard evaluates one shard of one evaluation; got {len(args.evaluation)} evaluations")
-    # the records are written under the folder's run id: refused unless its config and model are that run's
-    owned_run(args.run_dir, args.checkpoint)
     device = select_device(args.device)
     set_threads(args.threads)
+    # the records are written under the folder's run id: refused unless its config and model are that run's
+    owned_run(args.run_dir, args.checkpoint)
     splits = load_prepared(args.data)
     # Several evaluations of one run in one process: the workflow's evaluate job of a run and
     # checkpoint, which pays torch's import and the model's load once.

@@ -29,9 +29,9 @@ def cmd_construct(args: argparse.Namespace) -> int:
     from study.features.build import construct_from_run
     from study.run_directory import owned_run
 
-    owned_run(args.source_run)
     device = select_device(args.device)
     set_threads(args.threads)
+    owned_run(args.source_run)
     built = construct_from_run(args.kind, args.source_run, load_prepared(args.data), args.out, args.work_dir,
                                args.settings, args.key, device=device, progress=not args.no_progress)
     print(f"{args.kind}: {built.meta['constructed']['summary']} -> {args.out}", file=sys.stderr)

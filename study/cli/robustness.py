@@ -50,11 +50,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from study.evaluate.records import check_record_owner
     from study.run_directory import owned_run
 
+    device = select_device(args.device)
+    set_threads(args.threads)
     owned_run(args.run_dir, args.checkpoint)
     for path in args.records:
         check_record_owner(path, run_id=Path(args.run_dir).name)
-    device = select_device(args.device)
-    set_threads(args.threads)
     thresholds = replace(DEFAULT_THRESHOLDS, strong_steps=args.strong_steps, strong_restarts=args.strong_restarts)
     result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
                        per_class=args.per_class, eps_factors=args.eps_factors, device=device,
@@ -84,9 +84,9 @@ def cmd_corruptions(args: argparse.Namespace) -> int:
     from study.evaluate.corruptions import evaluate_corruptions
     from study.run_directory import owned_run
 
-    owned_run(args.run_dir)
     device = select_device(args.device)
     set_threads(args.threads)
+    owned_run(args.run_dir)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
                          per_class=args.per_class, batch_size=eval_batch_size(args.batch_size, device),
                          seed=args.seed, device=device, source=args.source, raw_dir=args.raw_dir,
