@@ -44,6 +44,20 @@ def set_threads(threads: int | None) -> None:
             inductor.compile_threads = n
 
 
+def set_numerics_threads(device: str | torch.device, threads: int) -> int:
+    """On a CPU, run a model's arithmetic on the `threads` its run config fixes (RunConfig.threads),
+    whatever the job was granted (--threads): conv and batch-norm gradients are reductions split
+    over the threads, summed in another order on another count (docs/reliability.md). A GPU's
+    arithmetic does not depend on the CPU threads: there the job's count stays. Returns the
+    count in effect."""
+    name = str(device)
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.device(name).type == "cpu":
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 #: TORCHINDUCTOR_COMPILE_THREADS as the user set it before this process changed it (None: not set)
 _USER_COMPILE_THREADS = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
 #: Set by the workflow (common.smk) from the profile's gpu_slots: how many jobs share one GPU.

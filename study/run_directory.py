@@ -78,6 +78,43 @@ def read_run_config(run_dir: str | Path) -> ConfigSpec:
     return ConfigSpec.parse(json.loads(path.read_text()), str(path))
 
 
+def expected_run_id(spec: ConfigSpec) -> str:
+    """The run id a config names: a trained run's `<slug>-<key>` (study.config.spec), a zoo
+    model's by its entry (study.config.zoo.zoo_run_id, `data` the dataset it is evaluated on)."""
+    if isinstance(spec.config, ZooRunConfig):
+        from study.config.zoo import zoo_run_id
+
+        zoo = spec.config.zoo.model_dump(exclude_unset=True)
+        return zoo_run_id({**zoo, "data": spec.config.dataset})
+    return spec.run_id
+
+
+_MOVE = "put the run's own config.json and model files back, or retrain it (`study train`)"
+
+
+def owned_run(run_dir: str | Path, checkpoint: str | None = "last") -> ConfigSpec:
+    """The config of the run folder `run_dir` where the folder, its config.json and its model
+    file (`checkpoint`; None: none is read) are one run's: the folder is named by the run id
+    recomputed from config.json, and the model file carries that run's key. A command that
+    writes under a run's id calls this first; ValueError of one line otherwise."""
+    run_dir = Path(run_dir)
+    spec = read_run_config(run_dir)
+    want = expected_run_id(spec)
+    if run_dir.name != want:
+        raise ValueError(f"{run_dir / CONFIG_FILE} holds the config of run {want}, but the folder is run "
+                         f"{run_dir.name}: the folder holds another run's files; {_MOVE}")
+    if checkpoint is None or isinstance(spec.config, ZooRunConfig):  # a zoo model.pt names its weights
+        return spec
+    path = run_dir / CHECKPOINT_FILES[checkpoint]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
+    got = _model_blob(path).get("run_key")
+    if got != spec.key:
+        raise ValueError(f"{path} holds the model of run key {got}, but {run_dir / CONFIG_FILE} and the folder's "
+                         f"name are run {run_dir.name} (key {spec.key}): {_MOVE}")
+    return spec
+
+
 def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, key: str,
                epoch: int) -> None:
     """The weights a model file stands for (the averaged ones where the method averages),
@@ -124,24 +161,31 @@ def load_trained_model(
     run_dir: str | Path, device: str | torch.device = "cpu", checkpoint: str = "last"
 ) -> tuple[torch.nn.Module, dict]:
     """The final (`last`), best-on-validation (`best`) or published-protocol (`published`)
-    model of a finished run, in eval mode, with its architecture record."""
+    model of a finished run, in eval mode, with its architecture record. On a CPU, torch then
+    computes on the run's `threads` (study.device.set_numerics_threads): every evaluation of a
+    run's model gets the same numbers, whatever cores its job was granted."""
     if checkpoint not in CHECKPOINT_FILES:
         raise ValueError(f"unknown checkpoint {checkpoint!r}; valid: {', '.join(CHECKPOINT_FILES)}")
     path = Path(run_dir) / CHECKPOINT_FILES[checkpoint]
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: the run has not finished training (`study train`)")
     blob = _model_blob(path)
+    from study.device import set_numerics_threads
+
     if "zoo" in blob:  # a RobustBench zoo model (write_zoo_run): robustbench loads it from the folder
+        set_numerics_threads(device, 1)  # a zoo run config names no threads: RunConfig's default
         from study.models.zoo import ZooEntry, load_zoo_model
 
         return load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device), {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
-        want = run_key(json.loads(config.read_text()))
+        written = json.loads(config.read_text())
+        want = run_key(written)
         got = blob.get("run_key")
         if got != want:
             raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {want}: "
                              "put this run's own model file back, or retrain it (`study train`)")
+        set_numerics_threads(device, ConfigSpec.parse(written, str(config)).trained.threads)
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]

@@ -33,6 +33,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.evaluate.checkpoint_eval import evaluate_checkpoint
+    from study.run_directory import owned_run
 
     if len(args.evaluation) != len(args.out):
         raise ValueError(f"{len(args.evaluation)} --evaluation but {len(args.out)} --out; "
@@ -41,6 +42,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ValueError(f"--shard evaluates one shard of one evaluation; got {len(args.evaluation)} evaluations")
     device = select_device(args.device)
     set_threads(args.threads)
+    # the records are written under the folder's run id: refused unless its config and model are that run's
+    owned_run(args.run_dir, args.checkpoint)
     splits = load_prepared(args.data)
     # Several evaluations of one run in one process: the workflow's evaluate job of a run and
     # checkpoint, which pays torch's import and the model's load once.
@@ -57,8 +60,11 @@ def add_merge_shards(sub) -> None:
 
 
 def cmd_merge_shards(args: argparse.Namespace) -> int:
+    from study.evaluate.records import check_record_owner
     from study.evaluate.shards import merge_shards
 
+    for path in args.parts:
+        check_record_owner(path)
     merge_shards(args.parts, args.out)
     return 0
 

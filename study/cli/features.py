@@ -27,9 +27,11 @@ def cmd_construct(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.features.build import construct_from_run
+    from study.run_directory import owned_run
 
     device = select_device(args.device)
     set_threads(args.threads)
+    owned_run(args.source_run)
     built = construct_from_run(args.kind, args.source_run, load_prepared(args.data), args.out, args.work_dir,
                                args.settings, args.key, device=device, progress=not args.no_progress)
     print(f"{args.kind}: {built.meta['constructed']['summary']} -> {args.out}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from study.checkpoints import CHECKPOINTS
 from study.cli.args import run_args, spec_json
@@ -46,9 +47,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     from study.device import select_device, set_threads
     from study.evaluate.checkpoint_checks import check_run
     from study.evaluate.checks import DEFAULT_THRESHOLDS
+    from study.evaluate.records import check_record_owner
+    from study.run_directory import owned_run
 
     device = select_device(args.device)
     set_threads(args.threads)
+    owned_run(args.run_dir, args.checkpoint)
+    for path in args.records:
+        check_record_owner(path, run_id=Path(args.run_dir).name)
     thresholds = replace(DEFAULT_THRESHOLDS, strong_steps=args.strong_steps, strong_restarts=args.strong_restarts)
     result = check_run(args.run_dir, load_prepared(args.data), args.records, args.pgd, args.out, args.table,
                        per_class=args.per_class, eps_factors=args.eps_factors, device=device,
@@ -76,9 +82,11 @@ def cmd_corruptions(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import eval_batch_size, select_device, set_threads
     from study.evaluate.corruptions import evaluate_corruptions
+    from study.run_directory import owned_run
 
     device = select_device(args.device)
     set_threads(args.threads)
+    owned_run(args.run_dir)
     evaluate_corruptions(args.run_dir, load_prepared(args.data), args.corruptions, args.severities, args.out,
                          per_class=args.per_class, batch_size=eval_batch_size(args.batch_size, device),
                          seed=args.seed, device=device, source=args.source, raw_dir=args.raw_dir,
@@ -96,8 +104,11 @@ def add_robustness_tables(sub) -> None:
 
 
 def cmd_robustness_tables(args: argparse.Namespace) -> int:
+    from study.evaluate.records import check_record_owner
     from study.tables.robustness import robustness_tables, write_corruption_table
 
+    for path in [*args.records, *args.corruptions]:
+        check_record_owner(path)
     paths = robustness_tables(args.records, args.checks, args.out_dir)
     paths["corruptions"] = write_corruption_table(args.corruptions, args.out_dir)
     for name, path in paths.items():

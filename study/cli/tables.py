@@ -20,8 +20,18 @@ def add_tables(sub) -> None:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from study.evaluate.records import check_record_owner
+    from study.run_directory import owned_run
     from study.tables.classwise import build_tables
 
+    # a row is named by the run id its record holds: refused unless the record, and the run
+    # folder an epochs.csv lies in, are that run's
+    for path in args.records:
+        check_record_owner(path)
+    for path in args.epochs:
+        owned_run(Path(path).parent, checkpoint=None)
     paths = build_tables(args.records, args.epochs, args.out_dir, args.metrics_dir, checks=args.checks)
     for name, path in paths.items():
         print(f"{name}: {path}", file=sys.stderr)

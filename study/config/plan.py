@@ -184,6 +184,8 @@ def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, de
     tf32 = train.tf32.model_dump()
     if tf32 != DEFAULT_TF32:
         extra["tf32"] = tf32
+    if train.threads != 1:
+        extra["threads"] = train.threads
     if definition.init_from:
         # The parent's run id (slug + hash of its config) is part of the child's config:
         # a changed parent is a new child.

@@ -323,6 +323,10 @@ class TrainSettings(Config):
     precision: Precision = "fp32"
     #: TF32 on a GPU (Ampere+), set for every run
     tf32: Tf32Settings = Tf32Settings()
+    #: CPU threads of a run's arithmetic on a CPU (training, and every evaluation of its model):
+    #: a parallel reduction sums in another order on another count, so the count is the run's,
+    #: never the job's cores; a run config names it only where it differs from 1
+    threads: PositiveInt = 1
     selection: SelectionSettings = SelectionSettings()
     #: the published protocol's settings: runs that keep model_published.pt (None: none)
     published_selection: PublishedSelection | None = None
@@ -665,6 +669,8 @@ class RunConfig(Config):
     published_selection: PublishedSelection | None = None
     precision: Precision = "fp32"
     tf32: Tf32Settings = Tf32Settings()
+    #: CPU threads of the run's arithmetic on a CPU (TrainSettings.threads)
+    threads: PositiveInt = 1
     #: the run id of the run this one fine-tunes, and which of its checkpoints
     init_from: str | None = None
     init_checkpoint: Checkpoint = "last"

@@ -49,6 +49,38 @@ def write_records(df: pd.DataFrame, path: str | Path, meta: Mapping) -> None:
         pq.write_table(table, tmp)
 
 
+def record_meta(path: str | Path) -> dict:
+    """The metadata of a record file, without reading its rows."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
+    return json.loads((pq.read_schema(path).metadata or {}).get(_META_KEY, b"{}"))
+
+
+def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: str | None = None) -> None:
+    """That a record is its run's: the run id it holds is the one recomputed from the run
+    config it holds, that of `run_id` where given (the run it is read for), and that of the
+    run folder it lies in (`.../evaluations/<run id>/...`); ValueError of one line otherwise."""
+    from study.config.spec import ConfigSpec
+    from study.run_directory import expected_run_id
+
+    path = Path(path)
+    meta = record_meta(path) if meta is None else meta
+    held = meta.get("run_id")
+    made_by = expected_run_id(ConfigSpec.parse(meta.get("run_config"), f"{path}: run_config"))
+    redo = "evaluate the run again (`study evaluate`) and remove this record"
+    if held != made_by:
+        raise ValueError(f"{path} holds records under run id {held} made with the config of run {made_by}: {redo}")
+    if run_id is not None and held != run_id:
+        raise ValueError(f"{path} holds records of run {held}, not of run {run_id}: give run {run_id}'s own records")
+    parts = path.parent.parts  # the last `evaluations` above the file: the folder of the run's records
+    at = max((i for i, part in enumerate(parts[:-1]) if part == "evaluations"), default=None)
+    folder = parts[at + 1] if at is not None else None
+    if folder is not None and folder != held:
+        raise ValueError(f"{path} holds records of run {held}, but lies in the evaluations folder of run {folder}: "
+                         f"move it to evaluations/{held}/, or {redo}")
+
+
 def read_records(path: str | Path) -> tuple[pd.DataFrame, dict]:
     path = Path(path)
     if not path.exists():

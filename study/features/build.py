@@ -16,7 +16,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from study.checkpoints import CHECKPOINT_FILES
 from study.data.augment import to_float
+from study.data.download import file_checksums
 from study.data.prepared import save_prepared
 from study.data.splits import Splits, stratified_subset
 from study.features.construct import (
@@ -97,6 +99,9 @@ def build_constructed(
     work_dir.mkdir(parents=True, exist_ok=True)
     seed = int(settings["seed"])
     key = provenance.get("key", "")
+    # a chunk is reused only if made for this construction by this very model file: a source
+    # model trained again (same run id, other weights) makes every chunk again
+    made_by = provenance.get("source_model_sha256")
 
     subset = stratified_subset(splits.train_y, settings["per_class"])
     # Starting images come from the same subset, drawn once for the whole set.
@@ -109,14 +114,14 @@ def build_constructed(
         path = work_dir / f"chunk_{c:05d}.pt"
         if path.exists():
             blob = load_torch(path)
-            if blob.get("key") == key:
+            if blob.get("key") == key and blob.get("source_model_sha256") == made_by:
                 chunks.append(blob)
                 continue
         sl = slice(c * size, (c + 1) * size)
         gen = torch.Generator(device=device).manual_seed(seed * 1_000_003 + c)
         blob = _chunk(kind, model, splits.train_x, splits.train_y, subset[sl], starts_all[sl],
                       len(splits.class_names), settings, gen, device)
-        blob["key"] = key
+        blob["key"], blob["source_model_sha256"] = key, made_by
         atomic_torch_save(blob, path)
         chunks.append(blob)
         if progress:
@@ -158,6 +163,8 @@ def construct_from_run(
     """`build_constructed` with the trained model of the run folder `source_run`; the
     construction's provenance is its name `key` and the source run's id (its folder's name)."""
     model, _ = load_trained_model(source_run, device)
-    provenance = {"key": key, "source_run": Path(source_run).name}
+    model_file = Path(source_run) / CHECKPOINT_FILES["last"]
+    provenance = {"key": key, "source_run": Path(source_run).name,
+                  "source_model_sha256": file_checksums(model_file, ["sha256"])["sha256"]}
     return build_constructed(kind, model, splits, out, work_dir, settings, provenance, device=device,
                              progress=progress)

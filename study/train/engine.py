@@ -30,7 +30,7 @@ import torch
 
 from study.config.spec import ConfigSpec, require
 from study.data.splits import Splits
-from study.device import describe, set_tf32, tf32_flags
+from study.device import describe, set_numerics_threads, set_tf32, tf32_flags
 from study.io import atomic_write_json
 from study.provenance import provenance
 from study.run_directory import (
@@ -118,6 +118,7 @@ def train(
     check_run_dir(run_dir, spec)
     # "fp32" on an Ampere+ GPU: set, not left to the library (docs/methods.md, precision)
     set_tf32(run.tf32.model_dump())
+    set_numerics_threads(device, run.threads)
     state = setup_run(spec, splits, run_dir, device)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
@@ -272,6 +273,8 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         "init_from": state.run.init_from,
         # the TF32 switches the run trained under (a GPU's "fp32"; no effect on a CPU)
         "tf32": tf32_flags(),
+        # the torch threads the arithmetic ran on (the run's `threads` on a CPU; set_numerics_threads)
+        "threads": torch.get_num_threads(),
         # cuDNN's per-shape algorithm timing (on for a CUDA run; study.device.set_cudnn_benchmark)
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
         "averaging": averaging,

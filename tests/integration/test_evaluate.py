@@ -1,11 +1,12 @@
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from study.config import resolve_evaluation
-from study.config.spec import EvaluationSpec
+from study.config.spec import ConfigSpec, EvaluationSpec
 from study.evaluate.checkpoint_eval import evaluate_checkpoint
 from study.evaluate.records import read_records
 from study.tables.classwise import build_tables
@@ -123,7 +124,9 @@ def test_one_evaluate_call_writes_several_evaluations(tmp_path, trained_runs, sy
     from study.cli import main
 
     root, records, _ = trained_runs
-    args = ["evaluate", "--data", str(synthetic_file), "--run-dir", str(root / "runs" / "std-s0"), "--no-progress"]
+    own = tmp_path / ConfigSpec.parse(json.loads((root / "runs/std-s0/config.json").read_text())).run_id
+    shutil.copytree(root / "runs/std-s0", own)  # the command evaluates a folder named by its run id only
+    args = ["evaluate", "--data", str(synthetic_file), "--run-dir", str(own), "--no-progress"]
     pairs = []
     for name in ("clean", "pgd3"):
         evaluation = json.dumps(resolve_evaluation(ci_params, name))

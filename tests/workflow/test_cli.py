@@ -95,7 +95,9 @@ def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
     run_study("prepare", "--dataset", "synthetic", "--variant", "default", "--out", str(data),
               "--synthetic", json.dumps(ci_params["data"]["synthetic"]))
     cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
-    run = tmp_path / "runs" / "r1"
+    from study.config.spec import ConfigSpec
+
+    run = tmp_path / "runs" / ConfigSpec.parse(cfg).run_id
     # (with the list of what it imports: an eager run never loads torch's compiler, which costs
     # seconds per process; `study/train/optim.py` says why it keeps no torch.optim optimizer)
     trained = run_study("train", "--data", str(data), "--run-dir", str(run), "--run-config", json.dumps(cfg),
@@ -103,7 +105,7 @@ def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
     imported = {line.rsplit("|", 1)[-1].strip() for line in trained.stderr.splitlines()
                 if line.startswith("import time")}
     assert "torch" in imported and "torch._dynamo" not in imported
-    record = tmp_path / "evaluations" / "r1" / "clean.parquet"
+    record = tmp_path / "evaluations" / run.name / "clean.parquet"
     run_study("evaluate", "--data", str(data), "--run-dir", str(run), "--out", str(record),
               "--evaluation", json.dumps(resolve_evaluation(ci_params, "clean")))
     run_study("tables", "--records", str(record), "--epochs", str(run / "epochs.csv"),

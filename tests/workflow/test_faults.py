@@ -32,6 +32,7 @@ from helpers.data_archives import (
 from helpers.workflow import ROOT
 
 from study.cli import build_parser, main
+from study.config.spec import ConfigSpec
 from study.data import cifar10, mnist, registry, svhn, tinyimagenet
 from study.data.download import ArchiveSpec
 from study.evaluate.records import read_records
@@ -321,10 +322,10 @@ def tiny_run(tmp_path_factory, ci_params, synthetic_splits) -> Path:
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    cfg = {**_tiny_run_config(ci_params), "train_per_class": 20}
+    run_dir = tmp_path_factory.mktemp("tiny") / ConfigSpec.parse(cfg).run_id  # evaluated: named by its run id
     try:
-        train_run({**_tiny_run_config(ci_params), "train_per_class": 20}, synthetic_splits, run_dir, device="cpu",
-                  progress=False)
+        train_run(cfg, synthetic_splits, run_dir, device="cpu", progress=False)
     finally:
         torch.set_num_threads(threads)
     return run_dir
@@ -399,9 +400,10 @@ def test_run_dir_of_another_config_is_refused_and_kept(tmp_path, capsys, synthet
 
 
 def test_model_file_of_another_run_is_refused(tmp_path, capsys, synthetic_file, run_cfg, one_thread):
-    own, other = tmp_path / "own", tmp_path / "other"
+    lenet = {**run_cfg, "model": "lenet"}
+    own, other = tmp_path / ConfigSpec.parse(run_cfg).run_id, tmp_path / ConfigSpec.parse(lenet).run_id
     succeeds(capsys, _train_argv(synthetic_file, own, run_cfg))
-    succeeds(capsys, _train_argv(synthetic_file, other, {**run_cfg, "model": "lenet"}))
+    succeeds(capsys, _train_argv(synthetic_file, other, lenet))
     kept = (own / "model.pt").read_bytes()
     shutil.copy(other / "model.pt", own / "model.pt")
     argv = ["evaluate", "--data", synthetic_file, "--run-dir", own, "--evaluation",
@@ -586,7 +588,7 @@ def test_corruption_parts_of_another_model_are_not_reused(tmp_path, monkeypatch,
     import study.evaluate.corruptions as module
     from study.io import atomic_torch_save, load_torch
 
-    run = tmp_path / "run"
+    run = tmp_path / tiny_run.name
     shutil.copytree(tiny_run, run)
     argv = ["corruptions", "--data", synthetic_file, "--run-dir", run, "--corruptions", "contrast",
             "--severities", "2", "--per-class", "2", "--source", "regenerated", "--device", "cpu", "--no-progress",
