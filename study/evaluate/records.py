@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 from study.io import atomic_path
 
 _META_KEY = b"study"
+#: what the metadata of every record `study evaluate` (and `study corruptions`) writes holds
+RECORD_METADATA = ("run_id", "evaluation", "class_names")
 
 
 def records_frame(
@@ -49,10 +51,25 @@ def write_records(df: pd.DataFrame, path: str | Path, meta: Mapping) -> None:
         pq.write_table(table, tmp)
 
 
-def read_records(path: str | Path) -> tuple[pd.DataFrame, dict]:
+def read_records(path: str | Path, require: tuple[str, ...] = RECORD_METADATA) -> tuple[pd.DataFrame, dict]:
+    """The record's frame and metadata; a ValueError line if the metadata lacks a key of `require`
+    (a parquet file written by other means: a frame saved again with pandas drops it)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
     table = pq.read_table(path)
-    meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
+    try:
+        meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
+    except json.JSONDecodeError:
+        meta = None
+    require_record_metadata(path, meta, require)
     return table.to_pandas(), meta
+
+
+def require_record_metadata(path: Path, meta: object, require: tuple[str, ...]) -> None:
+    """One line naming the record and the keys its metadata lacks, and how to make it again."""
+    missing = list(require) if not isinstance(meta, dict) else [k for k in require if k not in meta]
+    if missing:
+        raise ValueError(f"{path} lacks the study's record metadata ({', '.join(missing)} missing; the parquet "
+                         f"key {_META_KEY.decode()!r} holds it): it was written by other means (a frame saved again "
+                         "drops it); remove it and make it again with `study evaluate` (or rerun its job)")
