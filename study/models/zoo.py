@@ -19,9 +19,9 @@ from. `download=True` fetches the missing files first (machines with a network; 
 asks for it only for its own folder, data/zoo_weights): robustbench's own download (Google
 Drive; torchvision's files from download.pytorch.org), or, with $STUDY_WEIGHTS_URL_BASE set,
 `<base>/<file's place in the folder>` from a site's mirror in the same layout. Either way
-robustbench's load_model then reads the file (through a weights_only torch.load: `_WeightsOnlyTorch`),
-after its sha256 is checked against the pinned table (study.models.zoo_checksums); a failed download ends in the same one-line
-error, naming the URL.
+robustbench's load_model then reads the file (through a weights_only torch.load:
+`_WeightsOnlyTorch`), after its sha256 is checked against the pinned table
+(study.models.zoo_checksums); a failed download ends in the same one-line error, naming the URL.
 
 robustbench and torchvision are imported inside the loaders only (seconds: timm, torchvision).
 """
