@@ -31,12 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation
 from study.config.plan import RunSpec, prepared_name
 from study.config.spec import EvaluationSpec
 from study.config.types import RunConfig, ZooRunConfig
+from study.config.yamlfile import load_yaml
 from study.data.registry import DATASETS, get_dataset_info
 from study.io import replace_marked
 from study.models.registry import MODELS
@@ -103,7 +102,7 @@ class Throughput:
 
 
 def load_throughput(path: str | Path = THROUGHPUT_TABLE) -> Throughput:
-    data = yaml.safe_load(Path(path).read_text())
+    data = load_yaml(Path(path).read_text(), str(path))
     rows = tuple(Row(**row) for row in data["rows"])
     for row in rows:
         if row.model not in MODELS:

@@ -9,6 +9,7 @@ config, so presets never collide and a changed hyperparameter is a new run.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -176,7 +177,8 @@ def load_trained_model(
         set_numerics_threads(device, 1)  # a zoo run config names no threads: RunConfig's default
         from study.models.zoo import ZooEntry, load_zoo_model
 
-        return load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device), {"name": "zoo", **blob["zoo"]}
+        model = load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device, expected=blob.get("files"))
+        return model, {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
         written = json.loads(config.read_text())
@@ -197,19 +199,28 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
     model.pt that names the model and its weights files (with their SHA-256) instead of
     holding weights; `load_trained_model` loads it through robustbench. A missing weights
     file is fetched first with `download` (study.models.zoo.check_zoo_weights), and is an
-    error here, when the job runs, otherwise or when the download fails."""
-    from study.data.download import file_checksums
+    error here, when the job runs, otherwise or when the download fails. Each file is checked
+    (study.models.zoo_checksums): a pinned one whose hash differs, or one that torch will not
+    read with weights_only, is refused; an unpinned one gets a warning line and is listed
+    under `unpinned`."""
     from study.io import atomic_torch_save, atomic_write_json
     from study.models.weights import resolve_weights_dir
-    from study.models.zoo import ZooEntry, check_zoo_weights
+    from study.models.zoo import ZooEntry, checked_zoo_weights
 
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
     zoo = require(spec.config, ZooRunConfig, "write_zoo_run").zoo
-    files = check_zoo_weights(ZooEntry(**zoo.model_dump()), folder, download=download)
+    entry = ZooEntry(**zoo.model_dump())
+    files = checked_zoo_weights(entry, folder, download=download)
+    unpinned = [f.relative for f in files if not f.pinned]
+    for f in files:
+        if not f.pinned:
+            print(f"warning: weights of {entry.describe()}: {folder / f.relative} (sha256 {f.sha256}) is unpinned: "
+                  "no pinned checksum (study/models/zoo_weights.sha256, $STUDY_ZOO_CHECKSUMS) vouches for it; "
+                  "used, read with weights_only", file=sys.stderr)
     atomic_write_json(run_dir / CONFIG_FILE, spec.identity)
     # model.pt names the model as the run config writes it (robustbench's entries: three fields)
     blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),
-            "files": {str(p.relative_to(folder)): file_checksums(p, ["sha256"])["sha256"] for p in files}}
+            "files": {f.relative: f.sha256 for f in files}, "unpinned": unpinned}
     atomic_torch_save(blob, run_dir / CHECKPOINT_FILES["last"])
     return run_dir

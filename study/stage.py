@@ -21,6 +21,7 @@ from pathlib import Path
 
 from study.config.core import ConfigError
 from study.config.overrides import config_arguments, describe, run_overrides
+from study.config.params import load_params
 
 PROFILES = Path("workflow/profiles")
 
@@ -79,20 +80,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def restore_committed_params(params: Path) -> str | None:
+    """Under `dvc exp run` (which writes the values of -S into params.yaml before the stages run,
+    dropping its comments, and leaves the file so when the run fails), params.yaml put back as
+    committed at the experiment's baseline; the baseline, or None outside an experiment (a
+    user's own edit is theirs to fix, and is left as it is)."""
+    from study.config.overrides import BASELINE_ENV
+    from study.io import atomic_write_text
+
+    rev = os.environ.get(BASELINE_ENV)
+    if not rev:
+        return None
+    proc = subprocess.run(["git", "show", f"{rev}:./{params.name}"], cwd=params.resolve().parent,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None
+    atomic_write_text(params, proc.stdout)
+    return rev
+
+
+def _refuse(err: ConfigError, params: Path, overrides: dict | None) -> int:
+    rev = restore_committed_params(params)
+    values = ", ".join(describe(overrides or {})) or "none"
+    restored = (f"; {params} was put back as committed at {rev[:12]} (dvc exp run had written the values set "
+                f"for this run into it: {values}): run `dvc exp run` again with valid values") if rev else ""
+    print(f"study.stage: {' '.join(str(err).split())}{restored}", file=sys.stderr)
+    return 2
+
+
+def _snakemake(argv: list[str], env: dict) -> int:
+    """Snakemake's exit status; on Ctrl-C (which reaches Snakemake too, in the same process
+    group) Snakemake is given time to stop its jobs and release its lock, then 130."""
+    proc = subprocess.Popen(argv, env=env)
     try:
-        run = StageRun(tuple(args.targets), args.profile or machine_profile(), run_overrides(args.params))
+        return proc.wait()
+    except KeyboardInterrupt:
+        try:
+            proc.wait(timeout=60)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    overrides = None
+    try:
+        overrides = run_overrides(args.params)
+        run = StageRun(tuple(args.targets), args.profile or machine_profile(), overrides)
+        # the configuration as the Snakefile will load it, checked before anything runs
+        root = args.params.resolve().parent
+        load_params(args.params, overrides, root / "workflow/presets", root / "workflow/schemas/params.schema.yaml")
     except ConfigError as err:
-        print(f"study.stage: {err}", file=sys.stderr)
-        return 2
+        return _refuse(err, args.params, overrides)
     print(run.summary(), flush=True)
     if args.dry_run:
         print(" ".join(run.argv()))
         return 0
     env = {**os.environ, **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
-    rc = subprocess.run(run.argv(), env=env, check=False).returncode
+    rc = _snakemake(run.argv(), env)
     if rc == 0 and args.summary and not args.summary.exists():
         # Snakemake calls no onsuccess handler when it has nothing to do; the stage's summary (a
         # declared out, which DVC removed before the run) still says what the run found
@@ -101,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(args.summary, f"# Run summary\n\n{' '.join(args.targets)}: nothing to be done, "
                                         "every output was up to date.\n")
     return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print("study.stage: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

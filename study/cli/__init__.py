@@ -48,3 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(err).split())
         print(f"study {args.command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback
+        print(f"study {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -29,6 +29,9 @@ def parse_fraction(value: float | int | str) -> float:
     if isinstance(value, str):
         m = _FRACTION.match(value)
         if m:
+            if float(m.group(2)) == 0:
+                raise ConfigError(f"{value!r} divides by zero; valid: a number >= 0 or a fraction with a "
+                                  "non-zero denominator, like '8/255'")
             return float(m.group(1)) / float(m.group(2))
         try:
             return float(value)

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from study.config.core import ConfigError
+from study.config.yamlfile import load_yaml
 
 #: DVC names the commit an experiment starts from (dvc.env.DVC_EXP_BASELINE_REV)
 BASELINE_ENV = "DVC_EXP_BASELINE_REV"
@@ -40,7 +41,10 @@ def committed_params(params_path: Path, rev: str | None = None) -> dict:
         reason = (proc.stderr.strip().splitlines() or ["git show failed"])[-1]
         raise ConfigError(f"{params_path} has no committed version at {rev} ({reason}): commit params.yaml "
                           "(the study's defaults) so that the values set for a run can be told from them")
-    data = yaml.safe_load(proc.stdout)
+    try:
+        data = load_yaml(proc.stdout, f"{params_path} at {rev}")
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{params_path} at {rev} is not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{params_path} at {rev} must hold a mapping at the top level")
     return data

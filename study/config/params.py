@@ -26,6 +26,7 @@ from study.config.core import (
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
 from study.config.types import ExperimentGroup, Params, parse
+from study.config.yamlfile import load_yaml
 
 DEFAULT_PARAMS = Path("params.yaml")
 DEFAULT_PRESETS = Path("workflow/presets")
@@ -36,15 +37,12 @@ def available_presets(presets_dir: Path = DEFAULT_PRESETS) -> list[str]:
     return sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
 
 
-# libyaml's parser where PyYAML has it: the schema is read once per dataset check, and the
-# pure-Python parser takes a second per read.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_yaml(path: Path) -> dict:
     try:
         with open(path) as fh:
-            data = yaml.load(fh, Loader=_LOADER)
+            data = load_yaml(fh, str(path))
     except FileNotFoundError as err:
         raise ConfigError(f"config file not found: {path}") from err
     except yaml.YAMLError as err:
@@ -91,7 +89,7 @@ def coerce_overrides(overrides: Mapping) -> dict:
     for key, value in overrides.items():
         if isinstance(value, str) and value.strip()[:1] in ("{", "["):
             try:
-                value = yaml.safe_load(value)
+                value = load_yaml(value, f"override {key}")
             except yaml.YAMLError as err:
                 raise ConfigError(f"override {key}={value!r} is not valid YAML: {err}") from None
         else:  # Snakemake hands `features=null` on as the string 'null'

@@ -9,6 +9,8 @@ CIFAR-10."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -58,6 +60,21 @@ def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.random(shape) * 2 - 1
 
 
+# float64 images, noise field and one uniform draw alive at once, then the uint8 copy
+PEAK_BYTES_PER_VALUE = 3 * 8 + 1
+
+
+def _check_fits_memory(arg: str, per_class: int, num_classes: int, channels: int, image_size: int) -> None:
+    """Refuse, before any allocation, a set whose generation needs more than this machine's memory."""
+    per_image = channels * image_size * image_size * PEAK_BYTES_PER_VALUE
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if per_class * num_classes * per_image > memory:
+        raise ValueError(f"synthetic data {arg}={per_class:,}: generating it needs about "
+                         f"{per_class * num_classes * per_image / 2**30:,.0f} GiB, more than this machine's "
+                         f"{memory / 2**30:,.0f} GiB of memory; valid here: {arg} <= "
+                         f"{memory // (num_classes * per_image):,} (at image_size {image_size})")
+
+
 def _samples(
     rng: np.random.Generator,
     prototypes: np.ndarray,
@@ -97,6 +114,8 @@ def make_synthetic(
     ):
         if not isinstance(value, int) or value < least:
             raise ValueError(f"{arg} must be an int >= {least}, got {value!r}")
+    for arg, value in (("train_per_class", train_per_class), ("test_per_class", test_per_class)):
+        _check_fits_memory(arg, value, num_classes, channels, image_size)
     rng = np.random.default_rng(seed)
 
     colour = _uniform(rng, (num_classes, channels, 1, 1))

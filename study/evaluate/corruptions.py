@@ -90,7 +90,7 @@ def evaluate_corruptions(
         for severity in severities:
             part = parts_dir / f"{corruption}-{severity}.parquet"
             if part.exists():
-                done, done_meta = read_records(part)
+                done, done_meta = read_records(part, require=())  # a part's own metadata
                 # reuse a part (of an interrupted job) only if it was made by the same model file for
                 # the same samples, seed and images; a retrained model's parts are made again
                 if (done["index"].tolist() == idx.tolist() and done_meta.get("seed") == seed

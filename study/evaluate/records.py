@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 from study.io import atomic_path
 
 _META_KEY = b"study"
+#: what the metadata of every record `study evaluate` (and `study corruptions`) writes holds
+RECORD_METADATA = ("run_id", "evaluation", "class_names")
 
 
 def records_frame(
@@ -54,7 +56,10 @@ def record_meta(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
-    return json.loads((pq.read_schema(path).metadata or {}).get(_META_KEY, b"{}"))
+    try:
+        return json.loads((pq.read_schema(path).metadata or {}).get(_META_KEY, b"{}"))
+    except json.JSONDecodeError:
+        return {}
 
 
 def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: str | None = None) -> None:
@@ -66,6 +71,7 @@ def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: st
 
     path = Path(path)
     meta = record_meta(path) if meta is None else meta
+    require_record_metadata(path, meta, ("run_id", "run_config"))
     held = meta.get("run_id")
     made_by = expected_run_id(ConfigSpec.parse(meta.get("run_config"), f"{path}: run_config"))
     redo = "evaluate the run again (`study evaluate`) and remove this record"
@@ -81,10 +87,25 @@ def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: st
                          f"move it to evaluations/{held}/, or {redo}")
 
 
-def read_records(path: str | Path) -> tuple[pd.DataFrame, dict]:
+def read_records(path: str | Path, require: tuple[str, ...] = RECORD_METADATA) -> tuple[pd.DataFrame, dict]:
+    """The record's frame and metadata; a ValueError line if the metadata lacks a key of `require`
+    (a parquet file written by other means: a frame saved again with pandas drops it)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
     table = pq.read_table(path)
-    meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
+    try:
+        meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
+    except json.JSONDecodeError:
+        meta = None
+    require_record_metadata(path, meta, require)
     return table.to_pandas(), meta
+
+
+def require_record_metadata(path: Path, meta: object, require: tuple[str, ...]) -> None:
+    """One line naming the record and the keys its metadata lacks, and how to make it again."""
+    missing = list(require) if not isinstance(meta, dict) else [k for k in require if k not in meta]
+    if missing:
+        raise ValueError(f"{path} lacks the study's record metadata ({', '.join(missing)} missing; the parquet "
+                         f"key {_META_KEY.decode()!r} holds it): it was written by other means (a frame saved again "
+                         "drops it); remove it and make it again with `study evaluate` (or rerun its job)")

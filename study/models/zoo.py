@@ -19,8 +19,9 @@ from. `download=True` fetches the missing files first (machines with a network; 
 asks for it only for its own folder, data/zoo_weights): robustbench's own download (Google
 Drive; torchvision's files from download.pytorch.org), or, with $STUDY_WEIGHTS_URL_BASE set,
 `<base>/<file's place in the folder>` from a site's mirror in the same layout. Either way
-robustbench's load_model then reads the file; a failed download ends in the same one-line
-error, naming the URL.
+robustbench's load_model then reads the file (through a weights_only torch.load:
+`_WeightsOnlyTorch`), after its sha256 is checked against the pinned table
+(study.models.zoo_checksums); a failed download ends in the same one-line error, naming the URL.
 
 robustbench and torchvision are imported inside the loaders only (seconds: timm, torchvision).
 """
@@ -28,7 +29,6 @@ robustbench and torchvision are imported inside the loaders only (seconds: timm,
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import socket
 import sys
@@ -43,11 +43,20 @@ from torch import nn
 from study.io import load_torch
 from study.models.normalize import Normalize
 from study.models.weights import (
+    DEFAULT_WEIGHTS_SUBDIR,
     WEIGHTS_CONFIG_KEY,
     WEIGHTS_ENV,
     WEIGHTS_URL_BASE_ENV,
     WeightsUnavailableError,
     resolve_weights_dir,
+)
+from study.models.zoo_checksums import (
+    UNREADABLE,
+    CheckedFile,
+    ZooWeightsRefused,
+    check_file,
+    pinned_checksums,
+    unsafe_file_error,
 )
 
 ZOO_DATASETS = ("cifar10", "cifar100", "imagenet")
@@ -184,30 +193,40 @@ def zoo_files(entry: ZooEntry, weights_dir: str | os.PathLike | None, record: di
     return [Path(f"{base}_m{i}.pt") for i in range(len(ids))] if isinstance(ids, list) else [base]
 
 
-def _missing_error(entry: ZooEntry, path: Path, record: dict, cause: str = "") -> WeightsUnavailableError:
+def _official_copy(entry: ZooEntry, record: dict) -> str:
+    """Where the official copy of `entry`'s weights comes from, for an error line."""
     ids = record["gdrive_id"]
+    return (f"robustbench.utils.load_model({entry.name!r}, model_dir=<folder>, dataset={entry.dataset!r}, "
+            f"threat_model={entry.threat_model!r}) downloads it from Google Drive (id "
+            f"{ids if not isinstance(ids, list) else ', '.join(ids)}) on a machine with a network; in the project's "
+            f"folder data/{DEFAULT_WEIGHTS_SUBDIR} the zoo_run job downloads it again")
+
+
+def _missing_error(entry: ZooEntry, path: Path, record: dict, cause: str = "") -> WeightsUnavailableError:
     return WeightsUnavailableError(
         f"weights of {entry.describe()} not found: expected the file {path} ({entry.relative_file} in the "
         f"weights folder, robustbench's layout <model_dir>/<dataset>/<threat_model>/<name>.pt){cause}. The "
-        f"official copy: robustbench.utils.load_model({entry.name!r}, model_dir=<folder>, dataset="
-        f"{entry.dataset!r}, threat_model={entry.threat_model!r}) downloads it from Google Drive (id "
-        f"{ids if not isinstance(ids, list) else ', '.join(ids)}) on a machine with a network; copy the folder's "
+        f"official copy: {_official_copy(entry, record)}; copy the folder's "
         f"file there. The folder is the config key {WEIGHTS_CONFIG_KEY} or ${WEIGHTS_ENV}."
     )
 
 
-def _download(utils, entry: ZooEntry, model_dir: Path, record: dict, path: Path) -> None:
-    """robustbench's own download (gdown), bounded in time; a failure is our one-line error."""
-    existed = {p: p.exists() for p in [path]}
+def _download(utils, entry: ZooEntry, record: dict, missing: list[Path]) -> None:
+    """robustbench's own download (gdown) of the missing files, bounded in time, each through a
+    temporary file; only downloaded here: robustbench's load_model would unpickle them too."""
+    from study.io import atomic_path
+
+    ids = record["gdrive_id"]
     previous = socket.getdefaulttimeout()
     socket.setdefaulttimeout(DOWNLOAD_TIMEOUT_S)
     try:
-        utils.load_model(entry.name, model_dir=str(model_dir), dataset=entry.dataset,
-                         threat_model=entry.threat_model)
+        for path in missing:
+            gdrive_id = ids[int(path.name.rsplit("_m", 1)[1].removesuffix(".pt"))] if isinstance(ids, list) else ids
+            with atomic_path(path) as tmp:
+                utils.download_gdrive_new(gdrive_id, str(tmp))
+                if not Path(tmp).is_file():  # gdown reports some failures by returning None
+                    raise OSError(f"gdown wrote no file for id {gdrive_id}")
     except Exception as err:  # gdown / requests raise many kinds; the user needs the file's place
-        for p, was in existed.items():
-            if not was and p.exists() and p.stat().st_size == 0:
-                p.unlink()
         raise _missing_error(entry, path, record, f" (robustbench's download failed: "
                              f"{type(err).__name__})") from None
     finally:
@@ -308,11 +327,50 @@ def check_zoo_weights(
             for path in missing:
                 _http_download(f"{base}/{path.relative_to(model_dir).as_posix()}", path, entry)
         else:
-            _download(utils, entry, model_dir, record, missing[0])
+            _download(utils, entry, record, missing)
         missing = [p for p in files if not p.is_file()]
     if missing:
         raise _missing_error(entry, missing[0], record)
     return files
+
+
+def _good_copy(entry: ZooEntry) -> str:
+    if entry.source == "torchvision":
+        return f"{TORCHVISION_URL_BASE}/{Path(str(entry.file)).name}"
+    return _official_copy(entry, _zoo_record(_import_robustbench(), entry))
+
+
+def checked_zoo_weights(
+    entry: ZooEntry, weights_dir: str | os.PathLike | None = None, *, download: bool = False, read: bool = True
+) -> list[CheckedFile]:
+    """The files of `entry` in place (`check_zoo_weights`), each checked against its pinned
+    sha256 and read with weights_only (study.models.zoo_checksums); ZooWeightsRefused otherwise."""
+    files = check_zoo_weights(entry, weights_dir, download=download)
+    folder, good_copy, pins = resolve_weights_dir(weights_dir), _good_copy(entry), pinned_checksums()
+    return [check_file(p, p.relative_to(folder).as_posix(), pins, entry.describe(), good_copy, read) for p in files]
+
+
+class _WeightsOnlyTorch:
+    """robustbench.utils's `torch` while its load_model runs: torch, but `load` reads with
+    weights_only=True whatever the environment says (robustbench 1.1.1 calls torch.load
+    without weights_only, which $TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD would turn off)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(f, map_location=None, **_ignored) -> Any:
+        return load_torch(f, map_location=map_location or "cpu")
+
+
+def _robustbench_network(utils, entry: ZooEntry, weights_dir: str | os.PathLike | None) -> nn.Module:
+    real_torch = utils.torch
+    utils.torch = _WeightsOnlyTorch()
+    try:
+        return utils.load_model(entry.name, model_dir=str(resolve_weights_dir(weights_dir)),
+                                dataset=entry.dataset, threat_model=entry.threat_model)
+    finally:
+        utils.torch = real_torch
 
 
 def load_zoo_model(
@@ -321,20 +379,29 @@ def load_zoo_model(
     device: torch.device | str = "cpu",
     *,
     download: bool = False,
+    expected: dict[str, str] | None = None,
 ) -> ZooModel:
     """`entry` from the weights folder, in eval mode: through robustbench.utils.load_model, or
-    (source torchvision) torchvision's architecture with the file's state dict."""
-    if entry.source == "torchvision":
-        return ZooModel(_load_torchvision(entry, weights_dir), entry).to(device).eval()
-    files = check_zoo_weights(entry, weights_dir, download=download)
-    utils = _import_robustbench()
+    (source torchvision) torchvision's architecture with the file's state dict; every file
+    checked first (`checked_zoo_weights`) and, with `expected` (place -> sha256, what
+    `study zoo-run` recorded), refused if it changed since."""
+    # hashed here, read once below (with weights_only, through _WeightsOnlyTorch for robustbench)
+    checked = checked_zoo_weights(entry, weights_dir, download=download, read=False)
+    for file in checked:
+        if expected is not None and expected.get(file.relative) != file.sha256:
+            raise ZooWeightsRefused(
+                f"weights of {entry.describe()}: {file.relative} in {resolve_weights_dir(weights_dir)} has sha256 "
+                f"{file.sha256}, but `study zoo-run` recorded {expected.get(file.relative)}: the file changed "
+                "since; put the recorded file back, or run the zoo_run job again")
     try:
-        network = utils.load_model(entry.name, model_dir=str(resolve_weights_dir(weights_dir)),
-                                   dataset=entry.dataset, threat_model=entry.threat_model)
-    except pickle.UnpicklingError as err:
-        raise ValueError(f"{files[0]}: torch refuses to unpickle it with weights_only (first line: "
-                         f"{str(err).splitlines()[0]}); if the file is RobustBench's own, set "
-                         "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1") from None
+        if entry.source == "torchvision":
+            network = _load_torchvision(entry, weights_dir)
+        else:
+            network = _robustbench_network(_import_robustbench(), entry, weights_dir)
+    except UNREADABLE as err:
+        path = resolve_weights_dir(weights_dir) / checked[0].relative
+        raise unsafe_file_error(path if len(checked) == 1 else path.parent, entry.describe(), _good_copy(entry),
+                                err) from None
     return ZooModel(network, entry).to(device).eval()
 
 
