@@ -71,7 +71,7 @@ def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: st
 
     path = Path(path)
     meta = record_meta(path) if meta is None else meta
-    require_record_metadata(path, meta, ("run_id", "run_config"))
+    require_record_metadata(path, meta, (*RECORD_METADATA, "run_config"))
     held = meta.get("run_id")
     made_by = expected_run_id(ConfigSpec.parse(meta.get("run_config"), f"{path}: run_config"))
     redo = "evaluate the run again (`study evaluate`) and remove this record"

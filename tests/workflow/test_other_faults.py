@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from study.cli import main
+from study.config.spec import ConfigSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS, SCHEMA = ROOT / "workflow/presets", ROOT / "workflow/schemas/params.schema.yaml"
@@ -96,12 +97,12 @@ def tiny_trained_run(tmp_path_factory, ci_params, synthetic_splits):
 
     cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard"
                and r.config["model"] == "small_cnn").config
-    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    cfg = {**cfg, "epochs": 1, "train_per_class": 8, "epoch_eval": {**cfg["epoch_eval"], "per_class": 2}}
+    run_dir = tmp_path_factory.mktemp("tiny") / ConfigSpec.parse(cfg).run_id  # evaluated: named by its run id
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        train_run({**cfg, "epochs": 1, "train_per_class": 8, "epoch_eval": {**cfg["epoch_eval"], "per_class": 2}},
-                  synthetic_splits, run_dir, device="cpu", progress=False)
+        train_run(cfg, synthetic_splits, run_dir, device="cpu", progress=False)
     finally:
         torch.set_num_threads(threads)
     return run_dir
@@ -111,7 +112,7 @@ def test_a_record_saved_again_without_the_study_metadata_is_named(record, tmp_pa
     resaved = tmp_path / "clean.parquet"
     pd.read_parquet(record).to_parquet(resaved)  # what a user's pandas round trip does: the metadata is gone
     argv = ["tables", "--records", resaved, "--out-dir", tmp_path / "tables"]
-    fails(capsys, argv, resaved, "lacks the study's record metadata (run_id, evaluation, class_names missing",
+    fails(capsys, argv, resaved, "lacks the study's record metadata (run_id, evaluation, class_names",
           "make it again with `study evaluate`")
     assert not (tmp_path / "tables").exists() or not any((tmp_path / "tables").iterdir())
     assert main([str(a) for a in ["tables", "--records", record, "--out-dir", tmp_path / "tables"]]) == 0
