@@ -29,6 +29,10 @@ VALIDATION_FILE = "validation.json"
 #: the published protocol's evidence beside model_published.pt: every epoch's index, the
 #: candidates and the epoch chosen
 PUBLISHED_FILE = "published.json"
+#: the training's own copies of model_best.pt and model_published.pt, beside checkpoint.pt: a
+#: workflow removes a job's declared files before it reruns the job, and a finished run's rerun
+#: rewrites them from these (study.train.engine: restore_finished)
+KEPT_FILES = {"best": "checkpoint_best.pt", "published": "checkpoint_published.pt"}
 
 #: the columns that name a run's training setting (everything but dataset, model, method, seed)
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]

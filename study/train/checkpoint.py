@@ -1,13 +1,48 @@
-"""Resumable training state: everything a killed run needs to continue bit-for-bit."""
+"""Resumable training state: everything a killed run needs to continue bit-for-bit, what its
+weights were trained from (the inputs' digests), and the training's own copies of the model
+files it chooses on the way (model_best.pt, model_published.pt), from which a finished run's
+declared files are rewritten when a workflow reruns its job (study.train.engine)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from study.io import atomic_torch_save, load_torch
+from study.io import atomic_path, atomic_torch_save, load_torch
+
+
+def tensor_digest(named: Iterable[tuple[str, Any]]) -> str:
+    """sha256 of named tensors' content (name, dtype, shape and bytes, in the given order) and
+    of any other values' repr: the same content digests the same however its file was written."""
+    digest = hashlib.sha256()
+    for name, value in named:
+        digest.update(name.encode())
+        if isinstance(value, torch.Tensor):
+            array = value.detach().cpu().contiguous()
+            digest.update(f"{array.dtype}{tuple(array.shape)}".encode())
+            digest.update(array.view(torch.uint8).numpy() if array.numel() else b"")
+        else:
+            digest.update(repr(value).encode())
+    return digest.hexdigest()
+
+
+def place_copy(src: Path, dest: Path) -> None:
+    """`dest` becomes a copy of `src` (a hard link where the file system has them), atomically."""
+    with atomic_path(dest) as tmp:
+        tmp.unlink()
+        try:
+            os.link(src, tmp)
+        except OSError:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            shutil.copyfile(src, tmp)
 
 
 def rng_state(cpu_gen: torch.Generator, dev_gen: torch.Generator) -> dict[str, Any]:

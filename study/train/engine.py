@@ -16,6 +16,12 @@ a fixed seed, finishes with the same records as an uninterrupted run.
                    and the published protocol's checkpoint  (study.train.published_protocol)
         save_state: checkpoint.pt and epochs.csv
       finish_run: model.pt and meta.json
+
+A rerun of a finished run (a workflow reruns its job for a reason that cannot change the
+weights: a speed setting, the command's text, a touched input) trains no epoch: restore_finished
+writes every file of the run again from checkpoint.pt and the training's own copies of the
+model files it chose. A checkpoint trained on other inputs (the prepared data's or the parent
+model's content differs, by sha256) is not continued: the run trains afresh (setup.stale_reason).
 """
 
 from __future__ import annotations
@@ -36,13 +42,14 @@ from study.provenance import provenance
 from study.run_directory import (
     CHECKPOINT_FILES,
     EPOCHS_FILE,
+    KEPT_FILES,
     META_FILE,
     PUBLISHED_FILE,
     STATE_FILE,
     VALIDATION_FILE,
     save_model,
 )
-from study.train.checkpoint import rng_state, save_checkpoint
+from study.train.checkpoint import place_copy, rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
 from study.train.policies import EpochStats
 from study.train.published_protocol import choose_published
@@ -54,6 +61,7 @@ from study.train.setup import (
     channel_stats,
     check_data,
     check_run_dir,
+    input_digests,
     resume_or_start,
     setup_run,
     write_run_config,
@@ -120,15 +128,20 @@ def train(
     set_tf32(run.tf32.model_dump())
     set_numerics_threads(device, run.threads)
     state = setup_run(spec, splits, run_dir, device)
+    state.inputs = input_digests(splits, init_from)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
     write_run_config(run_dir, spec)
+    if state.start_epoch >= state.epochs:
+        restore_finished(state)
+        return TrainResult(run_dir, state.epochs, finished=True)
     prime_policies(state)
     step = TrainStep(state, compile_mode)
     for epoch in range(state.start_epoch + 1, state.epochs + 1):
         t0 = time.perf_counter()
         policy_state = EpochPolicyState.of(state)
         totals = train_epoch(state, step, epoch, policy_state, progress)
+        state.compiled = step.record()
         state.loop_timings.append(time.perf_counter() - t0)
         end_epoch(state, epoch, totals, policy_state)
         state.timings.append(time.perf_counter() - t0)
@@ -183,7 +196,7 @@ def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: boo
     eligible, new_best = best_on_validation(epoch, state.epochs, parts["score"], state.best["score"], selection)
     if new_best:
         state.best = {"score": parts["score"], "epoch": epoch}
-        save_model(state.run_dir / CHECKPOINT_FILES["best"], out_model, state.model, state.arch, state.spec.key, epoch)
+        keep_model(state, "best", out_model, epoch)
     path = state.run_dir / VALIDATION_FILE
     record = json.loads(path.read_text())
     record["selection"] = selection
@@ -200,12 +213,41 @@ def keep_published(state: RunState, epoch: int, out_model: torch.nn.Module) -> i
     run = state.run
     choice = choose_published(state.records, state.epochs, run.published_selection)
     if choice.chosen_epoch == epoch:
-        save_model(state.run_dir / CHECKPOINT_FILES["published"], out_model, state.model, state.arch, state.spec.key,
-                   epoch)
+        keep_model(state, "published", out_model, epoch)
     attack = run.epoch_eval.attack.model_dump() if run.epoch_eval.attack is not None else None
     atomic_write_json(state.run_dir / PUBLISHED_FILE,
                       choice.record(run.published_selection, state.epochs, attack, run.epoch_eval.per_class))
     return choice.chosen_epoch
+
+
+def keep_model(state: RunState, name: str, out_model: torch.nn.Module, epoch: int) -> None:
+    """A chosen checkpoint's model file (model_best.pt, model_published.pt), written as the
+    training's own copy beside checkpoint.pt first (KEPT_FILES), from which a rerun of the
+    finished run rewrites the declared file."""
+    kept = state.run_dir / KEPT_FILES[name]
+    save_model(kept, out_model, state.model, state.arch, state.spec.key, epoch)
+    place_copy(kept, state.run_dir / CHECKPOINT_FILES[name])
+
+
+def restore_finished(state: RunState) -> None:
+    """The run's files written again from a finished checkpoint, no epoch trained: epochs.csv
+    from its records, model.pt from its weights, model_best.pt and model_published.pt from the
+    training's copies (checked by setup.stale_reason); meta.json, validation.json and
+    published.json stay as the training wrote them (meta.json is written where it is missing)."""
+    run_dir = state.run_dir
+    write_epochs_csv(run_dir / EPOCHS_FILE, state.records)
+    kept = [name for name, wanted in (("best", state.has_validation),
+                                      ("published", state.run.published_selection is not None)) if wanted]
+    for name in kept:
+        place_copy(run_dir / KEPT_FILES[name], run_dir / CHECKPOINT_FILES[name])
+    if (run_dir / META_FILE).exists():
+        save_model(run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.spec.key,
+                   state.epochs)
+    else:
+        finish_run(state, state.compiled)
+    files = [EPOCHS_FILE, CHECKPOINT_FILES["last"], *(CHECKPOINT_FILES[n] for n in kept)]
+    _log(f"{run_dir.name}: checkpoint.pt holds the finished run (epoch {state.epochs}/{state.epochs}); no epoch "
+         f"trained, its files written again from it: {', '.join(files)}")
 
 
 def save_state(state: RunState, epoch: int) -> None:
@@ -222,6 +264,8 @@ def save_state(state: RunState, epoch: int) -> None:
         "loop_timings": state.loop_timings,
         "policies": state.policies.state_dict(),
         "best": state.best,
+        "inputs": state.inputs,
+        "compile": state.compiled,
     })
     write_epochs_csv(state.run_dir / EPOCHS_FILE, state.records)
 

@@ -19,11 +19,12 @@ from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
-from study.run_directory import CONFIG_FILE, EPOCHS_FILE, STATE_FILE, VALIDATION_FILE
+from study.run_directory import CONFIG_FILE, EPOCHS_FILE, KEPT_FILES, STATE_FILE, VALIDATION_FILE
 from study.train.adversary import Adversary
-from study.train.checkpoint import load_checkpoint, restore_rng
+from study.train.checkpoint import load_checkpoint, restore_rng, tensor_digest
 from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler
 from study.train.policies import FixedEpsilon, Policies, build_policies
+from study.train.published_protocol import choose_published
 from study.train.validation import validation_split
 
 
@@ -56,6 +57,10 @@ class RunState:
     loop_timings: list[float] = field(default_factory=list)  # the training batches of each epoch
     start_epoch: int = 0
     best: dict = field(default_factory=lambda: {"score": float("-inf"), "epoch": 0})
+    #: sha256 of what the weights are trained from besides the config (input_digests), kept in checkpoint.pt
+    inputs: dict = field(default_factory=dict)
+    #: meta.json's `compile` of the process that trained the last epoch (TrainStep.record)
+    compiled: dict | None = None
 
     @property
     def num_classes(self) -> int:
@@ -230,19 +235,80 @@ def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str) -> R
     )
 
 
+def input_digests(splits: Splits, init_from: str | Path | None) -> dict[str, str | None]:
+    """sha256 of what a run's weights are trained from besides its config: the prepared data's
+    tensors and class names, and the parent model's weights (a fine-tuning run's `--init-from`;
+    None without one or while that file is missing). Content, not files: a file rewritten with
+    the same content (a rerun construction, a parent restored from its checkpoint) digests the same."""
+    data = tensor_digest([("train_x", splits.train_x), ("train_y", splits.train_y), ("test_x", splits.test_x),
+                          ("test_y", splits.test_y), ("class_names", list(splits.class_names))])
+    parent = None
+    if init_from is not None and Path(init_from).is_file():
+        blob = load_torch(init_from)
+        parent = tensor_digest(sorted(blob.get("state_dict", {}).items()))
+    return {"data": data, "parent": parent}
+
+
+def _kept_epochs(state: RunState, ckpt: dict) -> dict[str, int | None]:
+    """The epoch each kept model file of a finished checkpoint must hold (model_best.pt: the best
+    epoch on validation; model_published.pt: the published protocol's choice)."""
+    kept = {}
+    if state.run.validation is not None:
+        kept["best"] = int(dict(ckpt.get("best", {})).get("epoch", 0)) or None
+    if state.run.published_selection is not None:
+        kept["published"] = choose_published(ckpt["records"], state.epochs, state.run.published_selection).chosen_epoch
+    return kept
+
+
+def stale_reason(state: RunState, ckpt: dict) -> str | None:
+    """Why `checkpoint.pt` cannot continue this run (it is then trained afresh), or None. The
+    rule: a checkpoint continues only the training of the same inputs (the prepared data's and
+    the parent model's content, by sha256), and a finished one only with the training's own
+    copies of the model files it chose (checkpoint_best.pt, checkpoint_published.pt) in place."""
+    inputs = ckpt.get("inputs")
+    if not inputs:
+        return "it records no digest of the data it was trained on (written before digests were recorded)"
+    for name, what in (("data", "prepared data"), ("parent", "parent model (--init-from)")):
+        if inputs.get(name) != state.inputs.get(name):
+            was, now = (str(d)[:12] if d else "none" for d in (inputs.get(name), state.inputs.get(name)))
+            return f"it was trained on other {what} (sha256 {was}..., now {now}...)"
+    if int(ckpt["epoch"]) < state.epochs:
+        return None
+    for name, epoch in _kept_epochs(state, ckpt).items():
+        path = state.run_dir / KEPT_FILES[name]
+        held = load_torch(path).get("epoch") if path.is_file() else None
+        if epoch is None or held != epoch:
+            return (f"it is finished, but {path.name} holds {'no model' if held is None else f'epoch {held}'} "
+                    f"where its {name} model is epoch {epoch}")
+    return None
+
+
+def discard_state(run_dir: Path) -> None:
+    """Remove a checkpoint that cannot continue the run, and the model files it chose."""
+    for name in (STATE_FILE, *KEPT_FILES.values()):
+        (run_dir / name).unlink(missing_ok=True)
+
+
 def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
-    """Continue from `checkpoint.pt` when there is one; else start (a fine-tuning run from
-    its parent's weights)."""
+    """Continue from `checkpoint.pt` when there is one that this run's inputs trained
+    (stale_reason); else start (a fine-tuning run from its parent's weights)."""
     ckpt_path = state.run_dir / STATE_FILE
     ckpt = load_checkpoint(ckpt_path)
+    if ckpt is not None:
+        if ckpt["run_key"] != state.spec.key:
+            raise ValueError(f"{ckpt_path} belongs to another config; move it aside to start this run afresh")
+        reason = stale_reason(state, ckpt)
+        if reason is not None:
+            _log(f"{ckpt_path} (epoch {ckpt['epoch']}/{state.epochs}) is not continued: {reason}; "
+                 f"training {state.run_dir.name} afresh")
+            discard_state(state.run_dir)
+            ckpt = None
     if ckpt is None:
         if state.run.init_from:
             _init_from_parent(state.model, state.run, init_from)
         _log(f"training {state.run_dir.name} on {describe(state.dev)}: {state.x_train.shape[0]} images, "
              f"{state.epochs} epochs")
         return
-    if ckpt["run_key"] != state.spec.key:
-        raise ValueError(f"{ckpt_path} belongs to another config; move it aside to start this run afresh")
     state.model.load_state_dict(ckpt["model"])
     state.optimizer.load_state_dict(ckpt["optimizer"])
     state.scheduler.load_state_dict(ckpt["scheduler"])
@@ -252,7 +318,9 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
     state.start_epoch = int(ckpt["epoch"])
     state.policies.load_state_dict(ckpt.get("policies", {}))
     state.best = dict(ckpt.get("best", state.best))
-    _log(f"resuming {state.run_dir.name} after epoch {state.start_epoch}/{state.epochs}")
+    state.compiled = ckpt.get("compile")
+    if state.start_epoch < state.epochs:
+        _log(f"resuming {state.run_dir.name} after epoch {state.start_epoch}/{state.epochs}")
 
 
 def _init_from_parent(model: torch.nn.Module, run: RunConfig, path: str | Path | None) -> None:

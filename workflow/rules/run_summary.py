@@ -20,16 +20,27 @@ from study.io import atomic_write_text
 
 SUMMARY_FILE = "results/run_summary.md"
 _ERROR_BLOCK = re.compile(r"^Error in rule (\w+):\n((?:[ \t]+.*\n?)*)", re.M)
+# a job's start (`rule train:` / `localrule train:` and its indented fields) and its end
+_JOB_BLOCK = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*\n?)*)", re.M)
+_FINISHED = re.compile(r"^Finished jobid: (\d+) ", re.M)
+# Snakemake's other job failures (MissingOutputException, a failed --latency-wait, ...): no
+# `Error in rule` block, their name, the rule, and the job's id in the message's first line
+_EXCEPTION = re.compile(r"^(\w+(?:Exception|Error)) in rule (\w+) in file .*\n(.*)\n((?:.*\(missing.*\n)*)", re.M)
+_JOB_ID = re.compile(r"\bJob (\d+)\b")
+_INTERRUPTED = "Terminating processes on user request"
 
 
 @dataclass(frozen=True)
 class FailedJob:
-    """A job that failed: its rule, its outputs, its log files, the error line its log ends with."""
+    """A job that failed: its rule, its outputs, its log files, the error line its log ends with
+    (or Snakemake's own, where the job left none); `interrupted` where the run was stopped
+    (Ctrl-C) while the job ran and its log names no error of its own."""
 
     rule: str
     outputs: tuple[str, ...]
     logs: tuple[str, ...]
     error: str
+    interrupted: bool = False
 
 
 def _field(block: str, name: str) -> tuple[str, ...]:
@@ -40,32 +51,77 @@ def _field(block: str, name: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
 
+def _study_error(logs: Iterable[str]) -> str | None:
+    """The last `error:` line of the job's own logs, if any."""
+    for log in logs:
+        path = Path(log)
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        errors = [line.strip() for line in text.splitlines() if "error:" in line.lower()]
+        if errors:
+            return errors[-1]
+    return None
+
+
 def error_line(logs: Iterable[str]) -> str:
     """The line that says why a job failed: a `study` command's one-line error (the last line
     containing `error:`), else its log's last line; where no log was written, says so."""
+    logs = list(logs)
+    found = _study_error(logs)
+    if found:
+        return found
     for log in logs:
         path = Path(log)
-        if not path.is_file():
-            continue
-        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
-        errors = [line for line in lines if "error:" in line.lower()]
-        if errors or lines:
-            return (errors or lines)[-1]
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()] \
+            if path.is_file() else []
+        if lines:
+            return lines[-1]
     return "no log written (the console shows the job's error)"
 
 
+def _missing_output(match: re.Match, jobs: Mapping[str, tuple[str, str]]) -> FailedJob:
+    """A failure Snakemake reports as an exception of its own (MissingOutputException): the
+    files it found missing, and the job's log (from the job's start block, by its id)."""
+    name, rule, first, files = match.groups()
+    job_id = _JOB_ID.search(first)
+    block = jobs.get(job_id.group(1), ("", ""))[1] if job_id else ""
+    outputs, logs = _field(block, "output"), _field(block, "log")
+    missing = [line.split(" (missing")[0].strip() for line in files.splitlines() if line.strip()]
+    said = _study_error(logs)
+    error = (f"{name}: the job ended without writing {', '.join(missing) or 'some of its outputs'}"
+             + (f"; its log: {said}" if said else ""))
+    return FailedJob(rule, outputs, logs, error)
+
+
 def failed_jobs(snakemake_logs: Iterable[str]) -> list[FailedJob]:
-    """Every `Error in rule` block of Snakemake's own log files (the `log` its onerror handler gets)."""
+    """Every failed job of Snakemake's own log files (the `log` its onerror handler gets): its
+    `Error in rule` blocks and its other job failures (MissingOutputException ...); in a run
+    stopped by the user, every job that had started and not finished reads as interrupted."""
     jobs, seen = [], set()
     for log in snakemake_logs:
         path = Path(log)
         text = path.read_text(errors="replace") if path.is_file() else ""
+        started = {_field(m.group(2), "jobid")[0]: (m.group(1), m.group(2))
+                   for m in _JOB_BLOCK.finditer(text) if _field(m.group(2), "jobid")}
+        interrupted = _INTERRUPTED in text
         for match in _ERROR_BLOCK.finditer(text):
             rule, block = match.group(1), match.group(2)
             outputs, logs = _field(block, "output"), _field(block, "log")
             if (rule, outputs) not in seen:
                 seen.add((rule, outputs))
-                jobs.append(FailedJob(rule, outputs, logs, error_line(logs)))
+                stopped = interrupted and _study_error(logs) is None
+                jobs.append(FailedJob(rule, outputs, logs, "interrupted" if stopped else error_line(logs), stopped))
+        for match in _EXCEPTION.finditer(text):
+            job = _missing_output(match, started)
+            if (job.rule, job.outputs) not in seen:
+                seen.add((job.rule, job.outputs))
+                jobs.append(job)
+        if interrupted:
+            finished = set(_FINISHED.findall(text))
+            for job_id, (rule, block) in started.items():
+                outputs, logs = _field(block, "output"), _field(block, "log")
+                if job_id not in finished and (rule, outputs) not in seen:
+                    seen.add((rule, outputs))
+                    jobs.append(FailedJob(rule, outputs, logs, "interrupted", interrupted=True))
     return jobs
 
 
