@@ -265,9 +265,9 @@ def stale_reason(state: RunState, ckpt: dict) -> str | None:
     rule: a checkpoint continues only the training of the same inputs (the prepared data's and
     the parent model's content, by sha256), and a finished one only with the training's own
     copies of the model files it chose (checkpoint_best.pt, checkpoint_published.pt) in place."""
-    inputs = ckpt.get("inputs")
-    if not inputs:
-        return "it records no digest of the data it was trained on (written before digests were recorded)"
+    # a checkpoint written before digests were recorded is taken as this run's: what it was
+    # trained on cannot be told, and discarding it would lose the training it holds
+    inputs = ckpt.get("inputs") or dict(state.inputs)
     for name, what in (("data", "prepared data"), ("parent", "parent model (--init-from)")):
         if inputs.get(name) != state.inputs.get(name):
             was, now = (str(d)[:12] if d else "none" for d in (inputs.get(name), state.inputs.get(name)))
@@ -284,9 +284,11 @@ def stale_reason(state: RunState, ckpt: dict) -> str | None:
 
 
 def discard_state(run_dir: Path) -> None:
-    """Remove a checkpoint that cannot continue the run, and the model files it chose."""
+    """Move a checkpoint that cannot continue the run, and the model files it chose, aside as
+    `stale-<name>` (the last such set; nothing trained is deleted by a rerun)."""
     for name in (STATE_FILE, *KEPT_FILES.values()):
-        (run_dir / name).unlink(missing_ok=True)
+        if (run_dir / name).is_file():
+            (run_dir / name).replace(run_dir / f"stale-{name}")
 
 
 def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
@@ -299,8 +301,8 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
             raise ValueError(f"{ckpt_path} belongs to another config; move it aside to start this run afresh")
         reason = stale_reason(state, ckpt)
         if reason is not None:
-            _log(f"{ckpt_path} (epoch {ckpt['epoch']}/{state.epochs}) is not continued: {reason}; "
-                 f"training {state.run_dir.name} afresh")
+            _log(f"{ckpt_path} (epoch {ckpt['epoch']}/{state.epochs}) is not continued: {reason}; moved aside "
+                 f"as stale-{STATE_FILE}; training {state.run_dir.name} afresh")
             discard_state(state.run_dir)
             ckpt = None
     if ckpt is None:
