@@ -3,18 +3,24 @@ four stages over the same DAG, the report, and what a changed setting makes stal
 
 import json
 import math
+import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
 from helpers.workflow import (
     BIN,
+    DISCREPANCY_FIGURES,
     NOT_IN_CI_DAG,
     ROOT,
     ZOO_FIGURES,
+    _env,
     _evaluate_count,
     _evaluate_jobs,
     _expected_logs,
@@ -155,6 +161,21 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     # Snakemake, run again, finds everything that DVC's stages made up to date.
     assert "Nothing to be done" in _run(snakemake(), project)
 
+    # A killed update is finished by the same command: an evaluation job and a figure job of an
+    # update (--forcerun) killed with SIGKILL once running (their outputs removed), `--unlock`,
+    # then the headline command remakes both files, and its summary names them.
+    record = f"results/evaluations/{runs[0].run_id}/{runs[0].evaluations[0]}.parquet"
+    panel = next(f for f in figures if f.endswith(".png") and Path(f).parent.name not in DISCREPANCY_FIGURES)
+    for target in (record, panel):
+        _kill_once_running(snakemake("--cores", "1", "--forcerun", target, targets=(target,)), project, target)
+        assert not (project / target).exists(), f"the kill left {target}"
+        _run(snakemake("--unlock"), project)
+    remade = _run(snakemake(), project)
+    assert (project / record).is_file() and (project / panel).is_file(), remade
+    summary = (project / "results/run_summary.md").read_text()
+    assert f"- remade: {record}" in summary and f"- remade: {panel}" in summary, summary
+    assert "Nothing to be done" in _run(snakemake(), project)
+
     # The price (study.cost) held against what the jobs measured: a report, not a timed assertion.
     record_property("summary", _cost_ratio_report(project))
 
@@ -168,6 +189,27 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
     stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
     assert stale == {"evaluate", "figures"}
+
+
+def _kill_once_running(argv: list, project: Path, target: str) -> None:
+    """Start Snakemake on `argv` in a process group of its own, and SIGKILL the group once the
+    job that makes `target` runs: its log written after the start, Snakemake having removed the
+    job's outputs first (a kill at a moment no timing chooses)."""
+    start = time.time()
+    proc = subprocess.Popen(argv, cwd=project, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    log = None
+    try:
+        while time.time() - start < 300 and proc.poll() is None:
+            logs = [p for p in (project / "results/logs").rglob("*.log") if p.stat().st_mtime > start]
+            log = next((p for p in logs if Path(target).stem.split("@")[0] in p.as_posix()), None)
+            if log is not None and not (project / target).exists():
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert log is not None, f"the job of {target} never started: {proc.stderr.read()[-2000:]}"
 
 
 def _cost_ratio_report(project: Path) -> str:

@@ -398,3 +398,36 @@ def figure_args(wildcards, output):
 # ---------------------------------------------------------------- bench
 def bench_setting(wildcards):
     return lookup(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")
+
+
+# ---------------------------------------------------------------- a killed update, finished by the same command
+# Snakemake remakes a missing file only for a target, or for a job that has to run anyway: a job
+# killed during an update of a finished result set (its outputs removed before it started, the
+# gathering job downstream up to date) would stay missing, the next run "Nothing to be done".
+# Each gathering rule (the tables, the figures' manifest) reads a stamp of its own, touched here,
+# at plan time, when one of its inputs is missing while its outputs exist: the rule is then newer
+# than its outputs and runs again, and with it every job that makes a missing input. The run
+# summary lists what was found missing (REMADE).
+STAMPS = Path(".snakemake/study-stamps")
+REMADE = []
+
+
+def _files(inputs):
+    values = inputs.values() if isinstance(inputs, Mapping) else inputs
+    for value in values:
+        yield from ([value] if isinstance(value, str) else _files(value))
+
+
+def gathered(name, inputs, outputs):
+    """The stamp of gathering rule `name`, an input of it beside `inputs` (files, lists or a
+    mapping of them): touched where an input is missing and every one of `outputs` exists."""
+    stamp = STAMPS / f"{name}.stamp"
+    if not stamp.exists():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        os.utime(stamp, (0, 0))  # older than any output: a new stamp makes nothing run
+    missing = [f for f in _files(inputs) if not os.path.exists(f)]
+    if missing and all(os.path.exists(f) for f in _files(outputs)):
+        stamp.touch()
+        REMADE.extend(f for f in missing if f not in REMADE)
+    return str(stamp)

@@ -86,12 +86,18 @@ rule merge_shards:
         "study merge-shards --out {output.records} {input} 2> {log} && echo 'merged {input}' >> {log}"
 
 
+_TABLES_INPUT = {
+    "records": [eval_file(r.run_id, ev, cp) for cp in CHECKPOINTS for r in PLAN if cp in r.checkpoints
+                for ev in r.evaluations],
+    "epochs": [f"{run_dir(r.run_id)}/epochs.csv" for r in PLAN],
+    "checks": CHECK_FILES,
+}
+
+
 rule tables:
     input:
-        records=[eval_file(r.run_id, ev, cp) for cp in CHECKPOINTS for r in PLAN if cp in r.checkpoints
-                 for ev in r.evaluations],
-        epochs=[f"{run_dir(r.run_id)}/epochs.csv" for r in PLAN],
-        checks=CHECK_FILES,
+        **_TABLES_INPUT,
+        stamp=gathered("tables", _TABLES_INPUT, [TABLES, METRICS_FILES]),  # a killed update (common.smk)
     output:
         **TABLES,
         # one JSON file per model, so that `dvc metrics show` prints a row per model (dvc.yaml);

@@ -25,9 +25,13 @@ for _fig, _spec in FIGURES.items():
             "study {params.args} 2> {log}"
 
 
+_FIGURE_FILES = [file for fig in config["figures"] for file in figure_files(fig)]
+
+
 rule figures_all:
     input:
-        [file for fig in config["figures"] for file in figure_files(fig)],
+        files=_FIGURE_FILES,
+        stamp=gathered("figures_all", _FIGURE_FILES, [f"{RESULTS}/figures/all", *figure_images().values()]),
     output:
         manifest=f"{RESULTS}/figures/all",
         # each PNG again, where DVC declares the image plots: a copy, not a hard link, since Snakemake
@@ -42,5 +46,5 @@ rule figures_all:
     conda:
         "../../environment.yml"
     shell:
-        "study manifest --out {output.manifest} {input} 2> {log}"
+        "study manifest --out {output.manifest} {input.files} 2> {log}"
         " && {params.copies} && echo 'copied {output.images}' >> {log}"

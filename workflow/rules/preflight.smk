@@ -17,6 +17,10 @@ from run_summary import failed_jobs, write_summary
 LEFT_OUT = left_out_lines(config, ZOO)
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
+if REMADE:  # (common.smk, gathered): outputs of a finished result set that a killed job left missing
+    print(f"found missing from a finished result set: {len(REMADE)} files ({REMADE[0]}"
+          f"{f' (+{len(REMADE) - 1} more)' if len(REMADE) > 1 else ''}): the jobs that make them run again",
+          file=sys.stderr)
 # a DVC stage (python -m study.stage --summary) names its own file, which it declares as an out
 RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{RESULTS}/run_summary.md"
 
@@ -26,7 +30,7 @@ def run_summary(log, ok):
     figures = {fig: figure_files(fig) for fig in config["figures"]}
     logs = [log] if isinstance(log, str) else list(log or [])
     text = write_summary(RUN_SUMMARY, figures, [*TABLES.values(), *ZOO_TARGETS], LEFT_OUT, failed_jobs(logs),
-                         preset=config["preset"], ok=ok)
+                         preset=config["preset"], ok=ok, remade=REMADE)
     print(f"\n{text}(written to {RUN_SUMMARY})", file=sys.stderr)
 
 

@@ -60,11 +60,17 @@ rule corruptions:
         " --out {output.records} --threads {threads} --no-progress 2> {log}"
 
 
+_ROBUSTNESS_INPUT = {
+    "records": [eval_file(r.run_id, ev, c) for r in CHECKED_RUNS for c in r.checkpoints for ev in r.evaluations],
+    "checks": CHECK_FILES,
+    "corruptions": [f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in CORRUPTION_RUNS],
+}
+
+
 rule robustness_tables:
     input:
-        records=[eval_file(r.run_id, ev, c) for r in CHECKED_RUNS for c in r.checkpoints for ev in r.evaluations],
-        checks=CHECK_FILES,
-        corruptions=[f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in CORRUPTION_RUNS],
+        **_ROBUSTNESS_INPUT,
+        stamp=gathered("robustness_tables", _ROBUSTNESS_INPUT, ROBUSTNESS_TABLES),  # a killed update (common.smk)
     output:
         **ROBUSTNESS_TABLES,
     log:

@@ -126,8 +126,9 @@ def failed_jobs(snakemake_logs: Iterable[str]) -> list[FailedJob]:
 
 
 def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_out: Sequence[str],
-            failed: Sequence[FailedJob], preset: str, ok: bool) -> str:
-    """The markdown text: figures (panels made of planned), tables, left out, failed jobs."""
+            failed: Sequence[FailedJob], preset: str, ok: bool, remade: Sequence[str] = ()) -> str:
+    """The markdown text: figures (panels made of planned), tables, what was found missing at the
+    start and made again (`remade`: a killed job's outputs), left out, failed jobs."""
     lines = [f"# Run summary (preset {preset}): {'finished' if ok else 'finished with failed jobs'}", ""]
     made = {fig: [f for f in files if f.endswith(".png") and Path(f).is_file()] for fig, files in figures.items()}
     planned = {fig: [f for f in files if f.endswith(".png")] for fig, files in figures.items()}
@@ -142,6 +143,10 @@ def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_ou
     for table in tables:
         if not Path(table).is_file():
             lines.append(f"- not made: {table}")
+    if remade:
+        lines += ["", f"Found missing at the start and made again (a killed or removed job's outputs): "
+                      f"{len(remade)} files, of which {sum(Path(f).is_file() for f in remade)} are now there."]
+        lines += [f"- {'remade' if Path(f).is_file() else 'still missing'}: {f}" for f in remade]
     lines += ["", "Left out of the plan:" if left_out else "Left out of the plan: nothing."]
     lines += [f"- {line}" for line in left_out]
     lines += ["", "Failed jobs (each failure stops only the jobs that need its outputs):" if failed

@@ -60,9 +60,13 @@ rule zoo_run:
         "study zoo-run --run-config {params.config} {params.weights} --run-dir {params.run_dir} 2> {log}"
 
 
+_ZOO_RECORDS = [eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations]
+
+
 rule zoo_tables:
     input:
-        records=[eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations],
+        records=_ZOO_RECORDS,
+        stamp=gathered("zoo_tables", _ZOO_RECORDS, [ZOO_TABLES["zoo_classwise"], ZOO_TABLES["zoo_robustbench"]]),
     output:
         classwise=ZOO_TABLES["zoo_classwise"],
         robustbench=ZOO_TABLES["zoo_robustbench"],
@@ -79,11 +83,18 @@ rule zoo_tables:
         " && study zoo-table --classwise {output.classwise} --out {output.robustbench} 2>> {log}"
 
 
+_ZOO_ROBUSTNESS_INPUT = {
+    "records": _ZOO_RECORDS,
+    "checks": [f"{evaluations_dir(r.run_id)}/checks.json" for r in ZOO_CHECKED],
+    "corruptions": [f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in ZOO_CORRUPTED],
+}
+
+
 rule zoo_robustness_tables:
     input:
-        records=[eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations],
-        checks=[f"{evaluations_dir(r.run_id)}/checks.json" for r in ZOO_CHECKED],
-        corruptions=[f"{evaluations_dir(r.run_id)}/corruptions.parquet" for r in ZOO_CORRUPTED],
+        **_ZOO_ROBUSTNESS_INPUT,
+        stamp=gathered("zoo_robustness_tables", _ZOO_ROBUSTNESS_INPUT,
+                       [ZOO_TABLES["zoo_checks"], ZOO_TABLES["zoo_corruptions"]]),
     output:
         checks=ZOO_TABLES["zoo_checks"],
         corruptions=ZOO_TABLES["zoo_corruptions"],
