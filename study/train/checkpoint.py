@@ -25,8 +25,8 @@ def tensor_digest(named: Iterable[tuple[str, Any]]) -> str:
     for name, value in named:
         digest.update(name.encode())
         if isinstance(value, torch.Tensor):
-            array = value.detach().cpu().contiguous()
-            digest.update(f"{array.dtype}{tuple(array.shape)}".encode())
+            array = value.detach().cpu().contiguous().reshape(-1)  # (a 0-d tensor has no byte view)
+            digest.update(f"{array.dtype}{tuple(value.shape)}".encode())
             digest.update(array.view(torch.uint8).numpy() if array.numel() else b"")
         else:
             digest.update(repr(value).encode())
