@@ -152,6 +152,9 @@ def load_params(
     except ConfigError as err:
         # which files (and overrides) the bad value may come from
         raise ConfigError(f"{' + '.join(sources) or 'configuration'}: {err}") from None
+    # one spelling of a value that YAML 1.1 spells two ways (an unquoted `off` is false): the
+    # typed one, since the workflow reads this mapping (speed.compile becomes `study train --compile`)
+    params["speed"] = typed_params(params).speed.model_dump()
     return params
 
 
@@ -175,6 +178,7 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
     _check_references(params)
+    _check_dataset_names(params)
     _check_features(params)
 
 
@@ -208,6 +212,27 @@ def _check_references(params: Mapping) -> None:
             check_variant(dataset, dataset_variant(params, dataset))
             _check_group_names(dataset_params(params, dataset), group, dataset)
         grid_combinations(group)  # a malformed grid fails here, before any job
+
+
+def _check_dataset_names(params: Mapping) -> None:
+    """The datasets named outside the experiment groups (CIFAR-10-C's, a zoo entry's data): an unknown
+    one would leave its figure's panels out of the plan without a word."""
+    from study.data.registry import DATASETS, check_variant
+
+    typed = typed_params(params)
+    valid = ", ".join(sorted(DATASETS))
+    corruptions = typed.robustness.corruptions
+    for dataset in corruptions.datasets if corruptions is not None else []:
+        if dataset not in DATASETS:
+            raise ConfigError(f"robustness.corruptions.datasets: unknown dataset {dataset!r}; valid: {valid}")
+    for i, entry in enumerate(typed.zoo.models if typed.zoo is not None else []):
+        if entry.data is not None and entry.data not in DATASETS:
+            raise ConfigError(f"zoo.models[{i}].data: unknown dataset {entry.data!r}; valid: {valid}")
+        if entry.variant is not None:
+            try:
+                check_variant(entry.data or entry.dataset, entry.variant)
+            except ValueError as err:
+                raise ConfigError(f"zoo.models[{i}].variant: {err}") from None
 
 
 def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:
