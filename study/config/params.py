@@ -177,8 +177,9 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
             validate_params(dataset_params(params, dataset), schema_path)
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
-    _check_references(params)
     _check_dataset_names(params)
+    _check_references(params)
+    _check_names_outside_groups(params)
     _check_features(params)
 
 
@@ -216,11 +217,18 @@ def _check_references(params: Mapping) -> None:
 
 def _check_dataset_names(params: Mapping) -> None:
     """The datasets named outside the experiment groups (CIFAR-10-C's, a zoo entry's data): an unknown
-    one would leave its figure's panels out of the plan without a word."""
+    one would leave its figure's panels out of the plan without a word; and each variant named
+    (data.variants, a zoo entry's), in one line rather than the registry's ValueError."""
     from study.data.registry import DATASETS, check_variant
 
     typed = typed_params(params)
     valid = ", ".join(sorted(DATASETS))
+    for dataset, variant in typed.data.variants.items():
+        if dataset in DATASETS and variant != "auto":
+            try:
+                check_variant(dataset, variant)
+            except ValueError as err:
+                raise ConfigError(f"data.variants.{dataset}: {err}") from None
     corruptions = typed.robustness.corruptions
     for dataset in corruptions.datasets if corruptions is not None else []:
         if dataset not in DATASETS:
@@ -233,6 +241,34 @@ def _check_dataset_names(params: Mapping) -> None:
                 check_variant(entry.data or entry.dataset, entry.variant)
             except ValueError as err:
                 raise ConfigError(f"zoo.models[{i}].variant: {err}") from None
+
+
+def _unknown(where: str, names, valid, what: str) -> None:
+    for name in names:
+        if name not in valid:
+            raise ConfigError(f"{where}: unknown {what} {name!r}; valid: {', '.join(sorted(valid)) or 'none'}")
+
+
+def _check_names_outside_groups(params: Mapping) -> None:
+    """Groups, evaluations and bench settings named by the robustness, zoo and bench sections: an
+    unknown one would leave its runs, panels or jobs out without a word (or name a missing file)."""
+    typed = typed_params(params)
+    groups, evaluations = {g.group for g in typed.experiments}, set(typed.evaluations)
+    rob = typed.robustness
+    _unknown("robustness.groups", rob.groups, groups, "experiment group")
+    _unknown("robustness.checks.groups", rob.checks.groups or [], groups, "experiment group")
+    _unknown("robustness.checks.reference", [rob.checks.reference], evaluations, "evaluation")
+    if rob.corruptions is not None:
+        _unknown("robustness.corruptions.groups", rob.corruptions.groups or [], groups, "experiment group")
+    if (zoo := typed.zoo) is not None:
+        for threat in ("Linf", "L2", "corruptions"):
+            _unknown(f"zoo.evaluations.{threat}", getattr(zoo.evaluations, threat) or [], evaluations, "evaluation")
+            named = getattr(zoo.figure_evaluations, threat)
+            _unknown(f"zoo.figure_evaluations.{threat}", [named] if named else [], evaluations, "evaluation")
+        for i, entry in enumerate(zoo.models):
+            _unknown(f"zoo.models[{i}].evaluations", entry.evaluations or [], evaluations, "evaluation")
+    if typed.bench is not None:
+        _unknown("bench.default", typed.bench.default, typed.bench.settings, "bench setting")
 
 
 def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:
