@@ -38,10 +38,23 @@ def _inline(node: Any, defs: dict) -> Any:
         target = _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
         return {**target, **{k: _inline(v, defs) for k, v in node.items() if k != "$ref"}}
     out = {k: _inline(v, defs) for k, v in node.items() if k not in _DROPPED and k != "$defs"}
+    out = _named_keys(out)
     for key in ("anyOf", "oneOf"):
         if key in out:
             out = _nullable(out, key)
     return out
+
+
+def _named_keys(node: dict) -> dict:
+    """A mapping whose keys are names with a pattern (pydantic's `patternProperties`) as its values'
+    schema under additionalProperties and the pattern as propertyNames: a key that does not match is
+    refused, not let through, and a key's settings stay at `additionalProperties`."""
+    patterns = node.get("patternProperties")
+    if not isinstance(patterns, dict) or len(patterns) != 1 or "additionalProperties" in node:
+        return node
+    ((pattern, values),) = patterns.items()
+    rest = {k: v for k, v in node.items() if k != "patternProperties"}
+    return {**rest, "additionalProperties": values, "propertyNames": {"pattern": pattern}}
 
 
 def _nullable(node: dict, key: str) -> dict:

@@ -150,6 +150,9 @@ def load_params(
     except ConfigError as err:
         # which files (and overrides) the bad value may come from
         raise ConfigError(f"{' + '.join(sources) or 'configuration'}: {err}") from None
+    # one spelling of a value that YAML 1.1 spells two ways (an unquoted `off` is false): the
+    # typed one, since the workflow reads this mapping (speed.compile becomes `study train --compile`)
+    params["speed"] = typed_params(params).speed.model_dump()
     return params
 
 
@@ -172,7 +175,9 @@ def _check_params(params: Mapping, schema_path: Path) -> None:
             validate_params(dataset_params(params, dataset), schema_path)
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
+    _check_dataset_names(params)
     _check_references(params)
+    _check_names_outside_groups(params)
     _check_features(params)
 
 
@@ -206,6 +211,62 @@ def _check_references(params: Mapping) -> None:
             check_variant(dataset, dataset_variant(params, dataset))
             _check_group_names(dataset_params(params, dataset), group, dataset)
         grid_combinations(group)  # a malformed grid fails here, before any job
+
+
+def _check_dataset_names(params: Mapping) -> None:
+    """The datasets named outside the experiment groups (CIFAR-10-C's, a zoo entry's data): an unknown
+    one would leave its figure's panels out of the plan without a word; and each variant named
+    (data.variants, a zoo entry's), in one line rather than the registry's ValueError."""
+    from study.data.registry import DATASETS, check_variant
+
+    typed = typed_params(params)
+    valid = ", ".join(sorted(DATASETS))
+    for dataset, variant in typed.data.variants.items():
+        if dataset in DATASETS and variant != "auto":
+            try:
+                check_variant(dataset, variant)
+            except ValueError as err:
+                raise ConfigError(f"data.variants.{dataset}: {err}") from None
+    corruptions = typed.robustness.corruptions
+    for dataset in corruptions.datasets if corruptions is not None else []:
+        if dataset not in DATASETS:
+            raise ConfigError(f"robustness.corruptions.datasets: unknown dataset {dataset!r}; valid: {valid}")
+    for i, entry in enumerate(typed.zoo.models if typed.zoo is not None else []):
+        if entry.data is not None and entry.data not in DATASETS:
+            raise ConfigError(f"zoo.models[{i}].data: unknown dataset {entry.data!r}; valid: {valid}")
+        if entry.variant is not None:
+            try:
+                check_variant(entry.data or entry.dataset, entry.variant)
+            except ValueError as err:
+                raise ConfigError(f"zoo.models[{i}].variant: {err}") from None
+
+
+def _unknown(where: str, names, valid, what: str) -> None:
+    for name in names:
+        if name not in valid:
+            raise ConfigError(f"{where}: unknown {what} {name!r}; valid: {', '.join(sorted(valid)) or 'none'}")
+
+
+def _check_names_outside_groups(params: Mapping) -> None:
+    """Groups, evaluations and bench settings named by the robustness, zoo and bench sections: an
+    unknown one would leave its runs, panels or jobs out without a word (or name a missing file)."""
+    typed = typed_params(params)
+    groups, evaluations = {g.group for g in typed.experiments}, set(typed.evaluations)
+    rob = typed.robustness
+    _unknown("robustness.groups", rob.groups, groups, "experiment group")
+    _unknown("robustness.checks.groups", rob.checks.groups or [], groups, "experiment group")
+    _unknown("robustness.checks.reference", [rob.checks.reference], evaluations, "evaluation")
+    if rob.corruptions is not None:
+        _unknown("robustness.corruptions.groups", rob.corruptions.groups or [], groups, "experiment group")
+    if (zoo := typed.zoo) is not None:
+        for threat in ("Linf", "L2", "corruptions"):
+            _unknown(f"zoo.evaluations.{threat}", getattr(zoo.evaluations, threat) or [], evaluations, "evaluation")
+            named = getattr(zoo.figure_evaluations, threat)
+            _unknown(f"zoo.figure_evaluations.{threat}", [named] if named else [], evaluations, "evaluation")
+        for i, entry in enumerate(zoo.models):
+            _unknown(f"zoo.models[{i}].evaluations", entry.evaluations or [], evaluations, "evaluation")
+    if typed.bench is not None:
+        _unknown("bench.default", typed.bench.default, typed.bench.settings, "bench setting")
 
 
 def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 from pydantic.fields import FieldInfo
 
 from study.config.core import ConfigError
@@ -47,6 +47,20 @@ FigureName = str
 BenchTask = Literal["standard_epoch", "pgd10_at_epoch", "trades_epoch", "pgd20_eval", "autoattack_eval"]
 
 NameList = Annotated[list[str], Field(min_length=1)]
+
+# Names and paths that become part of a file name, a Snakemake wildcard or a rule's command line
+# have a pattern: the shell commands quote every word anyway (workflow/rules), but a name that
+# Snakemake reads as a pattern ({braces}) or a shell as code has no business in a file name.
+#: an evaluation's name: its record files (<evaluation>.parquet) and the rules' `evaluation` wildcard
+EVALUATION_NAME = r"^[A-Za-z0-9_]+$"
+#: a method's name: part of its runs' ids and of the figures' file names, where "__" separates fields
+METHOD_NAME = r"^[a-z0-9]+(_[a-z0-9]+)*$"
+#: a folder the study writes into or reads from (data.root, the mirror, the weights folder):
+#: letters, digits, spaces and _ . , + = @ % : / - (no quotes, $, `, ;, braces, glob characters)
+PATH_PATTERN = r"^[A-Za-z0-9_.,+=@%:/ -]+$"
+EvaluationName = Annotated[str, Field(pattern=EVALUATION_NAME)]
+MethodName = Annotated[str, Field(pattern=METHOD_NAME)]
+PathName = Annotated[str, Field(pattern=PATH_PATTERN)]
 Share = Annotated[float, Field(ge=0, lt=1)]
 #: a class index, or `weakest` (lowest robust accuracy in the previous epoch)
 ClassChoice = Annotated[int, Field(ge=0)] | Literal["weakest"]
@@ -350,9 +364,9 @@ class SyntheticData(Config):
 
 
 class DataSettings(Config):
-    root: str
+    root: PathName
     #: local folder searched before any download ($STUDY_DATA_MIRROR wins over it)
-    mirror: str | None = None
+    mirror: PathName | None = None
     #: dataset -> variant (auto: the one the raw folder or the mirror holds)
     variants: dict[str, str] = {}
     synthetic: SyntheticData = SyntheticData()
@@ -413,8 +427,8 @@ class DatasetSettings(Config):
     """Per-dataset settings (e.g. MNIST's PGD budget), merged over the named sections for every
     run on that dataset; an experiment group's own train/grid still win."""
 
-    methods: dict[str, DatasetMethodOverride] = {}
-    evaluations: dict[str, EvaluationOverride] = {}
+    methods: dict[MethodName, DatasetMethodOverride] = {}
+    evaluations: dict[EvaluationName, EvaluationOverride] = {}
     evaluate: DatasetEvaluateOverride | None = None
     #: overrides of the train section for runs on this dataset
     train: dict[str, Any] = {}
@@ -555,7 +569,7 @@ class Zoo(Config):
     """Models trained elsewhere (RobustBench's zoo, torchvision's ImageNet models), evaluated class-wise."""
 
     #: the weights folder (else $STUDY_WEIGHTS_DIR)
-    weights_dir: str | None = None
+    weights_dir: PathName | None = None
     #: only the entries whose weights file is in the folder (a preset that must not grow)
     require_weights: bool = False
     imagenet: ZooImageNet = ZooImageNet()
@@ -570,18 +584,32 @@ class Zoo(Config):
     models: list[ZooEntry]
 
 
+def _yaml11_off(value: Any) -> Any:
+    # YAML 1.1 (PyYAML, hence params.yaml, Snakemake's --config and a value DVC's -S writes, as
+    # this project reads them) reads an unquoted `off` as false: the same "off"
+    return "off" if value is False else value
+
+
+#: torch.compile of the training step: off (or YAML 1.1's false, an unquoted `off`), default, auto
+CompileMode = Annotated[
+    Literal["off", "default", "auto"], BeforeValidator(_yaml11_off),
+    WithJsonSchema({"description": "off, default or auto (an unquoted `off`, which YAML 1.1 reads as false, is off)",
+                    "enum": ["off", "default", "auto", False]}),
+]
+
+
 class Speed(Config):
     """How fast, never what: no setting here changes a run's id."""
 
     #: torch.compile of the training step
-    compile: Literal["off", "default", "auto"] = "auto"
+    compile: CompileMode = "auto"
 
 
 class BenchSetting(Config):
     device: Literal["auto", "cpu", "cuda"]
     model: str
     #: prepared dataset file (default: synthetic data)
-    data: str | None = None
+    data: PathName | None = None
     images: PositiveInt
     test_images: PositiveInt
     tasks: Annotated[list[BenchTask], Field(min_length=1)] | None = None
@@ -595,7 +623,7 @@ class Bench(Config):
 
     #: settings written by bench_all
     default: NameList
-    settings: dict[str, BenchSetting]
+    settings: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+$")], BenchSetting]
 
 
 # ---------------------------------------------------------------- the whole
@@ -603,11 +631,11 @@ class Bench(Config):
 class Params(Config):
     """Configuration of the class-wise robustness study (params.yaml merged with a preset)."""
 
-    preset: str | None
+    preset: Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]+$")] | None
     data: DataSettings
     train: TrainSettings
-    methods: Annotated[dict[str, MethodEntry | None], Field(min_length=1)]
-    evaluations: Annotated[dict[str, Evaluation], Field(min_length=1)]
+    methods: Annotated[dict[MethodName, MethodEntry | None], Field(min_length=1)]
+    evaluations: Annotated[dict[EvaluationName, Evaluation], Field(min_length=1)]
     evaluate: EvaluateSettings
     experiments: Annotated[list[ExperimentGroup], Field(min_length=1)]
     per_dataset: dict[str, DatasetSettings] = {}
@@ -757,7 +785,7 @@ def _valid_keys(tp: Any, loc: tuple, parent: Any) -> list[str]:
     return sorted({f.alias or n for m in _models_at(tp, loc, parent) for n, f in m.model_fields.items()})
 
 
-_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("pattern", "matching"))
 
 
 def _expected(tp: Any, loc: tuple, parent: Any) -> str:
@@ -819,7 +847,13 @@ def describe_errors(err: ValidationError, data: Any, tp: Any) -> str:
     problems: dict[str, list[str]] = {}
     for e in err.errors(include_url=False):
         path, value, parent = _where(data, tuple(e["loc"]))
-        if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        if e["loc"][-1:] == ("[key]",):  # a mapping's key (a name it defines): named at the mapping
+            path, value, _ = _where(data, tuple(e["loc"][:-2]))
+            name = e["loc"][-2]
+            pattern = (e.get("ctx") or {}).get("pattern")
+            text = f"the name {name!r} is not valid; " + (f"expected a name matching {pattern}" if pattern else
+                                                          f"{e['msg'][0].lower()}{e['msg'][1:]}")
+        elif e["type"] in ("union_tag_invalid", "union_tag_not_found"):
             types = [t for m in _models_at(tp, (*path, "type"), None) if "type" in m.model_fields
                      for t in get_args(m.model_fields["type"].annotation)]
             value = value.get("type", _MISSING) if isinstance(value, Mapping) else value

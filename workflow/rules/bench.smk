@@ -27,7 +27,7 @@ rule bench:
     conda:
         "../../environment.yml"
     shell:
-        "study bench --out {output.report} {params.args} --no-progress --threads {threads} 2> {log}"
+        "study bench --out {output.report:q} {params.args} --no-progress --threads {threads} 2> {log:q}"
 
 
 rule bench_all:

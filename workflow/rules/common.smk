@@ -166,7 +166,7 @@ def run_parent_model(wildcards):
     return [path] if (path := parent_checkpoint(wildcards)) else []
 
 def init_from_arg(wildcards):
-    return f"--init-from {path}" if (path := parent_checkpoint(wildcards)) else ""
+    return f"--init-from {shlex.quote(path)}" if (path := parent_checkpoint(wildcards)) else ""
 
 # ---------------------------------------------------------------- model jobs' share of the machine
 def _gpu_slots():
@@ -243,7 +243,7 @@ def resolved_evaluation(wildcards, name=None):
 
 def evaluation_args(evaluations):
     """`--evaluation JSON --out FILE` of each evaluation of an evaluate job."""
-    return lambda w, output: " ".join(f"--evaluation {quoted_json(resolved_evaluation(w, e))} --out {output[e]}"
+    return lambda w, output: " ".join(f"--evaluation {quoted_json(resolved_evaluation(w, e))} --out {shlex.quote(output[e])}"
                                       for e in evaluations)
 
 def evaluate_runtime(evaluations, shards=1):
@@ -392,7 +392,7 @@ def figure_inputs(wildcards):
 
 def figure_args(wildcards, output):
     """`study` arguments of a figure job: the figure's command, the panel's options, the out stem."""
-    return f"{FIGURES[wildcards.fig].command} {cli_options(figure_panel(wildcards))} --out-stem {output.png[:-4]}"
+    return f"{FIGURES[wildcards.fig].command} {cli_options(figure_panel(wildcards))} --out-stem {shlex.quote(output.png[:-4])}"
 
 
 # ---------------------------------------------------------------- bench

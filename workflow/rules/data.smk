@@ -18,8 +18,8 @@ rule prepare:
     conda:
         "../../environment.yml"
     shell:
-        "study prepare --dataset {wildcards.dataset} --variant {wildcards.variant}"
-        " --raw-dir {params.raw} {params.sources} --out {output.prepared} 2> {log}"
+        "study prepare --dataset {wildcards.dataset:q} --variant {wildcards.variant:q}"
+        " --raw-dir {params.raw:q} {params.sources} --out {output.prepared:q} 2> {log:q}"
 
 
 rule data_all:

@@ -33,8 +33,8 @@ for (_evs, _cp), _ids in EVALUATION_SETS.items():
         conda:
             "../../environment.yml"
         shell:
-            "study evaluate --data {input.data} --run-dir {params.run_dir} {params.evaluations}"
-            " {params.checkpoint} --threads {threads} --no-progress 2> {log}"
+            "study evaluate --data {input.data:q} --run-dir {params.run_dir:q} {params.evaluations}"
+            " {params.checkpoint} --threads {threads} --no-progress 2> {log:q}"
 
 
 rule evaluate_shard:
@@ -63,9 +63,9 @@ rule evaluate_shard:
     conda:
         "../../environment.yml"
     shell:
-        "study evaluate --data {input.data} --run-dir {params.run_dir} --evaluation {params.evaluation}"
-        " --shard {wildcards.shard}/{wildcards.shards} --out {output.records} --threads {threads} --no-progress"
-        " 2> {log}"
+        "study evaluate --data {input.data:q} --run-dir {params.run_dir:q} --evaluation {params.evaluation}"
+        " --shard {wildcards.shard}/{wildcards.shards} --out {output.records:q} --threads {threads} --no-progress"
+        " 2> {log:q}"
 
 
 rule merge_shards:
@@ -83,7 +83,7 @@ rule merge_shards:
         "../../environment.yml"
     shell:
         # `study merge-shards` prints nothing when it succeeds; the log says what it joined.
-        "study merge-shards --out {output.records} {input} 2> {log} && echo 'merged {input}' >> {log}"
+        "study merge-shards --out {output.records:q} {input:q} 2> {log:q} && echo merged {input:q} >> {log:q}"
 
 
 _TABLES_INPUT = {
@@ -110,12 +110,13 @@ rule tables:
     params:
         out_dir=folder_of("classwise"),  # results/tables
         # results/metrics, read off its files (a study without models has none to write)
-        metrics_dir=lambda wildcards, output: os.path.dirname(output.metrics[0]) if output.metrics else "",
+        metrics_dir=lambda wildcards, output: cli_options({"metrics_dir": os.path.dirname(output.metrics[0])
+                                                           if output.metrics else None}),
     conda:
         "../../environment.yml"
     shell:
-        "study tables --records {input.records} --epochs {input.epochs} --checks {input.checks}"
-        " --out-dir {params.out_dir} --metrics-dir {params.metrics_dir} 2> {log}"
+        "study tables --records {input.records:q} --epochs {input.epochs:q} --checks {input.checks:q}"
+        " --out-dir {params.out_dir:q} {params.metrics_dir} 2> {log:q}"
 
 
 rule reproduction:
@@ -141,9 +142,9 @@ rule reproduction:
     conda:
         "../../environment.yml"
     shell:
-        "study reproduction --params {input.params} --presets-dir {params.presets_dir} --schema {input.schema}"
-        " --preset {params.preset} {params.overrides} --tables-dir {params.tables_dir}"
-        " --out {output} 2> {log}"
+        "study reproduction --params {input.params:q} --presets-dir {params.presets_dir:q} --schema {input.schema:q}"
+        " --preset {params.preset:q} {params.overrides} --tables-dir {params.tables_dir:q}"
+        " --out {output:q} 2> {log:q}"
 
 
 rule front_page:
@@ -165,8 +166,8 @@ rule front_page:
     conda:
         "../../environment.yml"
     shell:
-        "study front-page --classwise {input.classwise} --reproduction {input.reproduction} --preset {params.preset}"
-        " --figures {params.figures:q} --categories {params.categories:q} --out {output} 2> {log}"
+        "study front-page --classwise {input.classwise:q} --reproduction {input.reproduction:q} --preset {params.preset:q}"
+        " --figures {params.figures:q} --categories {params.categories:q} --out {output:q} 2> {log:q}"
 
 
 rule evaluate_all:

@@ -27,6 +27,6 @@ rule construct:
     conda:
         "../../environment.yml"
     shell:
-        "study construct --kind {params.kind} --key {params.key} --data {input.data} --source-run {params.source}"
-        " --settings {params.settings} --work-dir {params.work_dir} --out {output.constructed}"
-        " --threads {threads} --no-progress 2> {log}"
+        "study construct --kind {params.kind:q} --key {params.key:q} --data {input.data:q} --source-run {params.source:q}"
+        " --settings {params.settings} --work-dir {params.work_dir:q} --out {output.constructed:q}"
+        " --threads {threads} --no-progress 2> {log:q}"

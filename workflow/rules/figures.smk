@@ -22,7 +22,7 @@ for _fig, _spec in FIGURES.items():
         conda:
             "../../environment.yml"
         shell:
-            "study {params.args} 2> {log}"
+            "study {params.args} 2> {log:q}"
 
 
 _FIGURE_FILES = [file for fig in config["figures"] for file in figure_files(fig)]
@@ -42,9 +42,9 @@ rule figures_all:
     benchmark:
         f"{RESULTS}/benchmarks/figures/manifest.tsv",
     params:
-        copies=" && ".join(f"cp {src} {dst}" for src, dst in figure_images().items()) or "true",
+        copies=" && ".join(f"cp {shlex.quote(src)} {shlex.quote(dst)}" for src, dst in figure_images().items()) or "true",
     conda:
         "../../environment.yml"
     shell:
-        "study manifest --out {output.manifest} {input.files} 2> {log}"
-        " && {params.copies} && echo 'copied {output.images}' >> {log}"
+        "study manifest --out {output.manifest:q} {input.files:q} 2> {log:q}"
+        " && {params.copies} && echo copied {output.images:q} >> {log:q}"

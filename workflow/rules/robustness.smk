@@ -21,7 +21,7 @@ rule check:
         run_dir=lambda w: run_dir(w.run_id),
         pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
         per_class=ROBUSTNESS["checks"]["per_class"],
-        eps_factors=" ".join(str(f) for f in ROBUSTNESS["checks"]["eps_factors"]),
+        eps_factors=[str(f) for f in ROBUSTNESS["checks"]["eps_factors"]],
         checkpoint=checked_checkpoint,
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
         strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
@@ -31,10 +31,10 @@ rule check:
     conda:
         "../../environment.yml"
     shell:
-        "study check --data {input.data} --run-dir {params.run_dir} --records {input.records}"
-        " --pgd {params.pgd} --per-class {params.per_class} --eps-factors {params.eps_factors}"
-        " --checkpoint {params.checkpoint} --out {output.checks} --table {output.table} {params.strict} {params.strong}"
-        " --threads {threads} 2> {log}"
+        "study check --data {input.data:q} --run-dir {params.run_dir:q} --records {input.records:q}"
+        " --pgd {params.pgd} --per-class {params.per_class:q} --eps-factors {params.eps_factors:q}"
+        " --checkpoint {params.checkpoint:q} --out {output.checks:q} --table {output.table:q} {params.strict} {params.strong}"
+        " --threads {threads} 2> {log:q}"
 
 
 rule corruptions:
@@ -56,8 +56,8 @@ rule corruptions:
     conda:
         "../../environment.yml"
     shell:
-        "study corruptions --data {input.data} --run-dir {params.run_dir} {params.args}"
-        " --out {output.records} --threads {threads} --no-progress 2> {log}"
+        "study corruptions --data {input.data:q} --run-dir {params.run_dir:q} {params.args}"
+        " --out {output.records:q} --threads {threads} --no-progress 2> {log:q}"
 
 
 _ROBUSTNESS_INPUT = {
@@ -79,12 +79,12 @@ rule robustness_tables:
         f"{RESULTS}/benchmarks/robustness_tables.tsv",
     params:
         out_dir=folder_of("frl"),  # results/tables
-        corruptions=lambda w, input: " ".join(input.corruptions),
+        corruptions=lambda w, input: shlex.join(input.corruptions),
     conda:
         "../../environment.yml"
     shell:
-        "study robustness-tables --records {input.records} --checks {input.checks}"
-        " --corruptions {params.corruptions} --out-dir {params.out_dir} 2> {log}"
+        "study robustness-tables --records {input.records:q} --checks {input.checks:q}"
+        " --corruptions {params.corruptions} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule robustness_all:

@@ -29,8 +29,8 @@ rule train:
     conda:
         "../../environment.yml"
     shell:
-        "study train --data {input.data} --run-dir {params.run_dir} --run-config {params.config}"
-        " {params.init_from} --compile {params.compile} --threads {threads} --no-progress 2> {log}"
+        "study train --data {input.data:q} --run-dir {params.run_dir:q} --run-config {params.config}"
+        " {params.init_from} --compile {params.compile:q} --threads {threads} --no-progress 2> {log:q}"
 
 
 # A run with a validation split also writes its best checkpoint on validation, model_best.pt,

@@ -36,8 +36,8 @@ rule prepare_imagenet:
     conda:
         "../../environment.yml"
     shell:
-        "study prepare --dataset imagenet --variant val --raw-dir {params.raw} {params.sources}"
-        " --options {params.options} --out {output.prepared} 2> {log}"
+        "study prepare --dataset imagenet --variant val --raw-dir {params.raw:q} {params.sources}"
+        " --options {params.options} --out {output.prepared:q} 2> {log:q}"
 
 
 rule zoo_run:
@@ -57,7 +57,7 @@ rule zoo_run:
     conda:
         "../../environment.yml"
     shell:
-        "study zoo-run --run-config {params.config} {params.weights} --run-dir {params.run_dir} 2> {log}"
+        "study zoo-run --run-config {params.config} {params.weights} --run-dir {params.run_dir:q} 2> {log:q}"
 
 
 _ZOO_RECORDS = [eval_file(r.run_id, ev) for r in ZOO for ev in r.evaluations]
@@ -79,8 +79,8 @@ rule zoo_tables:
     conda:
         "../../environment.yml"
     shell:
-        "study tables --records {input.records} --out-dir {params.out_dir} 2> {log}"
-        " && study zoo-table --classwise {output.classwise} --out {output.robustbench} 2>> {log}"
+        "study tables --records {input.records:q} --out-dir {params.out_dir:q} 2> {log:q}"
+        " && study zoo-table --classwise {output.classwise:q} --out {output.robustbench:q} 2>> {log:q}"
 
 
 _ZOO_ROBUSTNESS_INPUT = {
@@ -104,13 +104,13 @@ rule zoo_robustness_tables:
         f"{RESULTS}/benchmarks/zoo/robustness_tables.tsv",
     params:
         out_dir=folder_of("checks"),  # results/zoo/tables
-        checks=lambda w, input: " ".join(input.checks),
-        corruptions=lambda w, input: " ".join(input.corruptions),
+        checks=lambda w, input: shlex.join(input.checks),
+        corruptions=lambda w, input: shlex.join(input.corruptions),
     conda:
         "../../environment.yml"
     shell:
-        "study robustness-tables --records {input.records} --checks {params.checks}"
-        " --corruptions {params.corruptions} --out-dir {params.out_dir} 2> {log}"
+        "study robustness-tables --records {input.records:q} --checks {params.checks}"
+        " --corruptions {params.corruptions} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule zoo_all:
