@@ -120,8 +120,11 @@ rule reproduction:
         preset=f"workflow/presets/{config['preset']}.yaml",
         schema="workflow/schemas/params.schema.yaml",
     output:
-        report(f"{RESULTS}/reproduction.md", caption="../report/reproduction.rst",
-               category=report_category("Reproduction")),
+        md=f"{RESULTS}/reproduction.md",
+        # the same report as a page: Snakemake's report shows an HTML result in the browser (a .md it
+        # only offers as a download)
+        html=report(f"{RESULTS}/reproduction.html", caption="../report/reproduction.rst",
+                    category=report_category("Reproduction")),
     log:
         f"{RESULTS}/logs/reproduction.log",
     benchmark:
@@ -137,13 +140,14 @@ rule reproduction:
     shell:
         "study reproduction --params {input.params} --presets-dir {params.presets_dir} --schema {input.schema}"
         " --preset {params.preset} {params.overrides} --tables-dir {params.tables_dir}"
-        " --out {output} 2> {log}"
+        " --out {output.md} --html {output.html} 2> {log}"
 
 
 rule front_page:
     input:
         classwise=TABLES["classwise"],
         reproduction=f"{RESULTS}/reproduction.md",
+        page=f"{RESULTS}/reproduction.html",  # the page its link opens
     output:
         f"{RESULTS}/report_front.rst",
     log:
@@ -159,7 +163,8 @@ rule front_page:
     conda:
         "../../environment.yml"
     shell:
-        "study front-page --classwise {input.classwise} --reproduction {input.reproduction} --preset {params.preset}"
+        "study front-page --classwise {input.classwise} --reproduction {input.reproduction}"
+        " --reproduction-page {input.page} --preset {params.preset}"
         " --figures {params.figures:q} --categories {params.categories:q} --out {output} 2> {log}"
 
 
