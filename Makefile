@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup report demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
+.PHONY: setup report plots demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ report: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
 		--config preset=$(PRESET) --report $(REPORT) -- report_inputs
 	@echo "The study's report ($(PRESET) preset): $(REPORT) (open it in a browser). Figures: results/figures/; reproduction: results/reproduction.md"
+
+# DVC's plots (dvc.yaml `plots:`: one panel per run) as a page that draws offline: the vega
+# libraries inline (study plots-template), not loaded from a CDN. Reads results/tables.
+plots: setup
+	$(BIN)/study plots-template --out results/plots/template.html
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/dvc plots show --html-template results/plots/template.html -o results/plots
+	@echo "DVC's plots: results/plots/index.html (open it in a browser; no network needed)"
 
 # The demo's results, then the report that opens on them.
 demo: setup

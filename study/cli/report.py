@@ -72,4 +72,19 @@ def cmd_readme_numbers(args: argparse.Namespace) -> int:
     return 0
 
 
-PARSERS = (add_reproduction, add_front_page, add_readme_numbers)
+def add_plots_template(sub) -> None:
+    p = sub.add_parser("plots-template", help="the page template that makes `dvc plots show` draw offline "
+                       "(vega inline, no CDN): dvc plots show --html-template PATH")
+    p.add_argument("--out", default="results/plots/template.html")
+    p.set_defaults(func=cmd_plots_template)
+
+
+def cmd_plots_template(args: argparse.Namespace) -> int:
+    from study.figures.plots_page import write_plots_template
+
+    path = write_plots_template(args.out)
+    print(f"wrote {path}: dvc plots show --html-template {path}", file=sys.stderr)
+    return 0
+
+
+PARSERS = (add_reproduction, add_front_page, add_readme_numbers, add_plots_template)
