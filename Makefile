@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
+.PHONY: setup report plots demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,15 +26,29 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The demo's results, then the report that opens on them (results/report.html: the finding with its
-# numbers, every figure with its caption, the reproduction table).
-DEMO_TARGETS := results/figures/all results/reproduction.md results/report_front.rst
+# The report of a preset (results/report.html: the finding with its numbers, every figure with its
+# caption, the reproduction table as a page): what it shows is built first (the Snakefile's rule
+# report_inputs: the figures, the reproduction report, the landing text), then `--report` on it.
+#   make report PRESET=ci      (any preset; the demo's by default)
+PRESET ?= demo
+REPORT ?= results/report.html
+report: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
+		--config preset=$(PRESET) -- report_inputs
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
+		--config preset=$(PRESET) --report $(REPORT) -- report_inputs
+	@echo "The study's report ($(PRESET) preset): $(REPORT) (open it in a browser). Figures: results/figures/; reproduction: results/reproduction.md"
+
+# DVC's plots (dvc.yaml `plots:`: one panel per run) as a page that draws offline: the vega
+# libraries inline (study plots-template), not loaded from a CDN. Reads results/tables.
+plots: setup
+	$(BIN)/study plots-template --out results/plots/template.html
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/dvc plots show --html-template results/plots/template.html -o results/plots
+	@echo "DVC's plots: results/plots/index.html (open it in a browser; no network needed)"
+
+# The demo's results, then the report that opens on them.
 demo: setup
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
-		--config preset=demo -- $(DEMO_TARGETS)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
-		--config preset=demo --report results/report.html -- $(DEMO_TARGETS)
-	@echo "The study's report: results/report.html (open it in a browser). Figures: results/figures/; reproduction: results/reproduction.md"
+	$(MAKE) report PRESET=demo
 
 # tests/ is one folder per tier, each folder's tests marked with its name (tests/helpers/tiers.py).
 # `make test`: unit, integration, workflow and docs. The end-to-end runs (tests/pipeline: the ci

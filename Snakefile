@@ -22,7 +22,7 @@ include: "workflow/rules/preflight.smk"
 
 
 # The report opens on the finding, with its numbers read from the results (the front_page rule;
-# `make demo` writes results/report.html), once they exist; before, on the study's description.
+# `make report PRESET=...` writes results/report.html), once they exist; before, on the study's description.
 report: FRONT_PAGE if Path(FRONT_PAGE).exists() else "workflow/report/workflow.rst"
 
 
@@ -32,3 +32,13 @@ rule all:
         "results/reproduction.md",
         FRONT_PAGE,
         ZOO_TARGETS,
+
+
+# What the report of a preset shows (`make report PRESET=...`: these built, then `--report` on them):
+# every figure, the reproduction page and the landing text.
+rule report_inputs:
+    input:
+        "results/figures/all",
+        rules.reproduction.output.html,
+        FRONT_PAGE,
+    localrule: True

@@ -97,15 +97,20 @@ def verdict_line(reproduction_md: str) -> str:
 
 
 def _result_link(text: str, path: str) -> str:
-    """A link that opens one result of the report (as Snakemake's own result links do)."""
-    return f"`{text} <javascript:app.showResultInfo('{quote(path, safe='/')}')>`_"
+    """A link that selects one result of the report and shows it, as the result's own view button does
+    (Snakemake's report shows an image or an HTML page inline: `content` img or html), beside its
+    description in the menu."""
+    key = quote(path, safe="/")
+    content = "img" if Path(path).suffix.lower() in {".png", ".jpg", ".jpeg", ".svg"} else "html"
+    return (f"`{text} <javascript:app.setView({{navbarMode:'resultinfo',resultPath:'{key}',"
+            f"content:'{content}',contentPath:results['{key}'].data_uri}})>`_")
 
 
 def _category_link(name: str) -> str:
     return f"`{name} <javascript:app.showCategory('{quote(name, safe='')}')>`_"
 
 
-def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_path: str,
+def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_page: str,
                headline_figures: Sequence[str], categories: Sequence[str], preset: str) -> str:
     """The landing text as reStructuredText."""
     rows = _headline_rows(classwise)
@@ -137,7 +142,7 @@ def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_path:
         lines += [f"These runs use a reduced recipe ({reduced}): they show the direction and the class "
                   "ranking, not the published sizes.", ""]
     verdicts = verdict_line(reproduction_md)
-    lines += [f"Against the published claims ({_result_link('the reproduction table', reproduction_path)}): "
+    lines += [f"Against the published claims ({_result_link('the reproduction table', reproduction_page)}): "
               + (verdicts or "no row compared.")]
     # figure 2's panel of the finding's dataset and model (its stem: dataset__model__method)
     panels = [f for f in headline_figures if Path(f).stem.endswith(f"__{ADVERSARIAL}")]
@@ -153,15 +158,18 @@ def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_path:
 
 
 def write_front_page(classwise_csv: str | Path, reproduction: str | Path, out: str | Path,
-                     headline_figures: Sequence[str], categories: Sequence[str], preset: str) -> Path:
-    """Write the landing text (results/report_front.rst)."""
+                     headline_figures: Sequence[str], categories: Sequence[str], preset: str,
+                     reproduction_page: str | Path | None = None) -> Path:
+    """Write the landing text (results/report_front.rst). Its link to the reproduction table opens
+    `reproduction_page` (the HTML page the report holds), or the markdown without one."""
     from study.io import atomic_write_text
 
     classwise_path, reproduction_path = Path(classwise_csv), Path(reproduction)
-    for path in (classwise_path, reproduction_path):
+    page = Path(reproduction_page) if reproduction_page is not None else reproduction_path
+    for path in (classwise_path, reproduction_path, page):
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist: build it first (`snakemake ... {path}`)")
-    text = front_page(pd.read_csv(classwise_path), reproduction_path.read_text(), str(reproduction_path),
+    text = front_page(pd.read_csv(classwise_path), reproduction_path.read_text(), str(page),
                       headline_figures, categories, preset)
     atomic_write_text(out, text)
     return Path(out)

@@ -16,14 +16,16 @@ def add_reproduction(sub) -> None:
     add_params_args(p)
     p.add_argument("--tables-dir", default="results/tables", help="folder of classwise.csv (study tables)")
     p.add_argument("--out", default="results/reproduction.md")
+    p.add_argument("--html", default=None, help="also write the report as an HTML page here (the one the study's "
+                   "HTML report shows: results/reproduction.html)")
     p.set_defaults(func=cmd_reproduction)
 
 
 def cmd_reproduction(args: argparse.Namespace) -> int:
     from study.reproduction import reproduction_report
 
-    path = reproduction_report(args.tables_dir, load_params_args(args), args.out)
-    print(f"wrote {path}", file=sys.stderr)
+    path = reproduction_report(args.tables_dir, load_params_args(args), args.out, args.html)
+    print(f"wrote {path}" + (f" and {args.html}" if args.html else ""), file=sys.stderr)
     return 0
 
 
@@ -31,6 +33,8 @@ def add_front_page(sub) -> None:
     p = sub.add_parser("front-page", help="the report's landing text: the finding, read from the results")
     p.add_argument("--classwise", default="results/tables/classwise.csv")
     p.add_argument("--reproduction", default="results/reproduction.md")
+    p.add_argument("--reproduction-page", default=None,
+                   help="the reproduction report's HTML page that the landing text links (results/reproduction.html)")
     p.add_argument("--preset", required=True, help="the preset the results were made with (named on the page)")
     p.add_argument("--figures", nargs="*", default=[], help="figure 2's PNGs: the PGD-AT panel is linked")
     p.add_argument("--categories", nargs="*", default=[], help="the report's categories, in the study's order")
@@ -41,7 +45,8 @@ def add_front_page(sub) -> None:
 def cmd_front_page(args: argparse.Namespace) -> int:
     from study.front_page import write_front_page
 
-    path = write_front_page(args.classwise, args.reproduction, args.out, args.figures, args.categories, args.preset)
+    path = write_front_page(args.classwise, args.reproduction, args.out, args.figures, args.categories, args.preset,
+                            args.reproduction_page)
     print(f"wrote {path}")
     return 0
 
@@ -67,4 +72,19 @@ def cmd_readme_numbers(args: argparse.Namespace) -> int:
     return 0
 
 
-PARSERS = (add_reproduction, add_front_page, add_readme_numbers)
+def add_plots_template(sub) -> None:
+    p = sub.add_parser("plots-template", help="the page template that makes `dvc plots show` draw offline "
+                       "(vega inline, no CDN): dvc plots show --html-template PATH")
+    p.add_argument("--out", default="results/plots/template.html")
+    p.set_defaults(func=cmd_plots_template)
+
+
+def cmd_plots_template(args: argparse.Namespace) -> int:
+    from study.figures.plots_page import write_plots_template
+
+    path = write_plots_template(args.out)
+    print(f"wrote {path}: dvc plots show --html-template {path}", file=sys.stderr)
+    return 0
+
+
+PARSERS = (add_reproduction, add_front_page, add_readme_numbers, add_plots_template)

@@ -125,15 +125,16 @@ def _footnote(n_seeds: int, caveats: dict, labels: Mapping[str, str], caveat: st
 def _format_panel(top: Axes, bottom: Axes, heading: str, cats: list[str], labels: Mapping[str, str]) -> None:
     top.set_title(f"{heading}: worst (▼) and best (▲) class")
     percent_axis(top, "class accuracy (%)")
-    top.tick_params(axis="x", labelbottom=False)
     bottom.set_title(f"{heading}: max − min (bars), std (◆)")
     bottom.set_ylabel("percentage points")
-    bottom.set_xticks(range(len(cats)), [labels.get(c, c) for c in cats])
-    if len(cats) * max(len(labels.get(c, c)) for c in cats) > 60:
-        bottom.tick_params(axis="x", labelrotation=45)
-        for label in bottom.get_xticklabels():
-            label.set_horizontalalignment("right")
-            label.set_rotation_mode("anchor")
+    # the categories under both rows: a reader of the top row needs them as much as of the bottom one
+    for ax in (top, bottom):
+        ax.set_xticks(range(len(cats)), [labels.get(c, c) for c in cats])
+        if len(cats) * max(len(labels.get(c, c)) for c in cats) > 60:
+            ax.tick_params(axis="x", labelrotation=45)
+            for label in ax.get_xticklabels():
+                label.set_horizontalalignment("right")
+                label.set_rotation_mode("anchor")
 
 
 def _heading(role: str, norm: str | None, rows: pd.DataFrame, eval_settings: Mapping) -> str:

@@ -132,7 +132,11 @@ def _heading(title: str | None, epochs: pd.DataFrame, notes: list[str], final_ep
     if "seed" in epochs.columns and epochs["seed"].nunique() > 1:
         heading += f" (mean of {epochs['seed'].nunique()} seeds)"
     if notes:
-        heading += f"\nworst class at epoch {final_epoch}: " + ", ".join(notes)
+        # named with the evaluation it comes from: the per-epoch one is on a small test subset, so its
+        # worst class can differ from the final evaluation's (the report's front page, figures 1-2)
+        subset = f", {int(epochs['n'].median())} test images per class" if "n" in epochs.columns else ""
+        heading += (f"\nworst class at epoch {final_epoch} (per-epoch evaluation{subset}; not the final "
+                    "evaluation's): " + ", ".join(notes))
     return heading
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported 
     import pandas as pd
 
 from study.figures.fig04_06_discrepancy import counted_rows, read_table, setting_label, with_roles
-from study.labels import dataset_name, eval_name, method_name, model_name
+from study.labels import dataset_name, eval_name, eval_norm, method_name, model_name
 
 
 def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):
@@ -34,16 +34,22 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
         .replace(" |  | ", " | "), axis=1)
     table, flagged = counted_rows(with_roles(table, ["run_id"], evaluations), "rank_agreement")
     left_out = left_out_note(flagged, ["config", "eval"], lambda k: f"{display_title(str(k[0]))} · {eval_name(k[1])}")
+    # one robustness panel per threat model: budgets of two norms ranked together are not comparable
+    table["role"] = [role if role == "clean" else f"robust {eval_norm(ev)}"
+                     for role, ev in zip(table["role"], table["eval"], strict=True)]
     panels = {}
     for role, part in table.groupby("role", sort=True):
         wide = class_accuracy_matrix(part, ["config"])
-        if left_out and wide.shape[1] < 2:  # the checks left one configuration: nothing to rank it with
+        if wide.shape[1] < 2:  # one configuration under this threat model: nothing to rank it with
             continue
         name = "clean accuracy" if role == "clean" else \
             f"robustness ({', '.join(map(eval_name, sorted(part['eval'].unique())))})"
         panels[name] = (rank_agreement(wide, "spearman"), rank_agreement(wide, "kendall"))
-    if not panels:
+    if not panels and left_out:
         raise ValueError(f"the checks flagged all but one configuration of figure rank_agreement: {left_out}")
+    if not panels:
+        raise ValueError("rank agreement needs two configurations evaluated under the same threat model; "
+                         f"{dataset_name(str(table['dataset'].iloc[0]))} has one")
     ds = table["dataset"].iloc[0]
     seeds = table["seed"].nunique()
     return plot_rank_agreement(panels, title or f"{dataset_name(ds)}: do the same classes lead and lag? "

@@ -1,4 +1,5 @@
-"""The reproduction report of a tables folder, written to results/reproduction.md (`study reproduction`)."""
+"""The reproduction report of a tables folder, written to results/reproduction.md and, as the page the
+study's HTML report shows, results/reproduction.html (`study reproduction`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from study.config.params import typed_params
 from study.io import atomic_write_text
 from study.provenance import git_commit
 from study.reproduction.comparison import compare
+from study.reproduction.page import render_html
 from study.reproduction.render import render
 
 
@@ -27,10 +29,17 @@ def reproduction_markdown(classwise: pd.DataFrame, params: Mapping, commit: str 
                   day or date.today().isoformat())
 
 
-def reproduction_report(tables_dir: str | Path, params: Mapping, out_md: str | Path) -> Path:
-    """Write results/reproduction.md from the tables in `tables_dir` (classwise.csv)."""
+def reproduction_report(tables_dir: str | Path, params: Mapping, out_md: str | Path,
+                        out_html: str | Path | None = None) -> Path:
+    """Write results/reproduction.md from the tables in `tables_dir` (classwise.csv), and the same rows
+    as an HTML page to `out_html` where given."""
     path = Path(tables_dir) / "classwise.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: build the tables first (`study tables`)")
-    atomic_write_text(out_md, reproduction_markdown(pd.read_csv(path), params))
+    values, deltas = compare(pd.read_csv(path), params)
+    # one commit and day for both files: they are the same report
+    preset, commit, day = typed_params(params).preset or "none", _commit(), date.today().isoformat()
+    atomic_write_text(out_md, render(values, deltas, preset, commit, day))
+    if out_html is not None:
+        atomic_write_text(out_html, render_html(values, deltas, preset, commit, day))
     return Path(out_md)

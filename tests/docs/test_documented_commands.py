@@ -45,7 +45,8 @@ CLASSES = [
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)
     (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/docs/test_readme_numbers.py runs it)
     # minutes to hours, or a GPU machine: the target exists, its recipe expands
-    (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle)", "make"),
+    (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle|plots|report( PRESET=\w+)?)",
+     "make"),
     (r"dvc repro", "dvc"),  # the whole study: its stages exist and name Snakemake targets that exist
     (r"dvc exp run( -S \S+)*", "dvc"),
     (r"snakemake (?!.*preset=)(.* )?(results/figures/all|all)( .*)?", "snakemake as ci"),  # the paper DAG

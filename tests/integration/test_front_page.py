@@ -35,7 +35,7 @@ def table(epochs=2, train_per_class=3000.0, seeds=(0,), shift=0.0):
 
 
 def test_the_finding_is_stated_with_the_tables_numbers():
-    text = front_page(table(), REPRODUCTION, "results/reproduction.md", FIGURES, CATEGORIES, "demo")
+    text = front_page(table(), REPRODUCTION, "results/reproduction.html", FIGURES, CATEGORIES, "demo")
     mean = sum(PGD_AT_PGD) / 10
     assert (f"Under PGD-20, L∞, PGD-AT's weakest class is **cat at 8.0%** and its strongest ship at 45.0% "
             f"(mean {100 * mean:.1f}%).") in text
@@ -45,9 +45,12 @@ def test_the_finding_is_stated_with_the_tables_numbers():
     # the best checkpoint's evaluation is no part of the finding (the last checkpoint's is)
     assert "PGD-5" not in text
     assert "Verdicts: 2 agrees, 3 inconclusive, 1 differs." in text
-    assert "app.showResultInfo('results/reproduction.md')" in text
-    # the headline figure: figure 2's PGD-AT panel of the finding's dataset and model
-    assert "app.showResultInfo('results/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png')" in text
+    # the links show what they name: the reproduction page, and the headline figure (figure 2's PGD-AT
+    # panel of the finding's dataset and model) as an image
+    assert ("resultPath:'results/reproduction.html',content:'html',"
+            "contentPath:results['results/reproduction.html'].data_uri") in text
+    figure = "results/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"
+    assert f"resultPath:'{figure}',content:'img',contentPath:results['{figure}'].data_uri" in text
     # categories in the order given (the study's), each a link
     positions = [text.index(f"`{c} <javascript:app.showCategory(") for c in CATEGORIES]
     assert positions == sorted(positions)

@@ -127,8 +127,11 @@ rule reproduction:
         preset=f"workflow/presets/{config['preset']}.yaml",
         schema="workflow/schemas/params.schema.yaml",
     output:
-        report(f"{RESULTS}/reproduction.md", caption="../report/reproduction.rst",
-               category=report_category("Reproduction")),
+        md=f"{RESULTS}/reproduction.md",
+        # the same report as a page: Snakemake's report shows an HTML result in the browser (a .md it
+        # only offers as a download)
+        html=report(f"{RESULTS}/reproduction.html", caption="../report/reproduction.rst",
+                    category=report_category("Reproduction")),
     log:
         f"{RESULTS}/logs/reproduction.log",
     benchmark:
@@ -144,13 +147,14 @@ rule reproduction:
     shell:
         "study reproduction --params {input.params:q} --presets-dir {params.presets_dir:q} --schema {input.schema:q}"
         " --preset {params.preset:q} {params.overrides} --tables-dir {params.tables_dir:q}"
-        " --out {output:q} 2> {log:q}"
+        " --out {output.md:q} --html {output.html:q} 2> {log:q}"
 
 
 rule front_page:
     input:
         classwise=TABLES["classwise"],
         reproduction=f"{RESULTS}/reproduction.md",
+        page=f"{RESULTS}/reproduction.html",  # the page its link opens
     output:
         f"{RESULTS}/report_front.rst",
     log:
@@ -166,7 +170,8 @@ rule front_page:
     conda:
         "../../environment.yml"
     shell:
-        "study front-page --classwise {input.classwise:q} --reproduction {input.reproduction:q} --preset {params.preset:q}"
+        "study front-page --classwise {input.classwise:q} --reproduction {input.reproduction:q}"
+        " --reproduction-page {input.page:q} --preset {params.preset:q}"
         " --figures {params.figures:q} --categories {params.categories:q} --out {output:q} 2> {log:q}"
 
 
