@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -405,8 +406,8 @@ def bench_setting(wildcards):
 # killed during an update of a finished result set (its outputs removed before it started, the
 # gathering job downstream up to date) would stay missing, the next run "Nothing to be done".
 # Each gathering rule (the tables, the figures' manifest) reads a stamp of its own, touched here,
-# at plan time, when one of its inputs is missing while its outputs exist: the rule is then newer
-# than its outputs and runs again, and with it every job that makes a missing input. The run
+# at plan time, when one of its inputs is missing while its outputs exist: the rule's input has
+# changed and it runs again, and with it every job that makes a missing input. The run
 # summary lists what was found missing (REMADE).
 STAMPS = Path(".snakemake/study-stamps")
 REMADE = []
@@ -428,6 +429,7 @@ def gathered(name, inputs, outputs):
         os.utime(stamp, (0, 0))  # older than any output: a new stamp makes nothing run
     missing = [f for f in _files(inputs) if not os.path.exists(f)]
     if missing and all(os.path.exists(f) for f in _files(outputs)):
-        stamp.touch()
+        # new content, not only a new time: Snakemake compares a small input's checksum, not its mtime
+        stamp.write_text(f"{time.time()}\n" + "\n".join(missing) + "\n")
         REMADE.extend(f for f in missing if f not in REMADE)
     return str(stamp)
