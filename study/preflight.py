@@ -67,6 +67,8 @@ class Item:
     how: str = ""
     #: why a part is left out, as the run summary groups them: OFFLINE, NOT_PLACED
     cause: str = ""
+    #: how many files the part stands for (a dataset: one; zoo weights: one per model)
+    count: int = 1
 
 
 def _names(names: Sequence[str], width: int = 60) -> str:
@@ -339,7 +341,7 @@ def reachable_plan(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSp
         left.append(Item(f"zoo weights, {len(weights)} models", LEFT_OUT,
                          f"{_names([r.run_id for r in weights], 50)}: {', '.join(hosts)} {down[hosts[0]]}",
                          f"copy the files into {zoo_weights_dir(params)}/ (robustbench's layout) or set "
-                         f"${WEIGHTS_ENV} to a folder holding them", OFFLINE))
+                         f"${WEIGHTS_ENV} to a folder holding them", OFFLINE, len(weights)))
     gone = {r.run_id for r in weights}
     kept = [r for r in runs if (r.dataset, r.variant) not in cut]
     return kept, [r for r in zoo if (r.dataset, r.variant) not in cut and r.run_id not in gone], left
