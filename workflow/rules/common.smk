@@ -102,6 +102,7 @@ if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.bas
     if not DRY_RUN:
         sys.exit(1)
 # a dataset or zoo model whose host does not answer: out of the plan, one line each (UNREACHABLE)
+PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before parts are left out
 PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 
@@ -112,7 +113,10 @@ def mitigation_controls(methods):
     return {m: present_baseline(config, m, methods) for m in methods}
 
 
-CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
+_PLANNED = {r.run_id for r in PLAN}
+# a construction whose source run is left out (its dataset unreachable) is left out with it
+CONSTRUCTIONS = {c.name: c for c in constructions(config, PRESET_PLAN)
+                 if c.source_run.run_id in _PLANNED} if config.get("features") else {}
 ROBUSTNESS = config["robustness"]
 
 
