@@ -356,10 +356,15 @@ def features_panels():
 STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
               zoo_evaluations=_ZF, classwise_table=TABLES["classwise"], controls=mitigation_controls,
               features=features_panels)
-try:
-    FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels(STUDY) for fig in config["figures"]}
-except ValueError as err:
-    raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+FIGURE_PANELS, FIGURES_LEFT_OUT = {}, []  # a figure that needs runs left out (UNREACHABLE) is left out whole
+for _fig in config["figures"]:
+    try:
+        FIGURE_PANELS[_fig] = lookup(FIGURES, _fig, "figure").panels(STUDY)
+    except ValueError as err:
+        if not UNREACHABLE:
+            raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+        FIGURE_PANELS[_fig] = {}
+        FIGURES_LEFT_OUT.append(_fig)
 STEM_FIELDS = {fig: re.findall(r"{(\w+)}", spec.stem) for fig, spec in FIGURES.items()}
 # The report's categories in the study's order (its first figure's number; the reproduction table
 # last), those this preset's results fill numbered in that order: the report lists its

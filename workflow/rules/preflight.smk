@@ -18,6 +18,9 @@ from run_summary import failed_jobs, write_summary
 
 # what the plan leaves out: a host that does not answer (UNREACHABLE, common.smk), a hand-placed input
 LEFT_OUT = [*item_lines(UNREACHABLE), *left_out_lines(config, ZOO)]
+if FIGURES_LEFT_OUT:  # (common.smk) figures drawn only from runs left out
+    LEFT_OUT.append(f"left out of the plan (offline): {len(FIGURES_LEFT_OUT)} figures whose runs are all left out "
+                    f"({', '.join(FIGURES_LEFT_OUT)})"[:220])
 LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(config, ZOO)]
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
