@@ -43,7 +43,7 @@ def run_summary(log, ok):
 
 onstart:
     print(render(config, [*preflight(config, PLAN, ZOO), *UNREACHABLE], len(PLAN), len(ZOO),
-                 price_line(config, PLAN, ZOO)),
+                 price_line(config, PRESET_PLAN, ZOO)),  # the preset's price: a part left out may come back
           file=sys.stderr)
 
 
