@@ -24,6 +24,10 @@ if FIGURES_LEFT_OUT:  # (common.smk) figures drawn only from runs left out
 LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(config, ZOO)]
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
+if UNREACHABLE and not PLAN and not ZOO and RUNS_JOBS and not DRY_RUN:  # (common.smk) nothing is left to run
+    print(f"stopped: every run of preset {config['preset']} is left out of the plan (above): supply what it "
+          "names and run the same command again", file=sys.stderr)
+    sys.exit(1)
 if REMADE:  # (common.smk, gathered): outputs of a finished result set that a killed job left missing
     print(f"found missing from a finished result set: {len(REMADE)} files ({REMADE[0]}"
           f"{f' (+{len(REMADE) - 1} more)' if len(REMADE) > 1 else ''}): the jobs that make them run again",

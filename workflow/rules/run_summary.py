@@ -145,7 +145,8 @@ def causes(parts: Sequence, failed: Sequence[FailedJob]) -> list[str]:
                     + sum(not j.rule.startswith("zoo") for j in down))
         weights = sum(p.count for p in offline if p.what.startswith("zoo")) + sum(j.rule.startswith("zoo") for j in down)
         how = f"{len(offline)} left out of the plan, {_plural(len(down), 'download')} failed"
-        lines.append(f"offline: {_plural(datasets, 'dataset')}, {_plural(weights, 'weight file')} ({how}): {MIRRORS}")
+        counts = ", ".join(_plural(n, w) for n, w in ((datasets, "dataset"), (weights, "weight file")) if n)
+        lines.append(f"offline: {counts or _plural(len(down), 'job')} ({how}): {MIRRORS}")
     for part in (p for p in parts if p.cause == "not placed"):
         lines.append(f"not placed: the {part.what}: {part.how}"[:_LINE * 2])
     stopped = [j for j in failed if j.interrupted]
