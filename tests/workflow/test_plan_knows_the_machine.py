@@ -68,7 +68,7 @@ def test_ci_and_demo_fit_the_limit_and_the_key_confirms_the_paper_preset():
 def test_an_unreachable_data_host_leaves_the_plan_empty_and_stops_in_seconds(tmp_path):
     project = _copy_project(tmp_path)
     env = {**_env(), "STUDY_DATA_URL_BASE": f"http://127.0.0.1:{_closed_port()}"}
-    for attempt in range(2):  # the second reads the answers the first kept in .snakemake/
+    for _ in range(2):  # the second reads the answers the first kept in .snakemake/
         t0 = time.perf_counter()
         proc = _snakemake(project, "--cores", "2", "--config", "preset=demo", "--", "results/figures/all", env=env)
         assert proc.returncode == 1 and time.perf_counter() - t0 < 30, proc.stderr

@@ -143,7 +143,8 @@ def causes(parts: Sequence, failed: Sequence[FailedJob]) -> list[str]:
     if offline or down:
         datasets = (sum(p.count for p in offline if p.what.startswith("dataset"))
                     + sum(not j.rule.startswith("zoo") for j in down))
-        weights = sum(p.count for p in offline if p.what.startswith("zoo")) + sum(j.rule.startswith("zoo") for j in down)
+        weights = (sum(p.count for p in offline if p.what.startswith("zoo"))
+                   + sum(j.rule.startswith("zoo") for j in down))
         how = f"{len(offline)} left out of the plan, {_plural(len(down), 'download')} failed"
         counts = ", ".join(_plural(n, w) for n, w in ((datasets, "dataset"), (weights, "weight file")) if n)
         lines.append(f"offline: {counts or _plural(len(down), 'job')} ({how}): {MIRRORS}")
@@ -171,7 +172,8 @@ def _job_line(job: FailedJob) -> str:
 
 
 def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_out: Sequence[str],
-            failed: Sequence[FailedJob], preset: str, ok: bool, remade: Sequence[str] = (), parts: Sequence = ()) -> str:
+            failed: Sequence[FailedJob], preset: str, ok: bool, remade: Sequence[str] = (),
+            parts: Sequence = ()) -> str:
     """The markdown text: figures (panels made of planned), tables, the causes of what is not made
     (`parts`: the items the plan left out, study.preflight), what was found missing at the start and
     made again (`remade`: a killed job's outputs), left out, failed jobs."""
