@@ -8,13 +8,20 @@ is missing and left out of the plan (a hand-placed input: ImageNet's validation 
 missing and will fail its job (weights not in a folder the user gave, which is never written).
 Each missing item names the env var, config key or path that supplies it.
 
-Only files are looked at, never the network (a host that is down shows as a failed job and in
-the run summary, workflow/rules/run_summary.py), and torch is not imported: the plan is made in seconds.
+Files are looked at, and of the network only whether each host a download needs answers a TCP
+connection (reachable_plan: every host at once, a few seconds at most, the answers kept for minutes
+in .snakemake/): a dataset or zoo model whose host does not answer is left out of the plan with one
+line, as a hand-placed input is. torch is not imported: the plan is made in seconds. A plan that would
+keep this machine busy for over a week is refused before any job starts (price_refusal).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +52,7 @@ SECTIONS = {
     MISSING: "Missing, its jobs will fail (the rest go on)",
 }
 ZOO_FIGURES = "figures 15-17"
+OFFLINE, NOT_PLACED = "offline", "not placed"
 _WIDTH = 110  # one terminal line: long lists of names are cut, with how many more
 
 
@@ -57,6 +65,10 @@ class Item:
     status: str
     detail: str
     how: str = ""
+    #: why a part is left out, as the run summary groups them: OFFLINE, NOT_PLACED
+    cause: str = ""
+    #: how many files the part stands for (a dataset: one; zoo weights: one per model)
+    count: int = 1
 
 
 def _names(names: Sequence[str], width: int = 60) -> str:
@@ -157,7 +169,7 @@ def left_out_parts(params: Mapping, zoo: Sequence[RunSpec], root: str | Path | N
         if panels:
             what += f" and {ZOO_FIGURES} panel{'s' if len(panels) > 1 else ''} {', '.join(panels)}"
         name = "ImageNet validation set" if dataset == "imagenet" else f"dataset {dataset}"
-        items.append(Item(name, LEFT_OUT, what, parts[0].how))
+        items.append(Item(name, LEFT_OUT, what, parts[0].how, NOT_PLACED))
     return items
 
 
@@ -213,3 +225,190 @@ def render(params: Mapping, items: Sequence[Item], runs: int, zoo: int, price: s
     if not any(i.status in (LEFT_OUT, MISSING) for i in items):
         lines.append("Nothing is missing.")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the network: hosts that do not answer
+#: seconds a host has to accept a TCP connection: a host that is up answers in well under one; an
+#: offline machine's attempt fails at once (no route, no name) or hangs until this
+PROBE_TIMEOUT_S = 3.0
+#: where the answers are kept, and for how long: a rerun within minutes reads them rather than
+#: waiting again (a host that comes back is found again once they expire)
+PROBE_CACHE = Path(".snakemake/study-hosts.json")
+PROBE_TTL_S = 600.0
+GDRIVE = "https://drive.google.com/"  # robustbench's weights host (gdown)
+
+
+def _endpoint(url: str) -> str:
+    parsed = urlparse(url)
+    return f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
+
+
+def _connect(endpoint: str, answers: dict[str, str | None]) -> None:
+    host, port = endpoint.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S).close()
+        answers[endpoint] = None
+    except OSError as err:
+        answers[endpoint] = (err.strerror or type(err).__name__).lower() if not isinstance(err, TimeoutError) \
+            else f"no answer in {PROBE_TIMEOUT_S:.0f} s"
+
+
+def probe_hosts(urls: Sequence[str], cache: Path = PROBE_CACHE, probe: bool = True) -> dict[str, str]:
+    """{host:port: why it does not answer} of the hosts of `urls` that do not accept a connection.
+    Each host is tried once, all at once (daemon threads: a name lookup that hangs is abandoned
+    after PROBE_TIMEOUT_S); answers younger than PROBE_TTL_S are read from `cache` instead. With
+    `probe` False (a dry run) only the cached answers count."""
+    endpoints = sorted({_endpoint(u) for u in urls})
+    try:
+        kept = json.loads(cache.read_text()) if cache.is_file() else {}
+    except (OSError, ValueError):
+        kept = {}
+    now = time.time()
+    fresh = {e: kept[e][1] for e in endpoints if e in kept and now - kept[e][0] < PROBE_TTL_S}
+    if probe and (todo := [e for e in endpoints if e not in fresh]):
+        answers: dict[str, str | None] = {}
+        threads = [threading.Thread(target=_connect, args=(e, answers), daemon=True) for e in todo]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, PROBE_TIMEOUT_S + 0.5 - (time.time() - now)))
+        for e in todo:
+            fresh[e] = answers.get(e, f"no answer in {PROBE_TIMEOUT_S:.0f} s")
+            kept[e] = [now, fresh[e]]
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(kept))
+        except OSError:
+            pass  # the next run probes again
+    return {e: why for e, why in fresh.items() if why is not None}
+
+
+def _zoo_urls(run: RunSpec) -> list[str]:
+    from study.models.zoo import TORCHVISION_URL_BASE
+
+    zoo = run.config["zoo"]
+    base = os.environ.get(WEIGHTS_URL_BASE_ENV, "").strip().rstrip("/")
+    if base:
+        return [f"{base}/{zoo_weights_file(zoo)}"]
+    return [f"{TORCHVISION_URL_BASE}/{zoo['file']}" if zoo.get("source") == "torchvision" else GDRIVE]
+
+
+def _unreachable_datasets(items: Sequence[Item], runs: Sequence[RunSpec], down: Mapping[str, str]) -> dict:
+    """{(dataset, variant): (hosts, why)} of the downloads none of whose hosts answers."""
+    from study.data.archives import VARIANT_ARCHIVES
+
+    found = {}
+    for dataset, variant in sorted({(r.dataset, r.variant) for r in runs}):
+        if not any(i.status == DOWNLOAD and i.what == f"dataset {dataset} ({variant})" for i in items):
+            continue
+        for spec in VARIANT_ARCHIVES.get((dataset, variant), ()):
+            hosts = [_endpoint(u) for u in download_urls(spec)]
+            if hosts and all(h in down for h in hosts):
+                found[(dataset, variant)] = (hosts, down[hosts[0]])
+    return found
+
+
+def reachable_plan(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None,
+                   probe: bool = True) -> tuple[list[RunSpec], list[RunSpec], list[Item]]:
+    """The plan without what cannot be fetched: (runs, zoo runs, an item per part left out). A
+    dataset whose download hosts do not answer leaves out every run on it (and the zoo models
+    evaluated on it); a zoo model whose weights are not in place and whose host does not answer
+    is left out too. `probe` False: only answers cached by an earlier run count (a dry run)."""
+    root = Path(root or ".")
+    items = preflight(params, runs, zoo, root)
+    fetched = [r for r in zoo if not weights_present(params, r.config["zoo"], root)] if zoo_downloads(params) else []
+    from study.data.archives import VARIANT_ARCHIVES
+
+    urls = [u for i in items if i.status == DOWNLOAD and i.what.startswith("dataset ")
+            for key, specs in VARIANT_ARCHIVES.items() if i.what == f"dataset {key[0]} ({key[1]})"
+            for s in specs for u in download_urls(s)]
+    urls += [u for r in fetched for u in _zoo_urls(r)]
+    down = probe_hosts(urls, root / PROBE_CACHE, probe) if urls else {}
+    if not down:
+        return list(runs), list(zoo), []
+    datasets = _unreachable_datasets(items, [*runs, *zoo], down)
+    mirror = f"put the archives in {params['data']['root']}/raw/ or set ${MIRROR_ENV} to a folder holding them"
+    left = []
+    for (dataset, variant), (hosts, why) in datasets.items():
+        ids = [r.run_id for r in [*runs, *zoo] if (r.dataset, r.variant) == (dataset, variant)]
+        left.append(Item(f"dataset {dataset} ({variant})", LEFT_OUT,
+                         f"{len(ids)} runs ({_names(ids, 50)}): {', '.join(hosts)} {why}", mirror, OFFLINE))
+    cut = {(d, v) for d, v in datasets}
+    weights = [r for r in fetched if (r.dataset, r.variant) not in cut
+               and all(_endpoint(u) in down for u in _zoo_urls(r))]
+    if weights:
+        hosts = sorted({_endpoint(u) for r in weights for u in _zoo_urls(r)})
+        left.append(Item(f"zoo weights, {len(weights)} models", LEFT_OUT,
+                         f"{_names([r.run_id for r in weights], 50)}: {', '.join(hosts)} {down[hosts[0]]}",
+                         f"copy the files into {zoo_weights_dir(params)}/ (robustbench's layout) or set "
+                         f"${WEIGHTS_ENV} to a folder holding them", OFFLINE, len(weights)))
+    gone = {r.run_id for r in weights}
+    kept = [r for r in runs if (r.dataset, r.variant) not in cut]
+    return kept, [r for r in zoo if (r.dataset, r.variant) not in cut and r.run_id not in gone], left
+
+
+def item_lines(items: Sequence[Item]) -> list[str]:
+    """One line per part left out for want of a reachable host."""
+    return [f"left out of the plan ({item.cause}): {item.what}: {item.detail}; supply: {item.how}" for item in items]
+
+
+# ---------------------------------------------------------------- the price on this machine
+#: the longest a run may keep this machine busy unasked. A week: longer than any preset meant for one
+#: machine takes (ci and demo: minutes to hours on two CPU cores), far shorter than a GPU study on a CPU
+#: (the paper preset: years), and long enough that a user notices a mistaken preset before the machine
+#: is spent. The confirmation key runs it anyway.
+PRICE_LIMIT_HOURS = 7 * 24.0
+CONFIRM_KEY = "confirm_price"
+SMALLER_PRESET = "demo"
+SLURM_PROFILE = "workflow/profiles/slurm"
+
+
+def this_machine() -> tuple[str, float, str]:
+    """(the throughput table's device kind that prices this machine, the factor on its hours, the
+    machine in words): an NVIDIA GPU at the H100's rate (torch-free: the driver's /proc files),
+    else the CPU at the table's 2-core rate scaled by its cores."""
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+        model = next((line.split(":", 1)[1].strip() for line in info.read_text().splitlines()
+                      if line.startswith("Model")), "NVIDIA GPU")
+        return "h100", 1.0, f"{model}, priced at the H100's rate"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return "cpu-2core", 2 / cores, f"a {cores}-core CPU, no CUDA device"
+
+
+def _days(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.0f} days"
+
+
+def _hours_here(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: Path) -> tuple[float, float]:
+    """(hours on this machine, hours on one H100) of a plan."""
+    from study.cost import price, totals
+
+    device, factor, _ = this_machine()
+    total = totals(price(params, runs, zoo, root)[0])
+    return total.hours[device] * factor, total.hours["h100"]
+
+
+def price_refusal(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
+                  root: str | Path | None = None) -> str | None:
+    """One line refusing a plan whose price on this machine exceeds PRICE_LIMIT_HOURS, with the
+    ways out; None where it does not, where the user confirmed it, or with no throughput table."""
+    from study.config import load_params, plan_runs
+    from study.config.zoo import plan_zoo
+    from study.cost import THROUGHPUT_TABLE
+
+    root = Path(root or ".")
+    if params.get(CONFIRM_KEY) or not (root / THROUGHPUT_TABLE).is_file():
+        return None
+    here, gpu = _hours_here(params, runs, zoo, root)
+    if here <= PRICE_LIMIT_HOURS:
+        return None
+    smaller = ""
+    if params["preset"] != SMALLER_PRESET and (root / "workflow/presets" / f"{SMALLER_PRESET}.yaml").is_file():
+        small = load_params(root / "params.yaml", {"preset": SMALLER_PRESET}, presets_dir=root / "workflow/presets",
+                            schema_path=root / "workflow/schemas/params.schema.yaml")
+        smaller = (f"a smaller preset (--config preset={SMALLER_PRESET}: "
+                   f"{_days(_hours_here(small, plan_runs(small), plan_zoo(small), root)[0])} here), ")
+    return (f"refused: preset {params['preset']} would keep this machine ({this_machine()[2]}) busy for "
+            f"{_days(here)} by its estimated price, over the {PRICE_LIMIT_HOURS / 24:.0f}-day limit of a run here; "
+            f"ways out: {smaller}a GPU ({_days(gpu)} on one H100), the Slurm profile (--profile {SLURM_PROFILE}), "
+            f"or --config {CONFIRM_KEY}=true to run it here anyway")

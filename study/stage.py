@@ -41,7 +41,9 @@ class StageRun:
     def argv(self) -> list[str]:
         """Snakemake's command line: the targets before `--config`, whose values run to the end."""
         config = config_arguments(self.overrides)
-        return ["snakemake", "--profile", str(self.profile.path), *self.targets,
+        # Snakemake of the Python running this (whose bin folder the rules put first on the jobs' PATH,
+        # common.smk): DVC's shell may have another `snakemake`, or none, on its PATH
+        return [sys.executable, "-m", "snakemake", "--profile", str(self.profile.path), *self.targets,
                 *(["--config", *config] if config else [])]
 
     def summary(self) -> str:

@@ -645,6 +645,9 @@ class Params(Config):
     zoo: Zoo | None = None
     speed: Speed = Speed()
     bench: Bench | None = None
+    #: run a plan whose estimated price on this machine exceeds the preflight's limit (a week:
+    #: study.preflight.PRICE_LIMIT_HOURS) anyway; given on the command line, `--config confirm_price=true`
+    confirm_price: bool = False
 
     def group(self, name: str) -> ExperimentGroup:
         for group in self.experiments:

@@ -67,7 +67,8 @@ def test_stage_hands_the_values_set_for_the_run_to_snakemake(tmp_path):
                  "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
     line, command = proc.stdout.splitlines()
     assert "values set for this run: preset=ci, train.epochs=3" in line
-    assert command == "snakemake --profile workflow/profiles/cpu train_all --config preset=ci train={epochs: 3}"
+    assert command == (f"{sys.executable} -m snakemake --profile workflow/profiles/cpu train_all "
+                       "--config preset=ci train={epochs: 3}")
 
 
 def test_a_stage_writes_its_run_summary_also_when_nothing_is_to_be_done(tmp_path):

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from study import resources as resources_estimate
 from study.config import (ConfigError, EvaluationSpec, configured_mirror, constructions, load_params, plan_runs,
                           prepared_name, present_baseline, resolve_evaluation)
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
+from study.preflight import price_refusal, reachable_plan
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS
 from study.figures.catalog import FIGURES, Study
 from study.record_names import metrics_stem, record_name
@@ -52,6 +54,9 @@ def folder_of(name: str, of: str = "output") -> Callable:
 
 
 _BASE = Path(workflow.basedir) / "workflow"
+# The jobs find the project's own commands (`study`) beside the Python that runs Snakemake, however it was
+# started: an active environment, .venv/bin/snakemake without one, `python -m snakemake` (study.stage, DVC)
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 # the values given with --config (DVC's -S, through study.stage): a job that loads params.yaml
 # itself is given them too (config_overrides_arg), so it reads the configuration planned here
 CONFIG_OVERRIDES = dict(workflow.config_settings.overwrite_config or {})
@@ -71,6 +76,35 @@ ZOO_ROOT = f"{RESULTS}/zoo"
 FRONT_PAGE = f"{RESULTS}/report_front.rst"
 PLAN = plan_runs(config)
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
+
+
+# ---- the machine and the network, before any job (study.preflight; the lines printed in preflight.smk)
+def _asked(flags, letter):
+    """Whether Snakemake's command line holds one of `flags` (or `letter` among combined short flags)."""
+    return any(a in flags or (letter and re.fullmatch(rf"-[A-Za-z]*{letter}[A-Za-z]*", a)) for a in sys.argv[1:])
+
+
+# A job's own Snakemake process, and commands that run no job (a report, a listing), neither probe nor refuse;
+# a dry run only reads the hosts' cached answers and warns of the price.
+DRY_RUN = _asked({"--dry-run", "--dryrun", "--dry_run"}, "n")
+def _on_this_machine():
+    try:
+        return workflow.cores is not None  # None (or an error) under a cluster executor: its nodes' price
+    except WorkflowError:
+        return False
+
+
+RUNS_JOBS = _on_this_machine() and not (workflow.remote_exec or workflow.subprocess_exec or _asked(
+    {"--report", "--list", "--list-rules", "--summary", "--detailed-summary", "--lint", "--unlock", "--touch",
+     "--cleanup-metadata", "--list-target-rules", "--dag", "--rulegraph", "--filegraph"}, "l"))
+# a plan priced over a week on this machine: refused in one line (a dry run: the same line, as a warning)
+if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.basedir)):
+    print(f"{'warning (dry run): the run would be ' if DRY_RUN else ''}{PRICE_REFUSAL}", file=sys.stderr)
+    if not DRY_RUN:
+        sys.exit(1)
+# a dataset or zoo model whose host does not answer: out of the plan, one line each (UNREACHABLE)
+PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before parts are left out
+PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 
 
@@ -80,7 +114,10 @@ def mitigation_controls(methods):
     return {m: present_baseline(config, m, methods) for m in methods}
 
 
-CONSTRUCTIONS = {c.name: c for c in constructions(config, PLAN)} if config.get("features") else {}
+_PLANNED = {r.run_id for r in PLAN}
+# a construction whose source run is left out (its dataset unreachable) is left out with it
+CONSTRUCTIONS = {c.name: c for c in constructions(config, PRESET_PLAN)
+                 if c.source_run.run_id in _PLANNED} if config.get("features") else {}
 ROBUSTNESS = config["robustness"]
 
 
@@ -320,10 +357,15 @@ def features_panels():
 STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
               zoo_evaluations=_ZF, classwise_table=TABLES["classwise"], controls=mitigation_controls,
               features=features_panels)
-try:
-    FIGURE_PANELS = {fig: lookup(FIGURES, fig, "figure").panels(STUDY) for fig in config["figures"]}
-except ValueError as err:
-    raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+FIGURE_PANELS, FIGURES_LEFT_OUT = {}, []  # a figure that needs runs left out (UNREACHABLE) is left out whole
+for _fig in config["figures"]:
+    try:
+        FIGURE_PANELS[_fig] = lookup(FIGURES, _fig, "figure").panels(STUDY)
+    except ValueError as err:
+        if not UNREACHABLE:
+            raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+        FIGURE_PANELS[_fig] = {}
+        FIGURES_LEFT_OUT.append(_fig)
 STEM_FIELDS = {fig: re.findall(r"{(\w+)}", spec.stem) for fig, spec in FIGURES.items()}
 # The report's categories in the study's order (its first figure's number; the reproduction table
 # last), those this preset's results fill numbered in that order: the report lists its

@@ -2,21 +2,32 @@
 # says what the plan costs (study.cost: device-hours and disk) and needs (study.preflight:
 # present, to be downloaded, missing and how to supply it); a part whose hand-placed input is missing (ImageNet's validation set: its zoo models and
 # their panels) is left out of the plan with one line, and comes back once the input is placed
-# (the plan looks again on every invocation). The run ends, failed or not, with
+# (the plan looks again on every invocation); so is a dataset or zoo model whose host does not answer
+# (study.preflight.reachable_plan, in common.smk, where a plan priced over a week on this machine is
+# refused before anything else). The run ends, failed or not, with
 # results/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
 # which job failed and the error line its log ends with. The default profile (profiles/default)
 # keeps independent jobs going past a failure.
 import os
 import sys
 
-from study.preflight import left_out_lines, preflight, price_line, render
+from study.preflight import item_lines, left_out_lines, left_out_parts, preflight, price_line, render
 
 # Snakemake puts an included file's folder on sys.path: the module beside this file.
 from run_summary import failed_jobs, write_summary
 
-LEFT_OUT = left_out_lines(config, ZOO)
+# what the plan leaves out: a host that does not answer (UNREACHABLE, common.smk), a hand-placed input
+LEFT_OUT = [*item_lines(UNREACHABLE), *left_out_lines(config, ZOO)]
+if FIGURES_LEFT_OUT:  # (common.smk) figures drawn only from runs left out
+    LEFT_OUT.append(f"left out of the plan (offline): {len(FIGURES_LEFT_OUT)} figures whose runs are all left out "
+                    f"({', '.join(FIGURES_LEFT_OUT)})"[:220])
+LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(config, ZOO)]
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
+if UNREACHABLE and not PLAN and not ZOO and RUNS_JOBS and not DRY_RUN:  # (common.smk) nothing is left to run
+    print(f"stopped: every run of preset {config['preset']} is left out of the plan (above): supply what it "
+          "names and run the same command again", file=sys.stderr)
+    sys.exit(1)
 if REMADE:  # (common.smk, gathered): outputs of a finished result set that a killed job left missing
     print(f"found missing from a finished result set: {len(REMADE)} files ({REMADE[0]}"
           f"{f' (+{len(REMADE) - 1} more)' if len(REMADE) > 1 else ''}): the jobs that make them run again",
@@ -30,12 +41,13 @@ def run_summary(log, ok):
     figures = {fig: figure_files(fig) for fig in config["figures"]}
     logs = [log] if isinstance(log, str) else list(log or [])
     text = write_summary(RUN_SUMMARY, figures, [*TABLES.values(), *ZOO_TARGETS], LEFT_OUT, failed_jobs(logs),
-                         preset=config["preset"], ok=ok, remade=REMADE)
+                         preset=config["preset"], ok=ok, remade=REMADE, parts=LEFT_OUT_PARTS)
     print(f"\n{text}(written to {RUN_SUMMARY})", file=sys.stderr)
 
 
 onstart:
-    print(render(config, preflight(config, PLAN, ZOO), len(PLAN), len(ZOO), price_line(config, PLAN, ZOO)),
+    print(render(config, [*preflight(config, PLAN, ZOO), *UNREACHABLE], len(PLAN), len(ZOO),
+                 price_line(config, PRESET_PLAN, ZOO)),  # the preset's price: a part left out may come back
           file=sys.stderr)
 
 

@@ -28,6 +28,11 @@ _FINISHED = re.compile(r"^Finished jobid: (\d+) ", re.M)
 _EXCEPTION = re.compile(r"^(\w+(?:Exception|Error)) in rule (\w+) in file .*\n(.*)\n((?:.*\(missing.*\n)*)", re.M)
 _JOB_ID = re.compile(r"\bJob (\d+)\b")
 _INTERRUPTED = "Terminating processes on user request"
+# a job that failed for want of the network: its study error names a download or an archive not available
+_OFFLINE = re.compile(r"download|not available|unreachable|name or service|network is unreachable|timed out|"
+                      r"connection refused|temporary failure in name resolution", re.I)
+_LINE = 200  # a detail line's length: one line of a wide terminal, the rest is in the job's log
+MIRRORS = "set STUDY_DATA_MIRROR / STUDY_WEIGHTS_DIR to folders holding the files (docs/usage.md)"
 
 
 @dataclass(frozen=True)
@@ -125,10 +130,53 @@ def failed_jobs(snakemake_logs: Iterable[str]) -> list[FailedJob]:
     return jobs
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def causes(parts: Sequence, failed: Sequence[FailedJob]) -> list[str]:
+    """One line per cause of what is not made, with its count and its fix: the parts the plan left
+    out (study.preflight.Item: `cause`, `count`, `how`) and the failed jobs."""
+    lines = []
+    offline = [p for p in parts if p.cause == "offline"]
+    down = [j for j in failed if not j.interrupted and _OFFLINE.search(j.error)]
+    if offline or down:
+        datasets = (sum(p.count for p in offline if p.what.startswith("dataset"))
+                    + sum(not j.rule.startswith("zoo") for j in down))
+        weights = (sum(p.count for p in offline if p.what.startswith("zoo"))
+                   + sum(j.rule.startswith("zoo") for j in down))
+        how = f"{len(offline)} left out of the plan, {_plural(len(down), 'download')} failed"
+        counts = ", ".join(_plural(n, w) for n, w in ((datasets, "dataset"), (weights, "weight file")) if n)
+        lines.append(f"offline: {counts or _plural(len(down), 'job')} ({how}): {MIRRORS}")
+    for part in (p for p in parts if p.cause == "not placed"):
+        lines.append(f"not placed: the {part.what}: {part.how}"[:_LINE * 2])
+    stopped = [j for j in failed if j.interrupted]
+    if stopped:
+        lines.append(f"interrupted: {_plural(len(stopped), 'job')}: run the same command again "
+                     "(finished jobs are kept, these start over)")
+    errors: dict[str, int] = {}
+    for job in failed:
+        if not job.interrupted and job not in down:
+            errors[job.rule] = errors.get(job.rule, 0) + 1
+    for rule, n in errors.items():
+        lines.append(f"error in rule {rule}: {_plural(n, 'job')}: the error line of each below; fix it and run "
+                     "the same command again")
+    return lines
+
+
+def _job_line(job: FailedJob) -> str:
+    outputs = f"{job.outputs[0]}{f' +{len(job.outputs) - 1} more' if len(job.outputs) > 1 else ''}" \
+        if job.outputs else "no outputs"
+    error = job.error if len(job.error) <= _LINE else job.error[:_LINE - 3] + "..."
+    return f"- {job.rule} ({outputs}): {error}" + (f" [log: {job.logs[0]}]" if job.logs else "")
+
+
 def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_out: Sequence[str],
-            failed: Sequence[FailedJob], preset: str, ok: bool, remade: Sequence[str] = ()) -> str:
-    """The markdown text: figures (panels made of planned), tables, what was found missing at the
-    start and made again (`remade`: a killed job's outputs), left out, failed jobs."""
+            failed: Sequence[FailedJob], preset: str, ok: bool, remade: Sequence[str] = (),
+            parts: Sequence = ()) -> str:
+    """The markdown text: figures (panels made of planned), tables, the causes of what is not made
+    (`parts`: the items the plan left out, study.preflight), what was found missing at the start and
+    made again (`remade`: a killed job's outputs), left out, failed jobs."""
     lines = [f"# Run summary (preset {preset}): {'finished' if ok else 'finished with failed jobs'}", ""]
     made = {fig: [f for f in files if f.endswith(".png") and Path(f).is_file()] for fig, files in figures.items()}
     planned = {fig: [f for f in files if f.endswith(".png")] for fig, files in figures.items()}
@@ -136,10 +184,15 @@ def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_ou
     lines.append(f"Made: {len(complete)} of {sum(bool(p) for p in planned.values())} figures complete, "
                  f"{sum(map(len, made.values()))} of {sum(map(len, planned.values()))} panels; "
                  f"{sum(Path(t).is_file() for t in tables)} of {len(tables)} tables.")
+    if why := causes(parts, failed):
+        lines += ["", "Why, by cause (details below):", *(f"- {line}" for line in why)]
+    lines.append("")
     for fig in figures:
         if planned[fig] and fig not in complete:
             missing = [Path(f).name for f in planned[fig] if f not in made[fig]]
-            lines.append(f"- not made: {fig}: {len(missing)} of {len(planned[fig])} panels ({', '.join(missing)})")
+            names = ", ".join(missing)
+            lines.append(f"- not made: {fig}: {len(missing)} of {len(planned[fig])} panels "
+                         f"({names if len(names) <= _LINE // 2 else names[:_LINE // 2 - 3] + '...'})")
     for table in tables:
         if not Path(table).is_file():
             lines.append(f"- not made: {table}")
@@ -148,12 +201,10 @@ def summary(figures: Mapping[str, Sequence[str]], tables: Sequence[str], left_ou
                       f"{len(remade)} files, of which {sum(Path(f).is_file() for f in remade)} are now there."]
         lines += [f"- {'remade' if Path(f).is_file() else 'still missing'}: {f}" for f in remade]
     lines += ["", "Left out of the plan:" if left_out else "Left out of the plan: nothing."]
-    lines += [f"- {line}" for line in left_out]
+    lines += [f"- {line if len(line) <= _LINE * 2 else line[:_LINE * 2 - 3] + '...'}" for line in left_out]
     lines += ["", "Failed jobs (each failure stops only the jobs that need its outputs):" if failed
               else "Failed jobs: none."]
-    for job in failed:
-        lines.append(f"- {job.rule} ({', '.join(job.outputs) or 'no outputs'}): {job.error}"
-                     + (f" [log: {', '.join(job.logs)}]" if job.logs else ""))
+    lines += [_job_line(job) for job in failed]
     return "\n".join(lines) + "\n"
 
 
