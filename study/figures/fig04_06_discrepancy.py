@@ -84,7 +84,9 @@ def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
     labels = {}
     for cat, group in summary.groupby(by, sort=False):
         robust = sorted(set(group.loc[group["role"] == "robust", "eval"]))
-        labels[str(cat)] = pretty(str(cat)) + (f"\n({', '.join(map(eval_name, robust))})" if by == "dataset" else "")
+        # the robust evaluation a dataset is drawn with; none when the checks left every one out
+        labels[str(cat)] = pretty(str(cat)) + (f"\n({', '.join(map(eval_name, robust))})"
+                                               if by == "dataset" and robust else "")
     if by != "dataset":
         robust = sorted(set(summary.loc[summary["role"] == "robust", "eval"]))
         datasets = ", ".join(dataset_name(d) for d in sorted(table["dataset"].unique()))

@@ -26,7 +26,7 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
     if table.empty or table["dataset"].nunique() != 1:
         raise ValueError("rank agreement compares class accuracies of one dataset; give --dataset")
     table = table.copy()
-    table["setting"] = table.apply(setting_label, axis=1)
+    table["setting"] = _settings(table)
     varied = [c for c in ("model", "setting") if table[c].nunique() > 1]
     table["config"] = table.apply(
         lambda r: " | ".join([model_name(r["model"]) if "model" in varied or not varied else "",
@@ -37,10 +37,11 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
     # one robustness panel per threat model: budgets of two norms ranked together are not comparable
     table["role"] = [role if role == "clean" else f"robust {eval_norm(ev)}"
                      for role, ev in zip(table["role"], table["eval"], strict=True)]
-    panels = {}
+    panels, alone = {}, []
     for role, part in table.groupby("role", sort=True):
         wide = class_accuracy_matrix(part, ["config"])
         if wide.shape[1] < 2:  # one configuration under this threat model: nothing to rank it with
+            alone.append(f"{display_title(str(wide.columns[0]))} · {eval_name(str(part['eval'].iloc[0]))}")
             continue
         name = "clean accuracy" if role == "clean" else \
             f"robustness ({', '.join(map(eval_name, sorted(part['eval'].unique())))})"
@@ -49,12 +50,33 @@ def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | No
         raise ValueError(f"the checks flagged all but one configuration of figure rank_agreement: {left_out}")
     if not panels:
         raise ValueError("rank agreement needs two configurations evaluated under the same threat model; "
-                         f"{dataset_name(str(table['dataset'].iloc[0]))} has one")
+                         f"{dataset_name(str(table['dataset'].iloc[0]))} has none: " + "; ".join(alone))
     ds = table["dataset"].iloc[0]
     seeds = table["seed"].nunique()
     return plot_rank_agreement(panels, title or f"{dataset_name(ds)}: do the same classes lead and lag? "
                                                 f"(class accuracies, mean of {seeds} seed{'s' if seeds > 1 else ''})",
-                               left_out=left_out, recipe=table_recipe(table))
+                               left_out=_note(left_out, alone), recipe=table_recipe(table))
+
+
+def _settings(table: pd.DataFrame) -> pd.Series:
+    """Each row's training setting, named fully enough to tell apart every configuration the plan
+    counts (study.figures.panels.rank_agreement: the whole training setting): the epochs and the
+    training images per class are added where they differ, so two such runs are never ranked as one."""
+    names = table.apply(setting_label, axis=1)
+    for column, word in (("epochs", "{:g} epochs"), ("train_per_class", "{:g}/class")):
+        if column in table.columns and table[column].nunique(dropna=False) > 1:
+            names = names + table[column].map(lambda v, w=word: " · " + ("all/class" if v != v else w.format(v)))
+    return names
+
+
+def _note(left_out: str | None, alone: list[str]) -> str | None:
+    """The flagged evaluations left out, and the configurations alone under their threat model
+    (not ranked: a rank agreement needs two)."""
+    import textwrap
+
+    single = textwrap.fill("not ranked, the only configuration under its threat model: " + "; ".join(alone),
+                           110) if alone else None
+    return "\n".join(filter(None, [left_out, single])) or None
 
 
 def draw_rank_agreement(table: Path, out_stem: str | Path, *, dataset: str | None = None,

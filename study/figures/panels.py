@@ -108,14 +108,24 @@ def discrepancy(runs: Sequence[Run], group: str, by: str) -> Panels:
 
 
 def rank_agreement(runs: Sequence[Run]) -> Panels:
-    """Figure 8, per dataset with at least two configurations (model, method, setting) to compare."""
+    """Figure 8, per dataset with at least two configurations (model, method, setting) to compare
+    under one threat model (clean, or a robust evaluation's norm): the figure ranks one threat model
+    per matrix, so a dataset whose configurations share none would have nothing to draw."""
+    from study.labels import eval_norm
     from study.run_directory import setting_tuple
 
     out = {}
     for dataset, members in grouped(plain_runs(runs), lambda r: r.dataset).items():
-        if len({(*dataset_model_method(r), setting_tuple(r.run)) for r in members}) > 1:
+        evaluations = evaluations_of(members)
+        under: dict[str | None, set] = {}
+        for r in members:  # the evaluations the figure keeps of a run (fig04_06_discrepancy.with_roles)
+            robust = next((e for e in evaluations if e in r.evaluations and e != "clean"), None)
+            config = (*dataset_model_method(r), setting_tuple(r.run))
+            for threat in ["clean"] * ("clean" in r.evaluations) + ([eval_norm(robust)] if robust else []):
+                under.setdefault(threat, set()).add(config)
+        if any(len(configs) > 1 for configs in under.values()):
             ids = [r.run_id for r in members]
-            out[(dataset,)] = (ids, {"dataset": dataset, "runs": ids, "evaluations": evaluations_of(members)})
+            out[(dataset,)] = (ids, {"dataset": dataset, "runs": ids, "evaluations": evaluations})
     return out
 
 

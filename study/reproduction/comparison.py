@@ -57,6 +57,9 @@ from study.reproduction.statistics import (
 NOT_IN_PRESET = "not in this preset"
 RECIPE_DIFFERS = "recipe differs: not compared"
 FLAGGED = "flagged by checks: not counted"
+#: our runs exist but give the value nothing to measure (e.g. the claim's class is not in them);
+#: a word, not '-': the summary counts it by name ("Not compared: 10 no value, ...")
+NO_VALUE = "no value: not measurable in these runs"
 REDUCED = " at reduced scale"
 #: the claims about a class order (a direction, which a smaller recipe can show)
 ORDER_STATISTICS = ("rank", "weakest")
@@ -111,7 +114,7 @@ class Row:
     @property
     def verdict(self) -> str:
         if self.estimate is None:
-            return "-" if self.setting else NOT_IN_PRESET
+            return NO_VALUE if self.setting else NOT_IN_PRESET
         if self.flagged:
             return FLAGGED
         if self.published.direction:

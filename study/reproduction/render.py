@@ -119,7 +119,9 @@ _HOW_TO_READ = (
     "agrees when our interval excludes 0 on the claimed side and differs when it excludes 0 on the other, "
     "at any scale, its recipe differences stated; a named class agrees as the weakest at probability ≥ 0.95 and "
     "differs at ≤ 0.05; anything else is inconclusive. A flagged evaluation is not counted "
-    "(study.metrics.trust)."
+    "(study.metrics.trust). A row without a verdict says why: not in this preset (no runs of its kind), "
+    "recipe differs, flagged by checks, or no value (our runs give it nothing to measure, e.g. the "
+    "claim's class is not among theirs)."
 )
 
 _TABLE_HEAD = ["| published (source) | published | our runs | ours [95% interval] | seeds | detects | protocol "

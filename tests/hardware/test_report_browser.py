@@ -1,6 +1,8 @@
 """The study's HTML report, opened in a real headless browser (Debian's chromium, driven by
 Playwright): it opens on the finding, with the numbers of the results' class-wise table; its
-categories come in the study's order; every figure of the manifest is in it and renders.
+categories come in the study's order; every figure of the manifest is in it and renders; its
+landing page's links show the reproduction table as a page (a table per claim, each row with its
+verdict or why it is not compared) and the headline figure (figure 2's PGD-AT panel) as an image.
 
 The report is built as `make report PRESET=ci` builds it (synthetic data, minutes):
 the figures, the reproduction report and the landing text through Snakemake, then
@@ -16,6 +18,8 @@ import pytest
 from helpers.workflow import BIN, _copy_project, _run
 
 from study.front_page import _attack, _headline_rows, class_range
+from study.reproduction.comparison import FLAGGED, NO_VALUE, NOT_IN_PRESET, RECIPE_DIFFERS, REDUCED
+from study.reproduction.verdicts import VERDICTS
 
 CHROMIUM = Path("/usr/bin/chromium")
 # a headless browser on a machine without a network: no background connections, no sandbox as root
@@ -79,10 +83,19 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
         shown.locator("table").first.wait_for(timeout=10_000)
         assert shown.locator("table").count() > 0 and shown.locator("td.verdict").count() > 0
         assert shown.locator("#verdicts").inner_text().startswith("Verdicts: ")
+        # rows by claim (a heading each), every verdict cell a named verdict or why the row is not compared
+        assert shown.locator("h2").count() > 1
+        words = {*VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE}
+        cells = shown.locator("td.verdict").all_inner_texts()
+        assert all(c.split(REDUCED)[0] in words for c in cells), sorted(set(cells) - words)
         page.goto((report / "results/report.html").as_uri())
         page.wait_for_function("typeof results !== 'undefined' && typeof app !== 'undefined'")
         page.get_by_text("class-wise accuracy and robustness of PGD-AT").click()
         image = page.locator("img[src^='data:image/png']").first
         image.wait_for(timeout=10_000)
         assert image.evaluate("img => img.complete && img.naturalWidth > 100"), "the headline figure is not shown"
+        # the figure the link names: figure 2 (PGD-AT's class-wise accuracy and robustness), no other
+        (named,) = page.evaluate("src => Object.keys(results).filter(k => results[k].data_uri === src)",
+                                 image.get_attribute("src"))
+        assert "/fig02_classwise_adversarial/" in named and named.endswith("__pgd_at.png"), named
         browser.close()

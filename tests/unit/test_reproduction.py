@@ -26,7 +26,8 @@ from scipy import stats
 import study.reproduction.report as report
 from study.published import BY_ID, PUBLISHED
 from study.reproduction import compare, reproduction_markdown, reproduction_report
-from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK
+from study.reproduction.comparison import NO_VALUE
+from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK, _summary
 
 ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
@@ -293,7 +294,9 @@ def test_a_named_class_is_compared_where_the_runs_have_it(params):
     synthetic = runs("pgd_at", {"clean": AT_CLEAN}).assign(dataset="synthetic",
                                                            class_name=lambda f: "c" + f["class"].astype(str))
     (row,) = rows_of(values_of(synthetic, params), "xu_pgd_at_cat_clean")
-    assert row.estimate is None and "no class cat in these runs" in row.differences and row.verdict == "-"
+    assert row.estimate is None and "no class cat in these runs" in row.differences and row.verdict == NO_VALUE
+    # counted by its name, never as a bare '-' ("Not compared: 1 -")
+    assert _summary([row]) == "Verdicts: 0 agrees, 0 inconclusive, 0 differs. Not compared: 1 no value."
 
 
 def test_evaluations_are_matched_by_their_settings_not_their_names(params):
