@@ -93,3 +93,12 @@ def test_the_resolve_stage_writes_what_runs(tmp_path):
         if name != "resolve":
             files = [next(iter(p)) for p in stage["params"] if isinstance(p, dict)]
             assert files == ["results/params.resolved.yaml"] and not [p for p in stage["params"] if isinstance(p, str)]
+
+
+def test_the_committed_resolved_params_are_params_yaml_as_committed():
+    """results/params.resolved.yaml is in git (a fresh clone's `dvc repro --dry` reads the params the
+    stages declare from it): it holds params.yaml with its preset, as `dvc repro` writes it."""
+    committed = yaml.safe_load((ROOT / "results/params.resolved.yaml").read_text())
+    assert committed == load_params(ROOT / "params.yaml", presets_dir=ROOT / "workflow/presets",
+                                    schema_path=ROOT / "workflow/schemas/params.schema.yaml"), \
+        "results/params.resolved.yaml is stale: python -m study.stage --write-params results/params.resolved.yaml"
