@@ -35,8 +35,8 @@ def _metric_values(data: dict) -> dict:
 
 
 def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_compare(tmp_path):
-    """`dvc exp run -S preset=ci -S train.batch_size=128` trains with batch 128, records it, declares
-    every file it writes, and its plots render; a second experiment (batch 96) is compared with it:
+    """`dvc exp run -S preset=ci -S train.batch_size=32` trains with batch 32, records it, declares
+    every file it writes, and its plots render; a second experiment (batch 48) is compared with it:
     `dvc exp show --json` holds each one's effective params and metrics, `dvc metrics diff` their numbers."""
     project = _git_project(tmp_path)
     dvc = BIN / "dvc"
@@ -44,8 +44,8 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     _run([dvc, "config", "core.analytics", "false"], project)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
-    out = _run([dvc, "exp", "run", "-n", "batch128", "-S", "preset=ci", "-S", "train.batch_size=128"], project)
-    assert "values set for this run: preset=ci, train.batch_size=128" in out.stdout + out.stderr
+    out = _run([dvc, "exp", "run", "-n", "batch32", "-S", "preset=ci", "-S", "train.batch_size=32"], project)
+    assert "values set for this run: preset=ci, train.batch_size=32" in out.stdout + out.stderr
 
     from study.config.overrides import run_overrides
 
@@ -53,10 +53,10 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     runs = plan_runs(load_params(project / "params.yaml", run_overrides(project / "params.yaml"),
                                  presets_dir=project / "workflow/presets",
                                  schema_path=project / "workflow/schemas/params.schema.yaml"))
-    assert {r.config["batch_size"] for r in runs} == {128}
+    assert {r.config["batch_size"] for r in runs} == {32}
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
-        assert json.loads((run_dir / "config.json").read_text())["batch_size"] == 128
+        assert json.loads((run_dir / "config.json").read_text())["batch_size"] == 32
         import pandas as pd
 
         assert pd.read_csv(run_dir / "epochs.csv")["epoch"].nunique() == run.config["epochs"]
@@ -95,10 +95,10 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
 
 
     # the second experiment: the stages up to the metrics, another batch size
-    _run([dvc, "exp", "run", "-n", "batch96", "-S", "preset=ci", "-S", "train.batch_size=96", "evaluate"], project)
+    _run([dvc, "exp", "run", "-n", "batch48", "-S", "preset=ci", "-S", "train.batch_size=48", "evaluate"], project)
     shown = json.loads(_run([dvc, "exp", "show", "--json"], project).stdout)
     metrics = {}
-    for name, batch in (("batch128", 128), ("batch96", 96)):
+    for name, batch in (("batch32", 32), ("batch48", 48)):
         data = _exp(shown, name)
         resolved = data["params"]["results/params.resolved.yaml"]["data"]
         # what ran: the preset's values, with the one set by -S (params.yaml as committed has batch 128,
@@ -108,13 +108,13 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
         metrics[name] = _metric_values(data)
         assert len(metrics[name]) >= 3, (name, sorted(data.get("metrics") or {}))
     # one file per model, every cell a number in both experiments, and not all equal
-    assert set(metrics["batch128"]) == set(metrics["batch96"])
+    assert set(metrics["batch32"]) == set(metrics["batch48"])
     numbers = {name: sorted(_numbers(values)) for name, values in metrics.items()}
-    assert numbers["batch128"] and len(numbers["batch128"]) == len(numbers["batch96"])
-    assert numbers["batch128"] != numbers["batch96"]
-    diff = _run([dvc, "metrics", "diff", "batch128", "batch96", "--json"], project)
+    assert numbers["batch32"] and len(numbers["batch32"]) == len(numbers["batch48"])
+    assert numbers["batch32"] != numbers["batch48"]
+    diff = _run([dvc, "metrics", "diff", "batch32", "batch48", "--json"], project)
     changes = json.loads(diff.stdout)
-    assert set(changes) <= set(metrics["batch128"]) and changes, diff.stdout[:2000]
+    assert set(changes) <= set(metrics["batch32"]) and changes, diff.stdout[:2000]
     assert any(isinstance(v.get("diff"), (int, float)) for entry in changes.values() for v in _leaf_diffs(entry))
     # the documented table: a readable number of columns (docs/usage.md)
     table = _run([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
