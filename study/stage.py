@@ -7,7 +7,9 @@
   so that the run trains what `dvc exp show` records.
 
 It prints one line saying both, then Snakemake's output; a configuration it cannot run is one
-line on stderr and exit status 2.
+line on stderr and exit status 2. `--write-params FILE` (the `params` stage of dvc.yaml) writes
+the configuration that runs, params.yaml with its preset and the values set for this run merged,
+so that the stages after it declare what ran as their params (`dvc exp show`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from study.config.core import ConfigError
 from study.config.overrides import config_arguments, describe, run_overrides
 from study.config.params import load_params
+from study.config.reach import check_train_overrides
 
 PROFILES = Path("workflow/profiles")
 
@@ -72,14 +75,28 @@ def _profile_arg(text: str) -> Profile:
 def build_parser() -> argparse.ArgumentParser:
     """The arguments of `python -m study.stage` (dvc.yaml's commands)."""
     parser = argparse.ArgumentParser(prog="python -m study.stage", description=__doc__.split("\n\n")[0])
-    parser.add_argument("targets", nargs="+", help="Snakemake targets (rules or files)")
+    parser.add_argument("targets", nargs="*", help="Snakemake targets (rules or files)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="the study's params.yaml")
     parser.add_argument("--profile", type=_profile_arg, default=None,
                         help="a Snakemake profile folder (default: local with a CUDA device, else cpu)")
     parser.add_argument("--dry-run", action="store_true", help="print the Snakemake command instead of running it")
     parser.add_argument("--summary", type=Path, default=None,
                         help="the run summary's file (the stage's own declared out; default: results/run_summary.md)")
+    parser.add_argument("--write-params", type=Path, default=None, metavar="FILE",
+                        help="write the resolved configuration (params.yaml, preset, values set for this run) here")
     return parser
+
+
+def write_resolved(path: Path, params: dict) -> None:
+    """The configuration that runs, as YAML: the file that the stages after the first declare as params."""
+    import yaml
+
+    from study.io import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = ("# Written by `python -m study.stage --write-params` (dvc.yaml's params stage): params.yaml, its\n"
+              "# preset and the values set for this run, merged. Edit params.yaml, not this file.\n")
+    atomic_write_text(path, header + yaml.safe_dump(params, sort_keys=False, width=120))
 
 
 def restore_committed_params(params: Path) -> str | None:
@@ -132,9 +149,17 @@ def _run(args: argparse.Namespace) -> int:
         run = StageRun(tuple(args.targets), args.profile or machine_profile(), overrides)
         # the configuration as the Snakefile will load it, checked before anything runs
         root = args.params.resolve().parent
-        load_params(args.params, overrides, root / "workflow/presets", root / "workflow/schemas/params.schema.yaml")
+        params = load_params(args.params, overrides, root / "workflow/presets",
+                             root / "workflow/schemas/params.schema.yaml")
+        check_train_overrides(params, overrides)
     except ConfigError as err:
         return _refuse(err, args.params, overrides)
+    if args.write_params:
+        write_resolved(args.write_params, params)
+        print(f"study.stage: wrote {args.write_params} (preset {params['preset']}; values set for this run: "
+              f"{', '.join(describe(overrides)) or 'none'})", flush=True)
+    if not args.targets:
+        return 0
     print(run.summary(), flush=True)
     if args.dry_run:
         print(" ".join(run.argv()))
@@ -152,7 +177,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.targets and not args.write_params:
+        parser.error("give Snakemake targets, --write-params FILE, or both")
     try:
         return _run(args)
     except KeyboardInterrupt:

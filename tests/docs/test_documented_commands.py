@@ -48,7 +48,9 @@ CLASSES = [
     (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle|plots|report( PRESET=\w+)?)",
      "make"),
     (r"dvc repro", "dvc"),  # the whole study: its stages exist and name Snakemake targets that exist
-    (r"dvc exp run( -S \S+)*", "dvc"),
+    (r"dvc exp run( -n \w+)?( -S \S+)*( \w+)?", "dvc"),
+    # the comparison of two experiments: tests/pipeline/test_dvc_exp_run.py runs them on the ci preset
+    (r"dvc (exp show|exp diff|metrics diff|metrics show)( .*)?", "dvc"),
     (r"snakemake (?!.*preset=)(.* )?(results/figures/all|all)( .*)?", "snakemake as ci"),  # the paper DAG
     (r"snakemake .*", "snakemake"),  # the demo and ci presets, and the paper's small targets
 ]
@@ -197,8 +199,9 @@ def test_dvc_commands_parse_and_their_stages_run_existing_targets():
         assert argv[:3] == ("python", "-m", "study.stage"), name
         from study.stage import build_parser
 
-        targets = tuple(build_parser().parse_args(list(argv[3:])).targets)
-        assert targets, name
+        args = build_parser().parse_args(list(argv[3:]))
+        targets = tuple(args.targets)
+        assert targets or args.write_params, name  # the resolve stage writes the configuration only
         for target in targets:
             assert target in rules or f'"{target}"' in rules_text, f"dvc.yaml stage {name}: no target {target!r}"
 

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-PROJECT_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml"]
+# results/params.resolved.yaml: committed, so that `dvc repro --dry` finds the params the stages declare
+PROJECT_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml",
+                 "results/params.resolved.yaml"]
 
 
 def _env() -> dict:
@@ -36,6 +38,7 @@ def _git_project(dest: Path, with_study: bool = True) -> Path:
     """A copy of the project as a git repository whose commit holds the study's params.yaml."""
     for name in PROJECT_FILES:
         src = ROOT / name
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
     if with_study:
         shutil.copytree(ROOT / "study", dest / "study", ignore=shutil.ignore_patterns("__pycache__"))

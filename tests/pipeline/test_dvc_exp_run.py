@@ -1,4 +1,5 @@
-"""`dvc exp run` over the real stages: the epochs set on the command line reach training."""
+"""`dvc exp run` over the real stages: the values set on the command line reach training, and two
+experiments compare (their effective params and metrics in `dvc exp show`, `dvc metrics diff`)."""
 
 import json
 import sys
@@ -19,17 +20,32 @@ def _declared(stages: dict) -> list[str]:
     return paths
 
 
-def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
-    """`dvc exp run -S preset=ci -S train.epochs=3` trains 3 epochs (where the preset's methods
-    set none of their own), records 3, declares every file it writes, and its plots render."""
+def _exp(shown: list, name: str) -> dict:
+    """The data of the experiment `name` in `dvc exp show --json`."""
+    found = [rev for base in shown for exp in base.get("experiments") or [] for rev in exp.get("revs") or []
+             if rev.get("name") == name]
+    assert len(found) == 1, f"experiment {name!r} not in dvc exp show --json: {json.dumps(shown)[:2000]}"
+    return found[0]["data"]
+
+
+def _metric_values(data: dict) -> dict:
+    """{metrics file: its numbers} of one experiment, as dvc exp show --json has them."""
+    return {path: entry["data"] for path, entry in (data.get("metrics") or {}).items()
+            if path.startswith("results/metrics/") and entry.get("data")}
+
+
+def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_compare(tmp_path):
+    """`dvc exp run -S preset=ci -S train.batch_size=32` trains with batch 32, records it, declares
+    every file it writes, and its plots render; a second experiment (batch 48) is compared with it:
+    `dvc exp show --json` holds each one's effective params and metrics, `dvc metrics diff` their numbers."""
     project = _git_project(tmp_path)
     dvc = BIN / "dvc"
     _run([dvc, "init", "-q"], project)
     _run([dvc, "config", "core.analytics", "false"], project)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
-    out = _run([dvc, "exp", "run", "-S", "preset=ci", "-S", "train.epochs=3"], project)
-    assert "values set for this run: preset=ci, train.epochs=3" in out.stdout + out.stderr
+    out = _run([dvc, "exp", "run", "-n", "batch32", "-S", "preset=ci", "-S", "train.batch_size=32"], project)
+    assert "values set for this run: preset=ci, train.batch_size=32" in out.stdout + out.stderr
 
     from study.config.overrides import run_overrides
 
@@ -37,15 +53,13 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
     runs = plan_runs(load_params(project / "params.yaml", run_overrides(project / "params.yaml"),
                                  presets_dir=project / "workflow/presets",
                                  schema_path=project / "workflow/schemas/params.schema.yaml"))
-    assert sum(r.config["epochs"] == 3 for r in runs) > len(runs) / 2
+    assert {r.config["batch_size"] for r in runs} == {32}
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
-        assert json.loads((run_dir / "config.json").read_text())["epochs"] == run.config["epochs"]
+        assert json.loads((run_dir / "config.json").read_text())["batch_size"] == 32
         import pandas as pd
 
         assert pd.read_csv(run_dir / "epochs.csv")["epoch"].nunique() == run.config["epochs"]
-    shown = json.loads(_run([dvc, "exp", "show", "--json"], project).stdout)
-    assert '"epochs": 3' in json.dumps(shown) and '"preset": "ci"' in json.dumps(shown)
 
     # every file the stages wrote is declared (Snakemake's own .snakemake/ aside)
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
@@ -78,3 +92,48 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
     print("dvc plots show wrote:", len(listing), "files:", listing[:10], file=sys.stderr)
     metrics = _run([dvc, "metrics", "show"], project).stdout
     assert "results/metrics/" in metrics  # a row per model
+
+
+    # the second experiment: the stages up to the metrics, another batch size
+    _run([dvc, "exp", "run", "-n", "batch48", "-S", "preset=ci", "-S", "train.batch_size=48", "evaluate"], project)
+    shown = json.loads(_run([dvc, "exp", "show", "--json"], project).stdout)
+    metrics = {}
+    for name, batch in (("batch32", 32), ("batch48", 48)):
+        data = _exp(shown, name)
+        resolved = data["params"]["results/params.resolved.yaml"]["data"]
+        # what ran: the preset's values, with the one set by -S (params.yaml as committed has batch 128,
+        # lr 0.1, the paper preset)
+        assert resolved["preset"] == "ci" and resolved["train"]["batch_size"] == batch
+        assert resolved["train"]["optimizer"]["lr"] == 0.05 and resolved["train"]["epochs"] == 2
+        metrics[name] = _metric_values(data)
+        assert len(metrics[name]) >= 3, (name, sorted(data.get("metrics") or {}))
+    # one file per model, every cell a number in both experiments, and not all equal
+    assert set(metrics["batch32"]) == set(metrics["batch48"])
+    numbers = {name: sorted(_numbers(values)) for name, values in metrics.items()}
+    assert numbers["batch32"] and len(numbers["batch32"]) == len(numbers["batch48"])
+    assert numbers["batch32"] != numbers["batch48"]
+    diff = _run([dvc, "metrics", "diff", "batch32", "batch48", "--json"], project)
+    changes = json.loads(diff.stdout)
+    assert set(changes) <= set(metrics["batch32"]) and changes, diff.stdout[:2000]
+    assert any(isinstance(v.get("diff"), (int, float)) for entry in changes.values() for v in _leaf_diffs(entry))
+    # the documented table: a readable number of columns (docs/usage.md)
+    table = _run([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
+                  "--keep", r"results/params.resolved.yaml:(preset|train\.batch_size|train\.epochs)$",
+                  "--keep", r"results/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
+                 project).stdout
+    header = table.splitlines()[0].split(",")
+    assert 4 <= len(header) <= 12, header
+    print("dvc exp show (selected columns):", table, file=sys.stderr)
+
+
+def _numbers(values) -> list[float]:
+    if isinstance(values, dict):
+        return [n for v in values.values() for n in _numbers(v)]
+    return [values] if isinstance(values, (int, float)) and not isinstance(values, bool) else []
+
+
+def _leaf_diffs(entry) -> list[dict]:
+    """The {old, new, diff} leaves of one file's entry in `dvc metrics diff --json`."""
+    if isinstance(entry, dict) and "diff" in entry:
+        return [entry]
+    return [leaf for v in (entry.values() if isinstance(entry, dict) else []) for leaf in _leaf_diffs(v)]

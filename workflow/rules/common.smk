@@ -15,6 +15,8 @@ from snakemake.exceptions import WorkflowError
 from study import resources as resources_estimate
 from study.config import (ConfigError, EvaluationSpec, configured_mirror, constructions, load_params, plan_runs,
                           prepared_name, present_baseline, resolve_evaluation)
+from study.config.params import coerce_overrides
+from study.config.reach import check_train_overrides
 from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted, zoo_imagenet_options, zoo_weights_dir
 from study.preflight import price_refusal, reachable_plan
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS
@@ -75,6 +77,10 @@ DATA, RESULTS = config["data"]["root"], "results"
 ZOO_ROOT = f"{RESULTS}/zoo"
 FRONT_PAGE = f"{RESULTS}/report_front.rst"
 PLAN = plan_runs(config)
+try:  # a --config value of the train section that a run's own settings override: refused, not skipped
+    check_train_overrides(config, coerce_overrides(CONFIG_OVERRIDES))
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 
 
