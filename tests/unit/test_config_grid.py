@@ -6,6 +6,12 @@ from helpers.workflow import ROOT
 from study.config import ConfigError, load_params, plan_runs, resolve_evaluation
 
 
+def _only(group: str) -> dict:
+    """The robustness suite of a study whose one experiment group is `group` (the suite names
+    the groups it reads, and an unknown one is refused)."""
+    return {"groups": [group], "checks": {"groups": [group]}, "corruptions": {"groups": [group]}}
+
+
 def _load(preset="ci", **overrides):
     return load_params(ROOT / "params.yaml", {"preset": preset, **overrides},
                        presets_dir=ROOT / "workflow/presets", schema_path=ROOT / "workflow/schemas/params.schema.yaml")
@@ -59,7 +65,7 @@ def test_optimization_grid_expands_every_setting():
 def test_grid_mapping_values_merge_and_later_keys_win():
     group = {"group": "g", "dataset": "synthetic", "models": ["small_cnn"], "methods": ["standard"], "seeds": [0],
              "grid": {"optimizer": [{"name": "adam", "lr": 0.01}], "optimizer.lr": [0.5, 0.25]}}
-    runs = plan_runs(_load("ci", experiments=[group], features=None))  # no feature-dataset sources here
+    runs = plan_runs(_load("ci", experiments=[group], features=None, robustness=_only("g")))  # no feature sources
     assert [r.config["optimizer"]["lr"] for r in runs] == [0.5, 0.25]
     assert {r.config["optimizer"]["name"] for r in runs} == {"adam"}
 
@@ -67,7 +73,7 @@ def test_grid_mapping_values_merge_and_later_keys_win():
 def test_group_over_several_datasets():
     group = {"group": "d", "datasets": ["synthetic", "mnist"], "models": ["small_cnn"], "methods": ["pgd_at"],
              "seeds": [0]}
-    runs = plan_runs(_load("ci", experiments=[group], features=None))  # no feature-dataset sources here
+    runs = plan_runs(_load("ci", experiments=[group], features=None, robustness=_only("d")))  # no feature sources
     assert [r.dataset for r in runs] == ["synthetic", "mnist"]
     assert runs[1].config["method_config"]["adversary"]["steps"] == 40
 
