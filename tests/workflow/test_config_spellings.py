@@ -1,5 +1,5 @@
 """Values as users write them (docs/reliability.md, "Configuration values and the shell"):
-`speed.compile: off` as params.yaml's comment spells it, through Snakemake's `--config` and
+`speed.compile: off` as workflow/published-settings.yaml's comment spells it, through Snakemake's `--config` and
 DVC's `-S` alike (YAML 1.1 reads an unquoted `off` as false); and a dataset, group or
 evaluation named anywhere in the configuration is one the study knows, or one line says so."""
 
