@@ -56,6 +56,12 @@ def folder_of(name: str, of: str = "output") -> Callable:
 
 
 _BASE = Path(workflow.basedir) / "workflow"
+
+
+envvars:
+    "PATH",
+
+
 # The jobs find the project's own commands (`study`) beside the Python that runs Snakemake, however it was
 # started: an active environment, .venv/bin/snakemake without one, `python -m snakemake` (study.stage, DVC)
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
