@@ -3,7 +3,7 @@
 # present, to be downloaded, missing and how to supply it); a part whose hand-placed input is missing (ImageNet's validation set: its zoo models and
 # their panels) is left out of the plan with one line, and comes back once the input is placed
 # (the plan looks again on every invocation). The run ends, failed or not, with
-# results/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
+# results/<preset>/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
 # which job failed and the error line its log ends with. The default profile (profiles/default)
 # keeps independent jobs going past a failure.
 import os
@@ -22,7 +22,7 @@ if REMADE:  # (common.smk, gathered): outputs of a finished result set that a ki
           f"{f' (+{len(REMADE) - 1} more)' if len(REMADE) > 1 else ''}): the jobs that make them run again",
           file=sys.stderr)
 # a DVC stage (python -m study.stage --summary) names its own file, which it declares as an out
-RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{RESULTS}/run_summary.md"
+RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{PRESET_RESULTS}/run_summary.md"
 
 
 def run_summary(log, ok):
