@@ -51,7 +51,8 @@ def cmd_front_page(args: argparse.Namespace) -> int:
 
     preset_dir = Path("results") / args.preset  # the preset's own results (workflow/rules/common.smk)
     path = write_front_page(args.classwise or preset_dir / "tables/classwise.csv",
-                            args.reproduction or preset_dir / "reproduction.md", args.out or preset_dir / "report_front.rst",
+                            args.reproduction or preset_dir / "reproduction.md",
+                            args.out or preset_dir / "report_front.rst",
                             args.figures, args.categories, args.preset, args.reproduction_page)
     print(f"wrote {path}")
     return 0
