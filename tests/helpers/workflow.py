@@ -24,7 +24,7 @@ WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignor
 # Rules the ci DAG has no job of: targets that only gather other rules' outputs, the bench
 # (it measures the machine; test_bench_target_... checks its DAG) and the zoo's ImageNet data
 # (it needs the hand-placed ImageNet; tests/pipeline/test_zoo_jobs.py checks the paper DAG's zoo jobs).
-NOT_IN_CI_DAG = {"all", "data_all", "train_all", "evaluate_all", "robustness_all", "bench_all",
+NOT_IN_CI_DAG = {"all", "report_inputs", "data_all", "train_all", "evaluate_all", "robustness_all", "bench_all",
                  "bench", "prepare_imagenet"}
 # The RobustBench zoo's rules and figures: in the ci DAG only once its weights are placed
 # (tests/pipeline/test_zoo_jobs.py places them and runs them).

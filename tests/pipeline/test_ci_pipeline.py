@@ -83,7 +83,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     for log in logs:
         assert (project / log).stat().st_size > 0, f"{log} is empty"
 
-    manifest = (project / "results/figures/all").read_text().splitlines()
+    manifest = (project / "results/ci/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
     assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
     for fig in figures:
@@ -93,26 +93,26 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         {(r.dataset, r.config["model"], r.config["method"]) for r in plain})  # PNG and PDF per panel
     # figure 12: bars and examples, PNG and PDF, of the models trained on the constructed sets
     assert sum("fig12_features" in f for f in figures) == 4 * len({c.source_run.dataset for c in cons}) > 0
-    classwise = (project / "results/tables/classwise.csv").read_text()
+    classwise = (project / "results/ci/tables/classwise.csv").read_text()
     rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
     assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
     # the PNGs again, copied, in the folder DVC draws as image plots; `dvc plots show` renders
-    # every one without an error (results/figures' PDFs and tables would be errors)
+    # every one without an error (results/ci/figures' PDFs and tables would be errors)
     pngs = [f for f in figures if f.endswith(".png")]
-    images = sorted(p.relative_to(project / "results/figure_images").as_posix()
-                    for p in (project / "results/figure_images").rglob("*") if p.is_file())
-    assert images == sorted(Path(f).relative_to("results/figures").as_posix() for f in pngs)
-    copies = project / "results/figure_images"
-    assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/figures")).read_bytes()
+    images = sorted(p.relative_to(project / "results/ci/figure_images").as_posix()
+                    for p in (project / "results/ci/figure_images").rglob("*") if p.is_file())
+    assert images == sorted(Path(f).relative_to("results/ci/figures").as_posix() for f in pngs)
+    copies = project / "results/ci/figure_images"
+    assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/ci/figures")).read_bytes()
                for f in pngs)
     shown_plots = _run([dvc, "plots", "show", "--out", project / "plots"], project)
     assert "error" not in shown_plots.lower(), shown_plots
     drawn = sorted(p.name for p in (project / "plots").rglob("*.png"))
-    assert drawn == sorted("workspace_results_figure_images_" + i.replace("/", "_") for i in images)
+    assert drawn == sorted("workspace_results_ci_figure_images_" + i.replace("/", "_") for i in images)
     # the headline metrics: a file per model (a row of `dvc metrics show`), an entry per evaluation
-    headline = {(f"results/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
+    headline = {(f"results/ci/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
                 for r in plain for e in r.evaluations}
-    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/metrics").glob("*.json")
+    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/ci/metrics").glob("*.json")
                for e, m in json.loads(p.read_text()).items()}
     assert headline <= set(metrics)
     # (an evaluation a check flagged is not counted: its numbers are null, `flagged` says so)
@@ -135,23 +135,23 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         for at in ("" if c == "last" else f"@{c}" for c in run.checkpoints):
             checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
             assert checks["status"] in ("pass", "flag"), checks
-    attacks = pd.read_csv(project / "results/tables/attacks.csv")
+    attacks = pd.read_csv(project / "results/ci/tables/attacks.csv")
     assert len(attacks) == sum(len(r.evaluations) * len(r.checkpoints) for r in checked)  # one row per record
     assert {e for e, n in _shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
-    corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
+    corruptions = pd.read_csv(project / "results/ci/tables/corruptions.csv")
     assert set(corruptions["run_id"]) == {r.run_id for r in corrupted}
     # figure 13: every mitigation method of the preset, best checkpoint (and last where
     # planned), in the table beside the figure
     mitigation = [r for r in runs if _is_mitigation(r)]
     for dataset, model in {(r.dataset, r.config["model"]) for r in mitigation}:
-        fig13 = pd.read_csv(project / f"results/figures/fig13_mitigation/{dataset}__{model}__all.csv")
+        fig13 = pd.read_csv(project / f"results/ci/figures/fig13_mitigation/{dataset}__{model}__all.csv")
         panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
         assert {r.config["method"] for r in panel} == set(fig13[fig13["checkpoint"] == "best"]["method"])
         # the study's checkpoints only: `published` (chosen on the test set) is no part of figure 13
         for run in panel:
             drawn = set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
             assert drawn == set(run.checkpoints) & set(STUDY_CHECKPOINTS)
-        published = pd.read_csv(project / "results/tables/classwise.csv").query("checkpoint == 'published'")
+        published = pd.read_csv(project / "results/ci/tables/classwise.csv").query("checkpoint == 'published'")
         assert set(published["run_id"]) == {r.run_id for r in mitigation if "published" in r.checkpoints} != set()
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
@@ -172,7 +172,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         _run(snakemake("--unlock"), project)
     remade = _run(snakemake(), project)
     assert (project / record).is_file() and (project / panel).is_file(), remade
-    summary = (project / "results/run_summary.md").read_text()
+    summary = (project / "results/ci/run_summary.md").read_text()
     assert f"- remade: {record}" in summary and f"- remade: {panel}" in summary, summary
     assert "Nothing to be done" in _run(snakemake(), project)
 
@@ -201,7 +201,8 @@ def _kill_once_running(argv: list, project: Path, target: str) -> None:
     log = None
     try:
         while time.time() - start < 300 and proc.poll() is None:
-            logs = [p for p in (project / "results/logs").rglob("*.log") if p.stat().st_mtime > start]
+            # (the shared jobs' logs, results/logs, and the preset's summary jobs', results/ci/logs)
+            logs = [p for p in (project / "results").rglob("*.log") if p.stat().st_mtime > start]
             log = next((p for p in logs if Path(target).stem.split("@")[0] in p.as_posix()), None)
             if log is not None and not (project / target).exists():
                 break

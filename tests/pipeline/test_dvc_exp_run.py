@@ -10,13 +10,13 @@ from study.config import load_params, plan_runs
 
 
 # ---------------------------------------------------------------- the real thing
-def _declared(stages: dict) -> list[str]:
-    """Every out, metric and plot path of the stages."""
+def _declared(stages: dict, preset: str) -> list[str]:
+    """Every out, metric and plot path of the stages, `${preset}` (dvc.yaml's templating) that of the run."""
     paths = []
     for stage in stages.values():
         for kind in ("outs", "metrics", "plots"):
             paths += [next(iter(o)) if isinstance(o, dict) else o for o in stage.get(kind, [])]
-    return paths
+    return [p.replace("${preset}", preset) for p in paths]
 
 
 def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
@@ -49,11 +49,11 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
 
     # every file the stages wrote is declared (Snakemake's own .snakemake/ aside)
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    declared = _declared(stages)
+    declared = _declared(stages, "ci")
     # (each stage's run summary is its own out: python -m study.stage --summary)
     written = [p for root in ("results", "data") for p in (project / root).rglob("*") if p.is_file()
                and p.name != ".gitignore"]
-    assert {p.name for p in (project / "results/run_summary").iterdir()} == {f"{s}.md" for s in stages}
+    assert {p.name for p in (project / "results/ci/run_summary").iterdir()} == {f"{s}.md" for s in stages}
     undeclared = [p.relative_to(project).as_posix() for p in written
                   if not any(p.relative_to(project).as_posix() == d or
                              p.relative_to(project).as_posix().startswith(d + "/") for d in declared)]
@@ -62,7 +62,7 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
     # the epochs table has one column per name, the per-epoch learning rate among them
     import pandas as pd
 
-    epochs = pd.read_csv(project / "results/tables/epochs.csv")
+    epochs = pd.read_csv(project / "results/ci/tables/epochs.csv")
     assert not any(c.endswith(".1") for c in epochs.columns) and {"lr", "epoch_lr"} <= set(epochs.columns)
     plots = project / "plots"
     shown = _run([dvc, "plots", "show", "--out", plots], project)
@@ -72,9 +72,9 @@ def test_dvc_exp_run_trains_the_epochs_set_on_the_command_line(tmp_path):
                   "class-wise accuracy per evaluation"):
         assert title in html
     images = list(plots.rglob("*.png"))
-    assert len(images) == len(list((project / "results/figure_images").rglob("*.png"))) \
-        == len(list((project / "results/figures").rglob("*.png"))) > 0
+    assert len(images) == len(list((project / "results/ci/figure_images").rglob("*.png"))) \
+        == len(list((project / "results/ci/figures").rglob("*.png"))) > 0
     listing = sorted(p.relative_to(plots).as_posix() for p in plots.rglob("*") if p.is_file())
     print("dvc plots show wrote:", len(listing), "files:", listing[:10], file=sys.stderr)
     metrics = _run([dvc, "metrics", "show"], project).stdout
-    assert "results/metrics/" in metrics  # a row per model
+    assert "results/ci/metrics/" in metrics  # a row per model

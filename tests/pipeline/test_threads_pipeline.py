@@ -29,9 +29,9 @@ def test_tables_do_not_depend_on_the_cores(tmp_path):
         _reduced_ci(project)
         t0 = time.perf_counter()
         _run([BIN / "snakemake", "--cores", str(cores), "--config", "preset=ci_baseline", "--",
-              "results/tables/classwise.csv"], project)
+              "results/ci_baseline/tables/classwise.csv"], project)
         seconds[cores] = time.perf_counter() - t0
-        tables[cores] = {p.name: p.read_bytes() for p in sorted((project / "results/tables").glob("*.csv"))}
+        tables[cores] = {p.name: p.read_bytes() for p in sorted((project / "results/ci_baseline/tables").glob("*.csv"))}
         threads = {p.parent.name: yaml.safe_load(p.read_text())["threads"]
                    for p in (project / "results/runs").glob("*/meta.json")}
         assert set(threads.values()) == {1}, threads  # the run's count, not the job's
