@@ -20,12 +20,14 @@ from helpers.workflow import (
     NOT_IN_CI_DAG,
     ROOT,
     ZOO_FIGURES,
+    _dry_run,
     _env,
     _evaluate_count,
     _evaluate_jobs,
     _expected_logs,
     _figure_jobs,
     _is_mitigation,
+    _outputs,
     _plain,
     _plan,
     _robustness_runs,
@@ -184,11 +186,55 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     report = (project / "report.html").read_text()
     assert "Wilson intervals" in report, "figure captions belong in the report"
 
+    _each_preset_its_own_results(project, snakemake)
+
     # A changed robustness-evaluation setting makes the evaluations and the figures stale.
     study_params["robustness"]["corruptions"]["seed"] += 1
     (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
     stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
     assert stale == {"evaluate", "figures"}
+
+
+def _each_preset_its_own_results(project: Path, snakemake) -> None:
+    """After the ci preset's run, every other preset (workflow/presets/) plans its own training
+    jobs (those of its plan not trained yet: runs are shared, keyed by their configuration) and
+    every panel of its own figures, none of which the ci preset's files stand for; a preset that
+    shares the ci preset's runs makes only its own summary files, its run summary counts its own
+    figures, and the user's `results/figures/all` follows the preset selected."""
+    trained = {p.parent.name for p in (project / "results/runs").glob("*/model.pt")}
+    presets = sorted(p.stem for p in (project / "workflow/presets").glob("*.yaml"))
+    assert "ci" in presets and len(presets) > 1
+    for preset in (p for p in presets if p != "ci"):
+        dag = _dry_run(["--cores", "2", "--config", f"preset={preset}", "--", "results/figures/all"], project)
+        params, runs, _ = _plan(project, preset)
+        assert _train_count(dag.counts) == len({r.run_id for r in runs} - trained) > 0, preset
+        drawn = _figure_jobs(params, runs)
+        assert {fig: dag.counts.get(fig, 0) for fig in drawn} == drawn, preset
+        assert dag.counts["figures_all"] == dag.counts["selected_figures"] == 1, preset
+        summaries = {f for f in _outputs(dag) if f.startswith("results/") and not f.startswith(
+            ("results/runs/", "results/evaluations/", "results/logs/", "results/benchmarks/", "results/zoo/"))}
+        assert all(f.startswith(f"results/{preset}/") for f in summaries - {"results/figures/all"}), preset
+
+    # A preset that plans the ci preset's runs: nothing trained or evaluated again; its own tables,
+    # figure and run summary; the ci preset's summary untouched.
+    ci = yaml.safe_load((project / "workflow/presets/ci.yaml").read_text())
+    fig01 = {**ci, "figures": ["fig01_classwise_standard"]}
+    (project / "workflow/presets/ci_fig01.yaml").write_text(yaml.safe_dump(fig01))
+    ci_summary = (project / "results/ci/run_summary.md").read_bytes()
+    out = _run([BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config",
+                "preset=ci_fig01", "--", "results/figures/all"], project)
+    ran = _stats(out)
+    assert _train_count(ran) == _evaluate_count(ran) == 0 and ran["tables"] == ran["figures_all"] == 1, ran
+    summary = (project / "results/ci_fig01/run_summary.md").read_text()
+    assert "Made: 1 of 1 figures complete" in summary, summary
+    assert (project / "results/ci/run_summary.md").read_bytes() == ci_summary
+    assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci_fig01 ")
+    assert (project / "results/ci_fig01/tables/classwise.csv").is_file()
+    # back to the ci preset: its figures are all made; only the user's manifest is made again
+    out = _run(snakemake(), project)
+    ran = _stats(out)
+    assert ran.get("selected_figures") == 1 and ran["total"] == 1, out[-2000:]
+    assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci ")
 
 
 def _kill_once_running(argv: list, project: Path, target: str) -> None:

@@ -72,8 +72,9 @@ DATA, RESULTS = config["data"]["root"], "results"
 # (not one of the shared folders' names, which it would clash with)
 _SHARED = {"runs", "evaluations", "logs", "benchmarks", "zoo", "bench", "plots", "tables", "figures", "metrics"}
 if config["preset"] is None or config["preset"] in _SHARED:
-    raise WorkflowError(f"preset {config['preset']!r} cannot name its results folder; valid presets: any name in "
-                        f"workflow/presets/ other than {', '.join(sorted(_SHARED))}")
+    raise WorkflowError(f"preset {config['preset']!r} cannot have a results folder of its own (results/"
+                        f"{config['preset']} is shared by every preset): rename workflow/presets/{config['preset']}"
+                        f".yaml; a preset's name may be any but {', '.join(sorted(_SHARED))}")
 PRESET_RESULTS = f"{RESULTS}/{config['preset']}"
 # The zoo's runs and their evaluations (records, checks, logs) live apart from the trained runs':
 # the figures stage makes them, and every file a DVC stage writes is its own out (dvc.yaml).
