@@ -247,7 +247,8 @@ def _stage_commands(stage_cmd: str, project: Path) -> set[str]:
     from study.stage import build_parser
 
     words = re.search(r"python -m study\.stage ([^&;]+)", stage_cmd).group(1).split()
-    targets = build_parser().parse_args(words).targets
+    # (a file target of the preset's own folder, `${preset}`: the ci preset's, as dvc.yaml interpolates it)
+    targets = [t.replace("${preset}", "ci") for t in build_parser().parse_args(words).targets]
     dag = dry_run(["--cores", "1", *targets, "--config", "preset=ci"], project, env=_env())
     commands = {m for job in dag.jobs for m in re.findall(r"(?:^|[\s&;(])study ([a-z][a-z-]*)", job.shell)}
     assert commands, f"no `study` command in the jobs of {targets}"
