@@ -82,8 +82,7 @@ ZOO_ROOT = f"{RESULTS}/zoo"
 FRONT_PAGE = f"{PRESET_RESULTS}/report_front.rst"
 FIGURES_DIR = f"{PRESET_RESULTS}/figures"  # a folder per figure, and the manifest `all`
 REPRODUCTION = f"{PRESET_RESULTS}/reproduction"  # .md and .html
-# the logs and benchmarks of the jobs that summarize the preset (tables, figures, reports)
-PRESET_LOGS, PRESET_BENCHMARKS = f"{PRESET_RESULTS}/logs", f"{PRESET_RESULTS}/benchmarks"
+# (the jobs that summarize the preset write their logs and benchmarks under PRESET_RESULTS too)
 # what the user's targets name: the preset selected's manifest and reproduction report (figures.smk)
 SELECTED_FIGURES, SELECTED_REPRODUCTION = f"{RESULTS}/figures/all", f"{RESULTS}/reproduction.md"
 PLAN = plan_runs(config)

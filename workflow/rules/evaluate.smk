@@ -104,9 +104,9 @@ rule tables:
         # named, not a directory(): Snakemake's timestamp file in it would be a row of its own
         metrics=METRICS_FILES,
     log:
-        f"{PRESET_LOGS}/tables.log",
+        f"{PRESET_RESULTS}/logs/tables.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/tables.tsv",
     params:
         out_dir=folder_of("classwise"),  # results/<preset>/tables
         # results/<preset>/metrics, read off its files (a study without models has none to write)
@@ -133,9 +133,9 @@ rule reproduction:
         html=report(f"{REPRODUCTION}.html", caption="../report/reproduction.rst",
                     category=report_category("Reproduction")),
     log:
-        f"{PRESET_LOGS}/reproduction.log",
+        f"{PRESET_RESULTS}/logs/reproduction.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/reproduction.tsv",
+        f"{PRESET_RESULTS}/benchmarks/reproduction.tsv",
     params:
         tables_dir=folder_of("classwise", "input"),
         presets_dir=lambda wildcards, input: os.path.dirname(input.preset),
@@ -158,9 +158,9 @@ rule front_page:
     output:
         FRONT_PAGE,
     log:
-        f"{PRESET_LOGS}/front_page.log",
+        f"{PRESET_RESULTS}/logs/front_page.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/front_page.tsv",
+        f"{PRESET_RESULTS}/benchmarks/front_page.tsv",
     params:
         preset=config["preset"],
         # the PGD-AT panel of figure 2 is the headline figure; the report's categories, in order

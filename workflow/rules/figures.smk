@@ -15,9 +15,9 @@ for _fig, _spec in FIGURES.items():
         wildcard_constraints:
             fig=_fig,
         log:
-            f"{PRESET_LOGS}/figures/{{fig}}/{_spec.stem}.log",
+            f"{PRESET_RESULTS}/logs/figures/{{fig}}/{_spec.stem}.log",
         benchmark:
-            f"{PRESET_BENCHMARKS}/figures/{{fig}}/{_spec.stem}.tsv",
+            f"{PRESET_RESULTS}/benchmarks/figures/{{fig}}/{_spec.stem}.tsv",
         params:
             args=figure_args,
         conda:
@@ -39,9 +39,9 @@ rule figures_all:
         # touches a finished job's outputs, and a touched link would make the figures newer than the manifest
         images=list(figure_images().values()),
     log:
-        f"{PRESET_LOGS}/figures/manifest.log",
+        f"{PRESET_RESULTS}/logs/figures/manifest.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/figures/manifest.tsv",
+        f"{PRESET_RESULTS}/benchmarks/figures/manifest.tsv",
     params:
         copies=" && ".join(f"cp {shlex.quote(src)} {shlex.quote(dst)}" for src, dst in figure_images().items()) or "true",
     conda:
@@ -60,11 +60,16 @@ rule selected_figures:
         f"{FIGURES_DIR}/all",
     output:
         SELECTED_FIGURES,
+    log:
+        f"{PRESET_RESULTS}/logs/selected_figures.log",
+    benchmark:
+        f"{PRESET_RESULTS}/benchmarks/selected_figures.tsv",
     params:
         preset=config["preset"],
     localrule: True
     shell:
         "(echo '# the figures of preset '{params.preset:q}' ('{input:q}')' && cat {input:q}) > {output:q}"
+        " && echo copied {input:q} to {output:q} > {log:q}"
 
 
 rule selected_reproduction:
@@ -72,9 +77,13 @@ rule selected_reproduction:
         f"{REPRODUCTION}.md",
     output:
         SELECTED_REPRODUCTION,
+    log:
+        f"{PRESET_RESULTS}/logs/selected_reproduction.log",
+    benchmark:
+        f"{PRESET_RESULTS}/benchmarks/selected_reproduction.tsv",
     params:
         preset=config["preset"],
     localrule: True
     shell:
         "(echo '<!-- the reproduction report of preset '{params.preset:q}': '{input:q}' -->' && cat {input:q})"
-        " > {output:q}"
+        " > {output:q} && echo copied {input:q} to {output:q} > {log:q}"

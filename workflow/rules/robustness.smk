@@ -74,9 +74,9 @@ rule robustness_tables:
     output:
         **ROBUSTNESS_TABLES,
     log:
-        f"{PRESET_LOGS}/robustness_tables.log",
+        f"{PRESET_RESULTS}/logs/robustness_tables.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/robustness_tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/robustness_tables.tsv",
     params:
         out_dir=folder_of("frl"),  # results/<preset>/tables
         corruptions=lambda w, input: shlex.join(input.corruptions),

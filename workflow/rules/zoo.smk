@@ -71,9 +71,9 @@ rule zoo_tables:
         classwise=ZOO_TABLES["zoo_classwise"],
         robustbench=ZOO_TABLES["zoo_robustbench"],
     log:
-        f"{PRESET_LOGS}/zoo/tables.log",
+        f"{PRESET_RESULTS}/logs/zoo/tables.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/zoo/tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/zoo/tables.tsv",
     params:
         out_dir=folder_of("classwise"),  # results/<preset>/zoo/tables
     conda:
@@ -99,9 +99,9 @@ rule zoo_robustness_tables:
         checks=ZOO_TABLES["zoo_checks"],
         corruptions=ZOO_TABLES["zoo_corruptions"],
     log:
-        f"{PRESET_LOGS}/zoo/robustness_tables.log",
+        f"{PRESET_RESULTS}/logs/zoo/robustness_tables.log",
     benchmark:
-        f"{PRESET_BENCHMARKS}/zoo/robustness_tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/zoo/robustness_tables.tsv",
     params:
         out_dir=folder_of("checks"),  # results/<preset>/zoo/tables
         checks=lambda w, input: shlex.join(input.checks),
