@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shlex
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -445,6 +446,8 @@ def gathered(name, inputs, outputs):
         os.utime(stamp, (0, 0))  # older than any output: a new stamp makes nothing run
     missing = [f for f in _files(inputs) if not os.path.exists(f)]
     if missing and all(os.path.exists(f) for f in _files(outputs)):
-        stamp.touch()
+        # new content, not only a new time: Snakemake counts a newer input as changed only where
+        # its checksum differs from the one it recorded when the job last ran
+        stamp.write_text(f"{time.time_ns()}\n" + "\n".join(missing) + "\n")
         REMADE.extend(f for f in missing if f not in REMADE)
     return str(stamp)
