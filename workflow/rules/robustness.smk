@@ -24,7 +24,8 @@ rule check:
         eps_factors=[str(f) for f in ROBUSTNESS["checks"]["eps_factors"]],
         checkpoint=checked_checkpoint,
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
-        strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
+        # in the names' order, not the preset file's: two presets that set the same values share the check jobs
+        strong=cli_options({f"strong_{k}": v for k, v in sorted(ROBUSTNESS["checks"].get("strong", {}).items())}),
     threads: MODEL_THREADS
     resources:
         **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000), runtime=60),
