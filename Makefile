@@ -26,21 +26,22 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The report of a preset (results/report.html: the finding with its numbers, every figure with its
+# The report of a preset (results/<preset>/report.html: the finding with its numbers, every figure with its
 # caption, the reproduction table as a page): what it shows is built first (the Snakefile's rule
 # report_inputs: the figures, the reproduction report, the landing text), then `--report` on it.
 #   make report PRESET=ci      (any preset; the demo's by default)
 PRESET ?= demo
-REPORT ?= results/report.html
+REPORT ?= results/$(PRESET)/report.html
 report: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
 		--config preset=$(PRESET) -- report_inputs
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
 		--config preset=$(PRESET) --report $(REPORT) -- report_inputs
-	@echo "The study's report ($(PRESET) preset): $(REPORT) (open it in a browser). Figures: results/figures/; reproduction: results/reproduction.md"
+	@echo "The study's report ($(PRESET) preset): $(REPORT) (open it in a browser). Figures: results/$(PRESET)/figures/; reproduction: results/$(PRESET)/reproduction.md"
 
 # DVC's plots (dvc.yaml `plots:`: one panel per run) as a page that draws offline: the vega
-# libraries inline (study plots-template), not loaded from a CDN. Reads results/tables.
+# libraries inline (study plots-template), not loaded from a CDN. Reads the tables of params.yaml's
+# preset, results/<preset>/tables (dvc.yaml's `${preset}`: the preset `dvc repro` runs).
 plots: setup
 	$(BIN)/study plots-template --out results/plots/template.html
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/dvc plots show --html-template results/plots/template.html -o results/plots

@@ -529,7 +529,9 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
         measured[job.rule] = measured.get(job.rule, 0.0) + seconds
         counts[job.rule] = counts.get(job.rule, 0) + 1
     other: dict[str, float] = {}
-    for base in (root / "results" / BENCHMARKS, root / "results/zoo" / BENCHMARKS):
+    # the shared jobs' (results/benchmarks), and those of the zoo and of each preset's summary jobs
+    # (results/zoo/benchmarks, results/<preset>/benchmarks)
+    for base in (root / "results" / BENCHMARKS, *sorted((root / "results").glob(f"*/{BENCHMARKS}"))):
         for path in sorted(base.rglob("*.tsv")) if base.is_dir() else []:
             if path.resolve() not in priced and (seconds := read_benchmark(path)) is not None:
                 other[_rule_of(path, base)] = other.get(_rule_of(path, base), 0.0) + seconds

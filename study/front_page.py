@@ -1,10 +1,10 @@
-"""The landing text of the study's HTML report (`results/report.html`): the finding with its
-headline numbers, read from the class-wise table (results/tables/classwise.csv), whether the runs
+"""The landing text of the study's HTML report (`results/<preset>/report.html`): the finding with its
+headline numbers, read from the class-wise table (results/<preset>/tables/classwise.csv), whether the runs
 used a reduced recipe, the reproduction report's verdicts, and links to the headline figure, the
 reproduction table and every category of the report, in the study's order.
 
-`study front-page` writes it as reStructuredText (results/report_front.rst); the Snakefile's
-`report:` directive takes it once it exists, so `snakemake --report results/report.html` opens on
+`study front-page` writes it as reStructuredText (results/<preset>/report_front.rst); the Snakefile's
+`report:` directive takes it once it exists, so `snakemake --report results/<preset>/report.html` opens on
 the finding. Nothing in it is typed by hand: a rerun with other results says other numbers."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from study.record_names import split_record_name
 
 #: the methods whose contrast is the finding: standard training and PGD-AT
 STANDARD, ADVERSARIAL = "standard", "pgd_at"
-#: the line of results/reproduction.md that counts its verdicts (study.reproduction.render)
+#: the line of results/<preset>/reproduction.md that counts its verdicts (study.reproduction.render)
 VERDICTS_PREFIX = "Verdicts: "
 
 
@@ -160,7 +160,7 @@ def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_page:
 def write_front_page(classwise_csv: str | Path, reproduction: str | Path, out: str | Path,
                      headline_figures: Sequence[str], categories: Sequence[str], preset: str,
                      reproduction_page: str | Path | None = None) -> Path:
-    """Write the landing text (results/report_front.rst). Its link to the reproduction table opens
+    """Write the landing text (results/<preset>/report_front.rst). Its link to the reproduction table opens
     `reproduction_page` (the HTML page the report holds), or the markdown without one."""
     from study.io import atomic_write_text
 

@@ -37,7 +37,7 @@ def record_name(evaluation: str, checkpoint: str = "last") -> str:
 
 
 def metrics_stem(dataset: str, model: str, method: str, train_data: str = "original") -> str:
-    """The name of a model's headline metrics file (results/metrics/<stem>.json, study.tables):
+    """The name of a model's headline metrics file (results/<preset>/metrics/<stem>.json, study.tables):
     dataset__model__method, and __<train data> for a model trained on a constructed dataset;
     the workflow names the files the tables job must write by it."""
     return "__".join(str(k) for k in (dataset, model, method, train_data) if k != "original")

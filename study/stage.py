@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a Snakemake profile folder (default: local with a CUDA device, else cpu)")
     parser.add_argument("--dry-run", action="store_true", help="print the Snakemake command instead of running it")
     parser.add_argument("--summary", type=Path, default=None,
-                        help="the run summary's file (the stage's own declared out; default: results/run_summary.md)")
+                        help="the run summary's file (the stage's own declared out; "
+                             "default: results/<preset>/run_summary.md)")
     parser.add_argument("--write-params", type=Path, default=None, metavar="FILE",
                         help="write the resolved configuration (params.yaml, preset, values set for this run) here")
     return parser

@@ -1,10 +1,10 @@
 """The numbers the README quotes, made from the results: the baseline models' class-wise
-table (results/tables/summary.csv), the demo's targets and whether they were reached
+table (results/<preset>/tables/summary.csv), the demo's targets and whether they were reached
 (summary.csv, and the class intervals of classwise.csv), AutoAttack and Square beside PGD
 (attacks.csv), the checks (checks.csv), the fairness methods of figure 13 (its table,
-results/figures/fig13_mitigation/*.csv), with the commit and date of the runs they came from.
+results/<preset>/figures/fig13_mitigation/*.csv), with the commit and date of the runs they came from.
 
-`study readme-numbers --tables results/tables --readme README.md` rewrites the block
+`study readme-numbers --tables results/demo/tables --readme README.md` rewrites the block
 between the README's `<!-- readme-numbers:start -->` and `<!-- readme-numbers:end -->`
 markers, so that no number there is typed by hand."""
 
@@ -116,10 +116,10 @@ def attack_sentence(attacks: pd.DataFrame, dataset: str, method: str) -> str:
     return f"{method_name(method)} under " + "; ".join(parts) + "." if parts else ""
 
 
-def checks_sentence(checks: pd.DataFrame) -> str:
+def checks_sentence(checks: pd.DataFrame, path: Path) -> str:
     counts = checks["status"].value_counts().to_dict() if "status" in checks else {}
     listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return f"False-robustness checks: {listed} (`results/tables/checks.csv`)." if listed else ""
+    return f"False-robustness checks: {listed} (`{path.as_posix()}`)." if listed else ""
 
 
 def provenance(runs_dir: Path, run_ids: list[str]) -> str:
@@ -145,7 +145,7 @@ def readme_block(tables: Path, runs_dir: Path, dataset: str = "cifar10",
         sentence = attack_sentence(pd.read_csv(tables / "attacks.csv"), dataset, methods[-1])
         lines += [sentence] if sentence else []
     if (tables / "checks.csv").exists():
-        sentence = checks_sentence(pd.read_csv(tables / "checks.csv"))
+        sentence = checks_sentence(pd.read_csv(tables / "checks.csv"), tables / "checks.csv")
         lines += [sentence] if sentence else []
     mitigation = sorted(((figures or tables.parent / "figures") / "fig13_mitigation").glob(f"{dataset}__*.csv"))
     if mitigation:

@@ -12,7 +12,7 @@ def add_figure(sub) -> None:
 
     p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
     p.add_argument("kind", choices=list(FIGURE_KINDS), help="the figure kind (study/figures/catalog.py)")
-    p.add_argument("--table", default=None, help="the table the kind draws (results/tables/*.csv)")
+    p.add_argument("--table", default=None, help="the table the kind draws (results/<preset>/tables/*.csv)")
     p.add_argument("--dataset", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--method", default=None)
@@ -49,7 +49,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 def add_features_figure(sub) -> None:
     p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
-    p.add_argument("--table", required=True, help="results/tables/classwise.csv")
+    p.add_argument("--table", required=True, help="results/<preset>/tables/classwise.csv")
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True, help="model trained on the constructed datasets")
     p.add_argument("--sources", nargs="+", required=True,

@@ -12,48 +12,56 @@ from study.cli.args import add_params_args, load_params_args
 
 
 def add_reproduction(sub) -> None:
-    p = sub.add_parser("reproduction", help="our numbers beside the published ones (results/reproduction.md)")
+    p = sub.add_parser("reproduction", help="our numbers beside the published ones (results/<preset>/reproduction.md)")
     add_params_args(p)
-    p.add_argument("--tables-dir", default="results/tables", help="folder of classwise.csv (study tables)")
-    p.add_argument("--out", default="results/reproduction.md")
+    p.add_argument("--tables-dir", default=None,
+                   help="folder of classwise.csv (study tables; default: results/<preset>/tables)")
+    p.add_argument("--out", default=None, help="default: results/<preset>/reproduction.md")
     p.add_argument("--html", default=None, help="also write the report as an HTML page here (the one the study's "
-                   "HTML report shows: results/reproduction.html)")
+                   "HTML report shows: results/<preset>/reproduction.html)")
     p.set_defaults(func=cmd_reproduction)
 
 
 def cmd_reproduction(args: argparse.Namespace) -> int:
     from study.reproduction import reproduction_report
 
-    path = reproduction_report(args.tables_dir, load_params_args(args), args.out, args.html)
+    params = load_params_args(args)
+    preset_dir = Path("results") / str(params["preset"])  # the preset's own results (workflow/rules/common.smk)
+    path = reproduction_report(args.tables_dir or preset_dir / "tables", params,
+                               args.out or preset_dir / "reproduction.md", args.html)
     print(f"wrote {path}" + (f" and {args.html}" if args.html else ""), file=sys.stderr)
     return 0
 
 
 def add_front_page(sub) -> None:
     p = sub.add_parser("front-page", help="the report's landing text: the finding, read from the results")
-    p.add_argument("--classwise", default="results/tables/classwise.csv")
-    p.add_argument("--reproduction", default="results/reproduction.md")
-    p.add_argument("--reproduction-page", default=None,
-                   help="the reproduction report's HTML page that the landing text links (results/reproduction.html)")
+    p.add_argument("--classwise", default=None, help="default: results/<preset>/tables/classwise.csv")
+    p.add_argument("--reproduction", default=None, help="default: results/<preset>/reproduction.md")
+    p.add_argument("--reproduction-page", default=None, help="the reproduction report's HTML page that the "
+                   "landing text links (results/<preset>/reproduction.html)")
     p.add_argument("--preset", required=True, help="the preset the results were made with (named on the page)")
     p.add_argument("--figures", nargs="*", default=[], help="figure 2's PNGs: the PGD-AT panel is linked")
     p.add_argument("--categories", nargs="*", default=[], help="the report's categories, in the study's order")
-    p.add_argument("--out", default="results/report_front.rst")
+    p.add_argument("--out", default=None, help="default: results/<preset>/report_front.rst")
     p.set_defaults(func=cmd_front_page)
 
 
 def cmd_front_page(args: argparse.Namespace) -> int:
     from study.front_page import write_front_page
 
-    path = write_front_page(args.classwise, args.reproduction, args.out, args.figures, args.categories, args.preset,
-                            args.reproduction_page)
+    preset_dir = Path("results") / args.preset  # the preset's own results (workflow/rules/common.smk)
+    path = write_front_page(args.classwise or preset_dir / "tables/classwise.csv",
+                            args.reproduction or preset_dir / "reproduction.md",
+                            args.out or preset_dir / "report_front.rst",
+                            args.figures, args.categories, args.preset, args.reproduction_page)
     print(f"wrote {path}")
     return 0
 
 
 def add_readme_numbers(sub) -> None:
     p = sub.add_parser("readme-numbers", help="the README's numbers from the results (its marked block)")
-    p.add_argument("--tables", default="results/tables", help="folder of summary.csv, attacks.csv, checks.csv")
+    # the README quotes the demo's numbers (`make demo`)
+    p.add_argument("--tables", default="results/demo/tables", help="folder of summary.csv, attacks.csv, checks.csv")
     p.add_argument("--runs", default="results/runs", help="run folders (their meta.json: commit and date)")
     p.add_argument("--readme", default=None, help="rewrite this file's marked block (default: print the block)")
     p.set_defaults(func=cmd_readme_numbers)

@@ -99,7 +99,7 @@ def add_robustness_tables(sub) -> None:
     p.add_argument("--records", nargs="+", required=True)
     p.add_argument("--checks", nargs="*", default=[])
     p.add_argument("--corruptions", nargs="*", default=[], help="corruption records (study corruptions)")
-    p.add_argument("--out-dir", default="results/tables")
+    p.add_argument("--out-dir", required=True, help="the tables' folder (the workflow's: results/<preset>/tables)")
     p.set_defaults(func=cmd_robustness_tables)
 
 

@@ -7,12 +7,13 @@ import sys
 
 
 def add_tables(sub) -> None:
-    p = sub.add_parser("tables", help="aggregate run records into results/tables")
+    p = sub.add_parser("tables", help="aggregate run records into a preset's tables (results/<preset>/tables)")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
     p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")
-    p.add_argument("--out-dir", default="results/tables")
+    p.add_argument("--out-dir", required=True, help="the tables' folder (the workflow's: results/<preset>/tables)")
     p.add_argument("--metrics-dir", default=None,
-                   help="also write the headline metrics here, one JSON file per model (results/metrics, for DVC); "
+                   help="also write the headline metrics here, one JSON file per model "
+                        "(results/<preset>/metrics, for DVC); "
                         "the folder is the metrics' own: a JSON file of a model no longer in the records is removed")
     p.add_argument("--checks", nargs="*", default=[],
                    help="checks.json files of the runs: flagged evaluations are marked and not counted")

@@ -149,7 +149,7 @@ class Study:
 @dataclass(frozen=True)
 class Figure:
     """A figure of the study, drawn once per panel by `study <command>`, its files
-    results/figures/<name>/<stem>.png and .pdf (and its `extra` files)."""
+    results/<preset>/figures/<name>/<stem>.png and .pdf (and its `extra` files)."""
 
     name: str
     kind: str | None  # its FigureKind (`study figure KIND`); None: a command of its own (`command`)

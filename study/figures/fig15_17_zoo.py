@@ -1,7 +1,7 @@
 """Figures 15-17: class-wise robustness across the RobustBench model zoo (params `zoo`).
 
 Each draws one (dataset, threat model) panel from the zoo's class-wise table
-(results/zoo/tables/classwise.csv), at the threat model's robust evaluation:
+(results/<preset>/zoo/tables/classwise.csv), at the threat model's robust evaluation:
 
 * zoo_classwise: models x classes heatmap of robust accuracy, models sorted by their mean;
   the Wilson intervals go to a table beside the figure (`<stem>.csv`);

@@ -1,4 +1,4 @@
-"""`results/figures/all`: the list of every figure of the configured study, with checksums,
+"""`results/<preset>/figures/all`: the list of every figure of the configured study, with checksums,
 so one target stands for the whole set and a changed figure is visible in `git diff`/DVC."""
 
 from __future__ import annotations

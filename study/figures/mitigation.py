@@ -1,6 +1,6 @@
 """Figure 13: mitigation methods under one protocol, and how their policies adapt.
 
-`mitigation_table` turns the class-wise table (results/tables/classwise.csv) into one row
+`mitigation_table` turns the class-wise table (results/<preset>/tables/classwise.csv) into one row
 per (method, evaluation, checkpoint): mean class accuracy and worst-class accuracy (the
 mean of the worst 10% of classes when there are 100 or more), averaged over seeds, with
 their spread and a 95% interval over seeds and test images (study.metrics.seeds: t over seeds

@@ -1,7 +1,7 @@
-"""The reproduction report as an HTML page (results/reproduction.html), the one the study's HTML report
+"""The reproduction report as an HTML page (results/<preset>/reproduction.html), the one the study's HTML report
 shows: the rows of each claim together, and under a claim one table per run group of ours, whose
 recipe (runs, protocol, how they differ from the published recipe) is stated once above its rows
-instead of in every row as results/reproduction.md repeats it. The same rows and words as the
+instead of in every row as results/<preset>/reproduction.md repeats it. The same rows and words as the
 markdown (study.reproduction.render), so the two never disagree."""
 
 from __future__ import annotations

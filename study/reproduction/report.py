@@ -1,5 +1,5 @@
-"""The reproduction report of a tables folder, written to results/reproduction.md and, as the page the
-study's HTML report shows, results/reproduction.html (`study reproduction`)."""
+"""The reproduction report of a tables folder, written to results/<preset>/reproduction.md and, as the page the
+study's HTML report shows, results/<preset>/reproduction.html (`study reproduction`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _commit() -> str:
 
 def reproduction_markdown(classwise: pd.DataFrame, params: Mapping, commit: str | None = None,
                           day: str | None = None) -> str:
-    """The report of one class-wise table (results/tables/classwise.csv) under the configured params."""
+    """The report of one class-wise table (results/<preset>/tables/classwise.csv) under the configured params."""
     values, deltas = compare(classwise, params)
     return render(values, deltas, typed_params(params).preset or "none", commit or _commit(),
                   day or date.today().isoformat())
@@ -31,7 +31,7 @@ def reproduction_markdown(classwise: pd.DataFrame, params: Mapping, commit: str 
 
 def reproduction_report(tables_dir: str | Path, params: Mapping, out_md: str | Path,
                         out_html: str | Path | None = None) -> Path:
-    """Write results/reproduction.md from the tables in `tables_dir` (classwise.csv), and the same rows
+    """Write results/<preset>/reproduction.md from the tables in `tables_dir` (classwise.csv), and the same rows
     as an HTML page to `out_html` where given."""
     path = Path(tables_dir) / "classwise.csv"
     if not path.exists():

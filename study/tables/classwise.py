@@ -1,4 +1,4 @@
-"""Aggregate the records of many runs into the study's tables (results/tables/).
+"""Aggregate the records of many runs into the study's tables (results/<preset>/tables/).
 
 Every number comes from the per-sample evaluation records and the per-epoch records;
 nothing is recomputed from models here. Every row carries the `checkpoint` its evaluation is of

@@ -1,4 +1,4 @@
-"""Robustness tables from per-sample records (results/tables/): FRL errors, class
+"""Robustness tables from per-sample records (results/<preset>/tables/): FRL errors, class
 false-positive scores, confusion matrices under attack, overall and worst-class accuracy
 per attack with intervals, and the checks of every run.
 

@@ -35,7 +35,7 @@ def report(tmp_path_factory):
     # as `make report PRESET=ci` builds it: what the report shows (rule report_inputs), then the report
     common = [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config", "preset=ci"]
     _run([*common, "--", "report_inputs"], project)
-    _run([*common, "--report", "results/report.html", "--", "report_inputs"], project)
+    _run([*common, "--report", "results/ci/report.html", "--", "report_inputs"], project)
     return project
 
 
@@ -43,18 +43,18 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install chromium (as .ci/run does)"
-    manifest = (report / "results/figures/all").read_text().splitlines()
+    manifest = (report / "results/ci/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if line and not line.startswith("#")]
     pngs = [f for f in figures if f.endswith(".png")]
     assert pngs, "the manifest lists no figure"
-    classwise = pd.read_csv(report / "results/tables/classwise.csv")
+    classwise = pd.read_csv(report / "results/ci/tables/classwise.csv")
     rows = _headline_rows(classwise)
     robust = class_range(rows, "pgd_at", _attack(rows))
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto((report / "results/report.html").as_uri())
+        page.goto((report / "results/ci/report.html").as_uri())
         page.wait_for_function("typeof results !== 'undefined' && typeof app !== 'undefined'")
         landing = page.inner_text("body")
         # the finding, with the numbers of this run's table
@@ -88,7 +88,7 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
         words = {*VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE}
         cells = shown.locator("td.verdict").all_inner_texts()
         assert all(c.split(REDUCED)[0] in words for c in cells), sorted(set(cells) - words)
-        page.goto((report / "results/report.html").as_uri())
+        page.goto((report / "results/ci/report.html").as_uri())
         page.wait_for_function("typeof results !== 'undefined' && typeof app !== 'undefined'")
         page.get_by_text("class-wise accuracy and robustness of PGD-AT").click()
         image = page.locator("img[src^='data:image/png']").first

@@ -14,9 +14,9 @@ STANDARD = (0.80, 0.90, 0.60, 0.50, 0.70, 0.65, 0.85, 0.80, 0.88, 0.86)
 PGD_AT_CLEAN = (0.60, 0.70, 0.40, 0.30, 0.50, 0.45, 0.62, 0.61, 0.72, 0.68)
 PGD_AT_PGD = (0.30, 0.40, 0.15, 0.08, 0.20, 0.18, 0.31, 0.33, 0.45, 0.38)
 REPRODUCTION = "# Reproduction\n\nVerdicts: 2 agrees, 3 inconclusive, 1 differs. Not compared: 4 recipe differs.\n"
-FIGURES = ["results/figures/fig02_classwise_adversarial/mnist__small_cnn_s2__pgd_at.png",
-           "results/figures/fig02_classwise_adversarial/cifar10__lenet__pgd_at.png",
-           "results/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"]
+FIGURES = ["results/demo/figures/fig02_classwise_adversarial/mnist__small_cnn_s2__pgd_at.png",
+           "results/demo/figures/fig02_classwise_adversarial/cifar10__lenet__pgd_at.png",
+           "results/demo/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"]
 CATEGORIES = ["01 · Class-wise accuracy and robustness", "02 · Mitigation", "03 · Reproduction"]
 
 
@@ -35,7 +35,7 @@ def table(epochs=2, train_per_class=3000.0, seeds=(0,), shift=0.0):
 
 
 def test_the_finding_is_stated_with_the_tables_numbers():
-    text = front_page(table(), REPRODUCTION, "results/reproduction.html", FIGURES, CATEGORIES, "demo")
+    text = front_page(table(), REPRODUCTION, "results/demo/reproduction.html", FIGURES, CATEGORIES, "demo")
     mean = sum(PGD_AT_PGD) / 10
     assert (f"Under PGD-20, L∞, PGD-AT's weakest class is **cat at 8.0%** and its strongest ship at 45.0% "
             f"(mean {100 * mean:.1f}%).") in text
@@ -47,9 +47,9 @@ def test_the_finding_is_stated_with_the_tables_numbers():
     assert "Verdicts: 2 agrees, 3 inconclusive, 1 differs." in text
     # the links show what they name: the reproduction page, and the headline figure (figure 2's PGD-AT
     # panel of the finding's dataset and model) as an image
-    assert ("resultPath:'results/reproduction.html',content:'html',"
-            "contentPath:results['results/reproduction.html'].data_uri") in text
-    figure = "results/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"
+    assert ("resultPath:'results/demo/reproduction.html',content:'html',"
+            "contentPath:results['results/demo/reproduction.html'].data_uri") in text
+    figure = "results/demo/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"
     assert f"resultPath:'{figure}',content:'img',contentPath:results['{figure}'].data_uri" in text
     # categories in the order given (the study's), each a link
     positions = [text.index(f"`{c} <javascript:app.showCategory(") for c in CATEGORIES]

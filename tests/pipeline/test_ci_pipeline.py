@@ -20,12 +20,14 @@ from helpers.workflow import (
     NOT_IN_CI_DAG,
     ROOT,
     ZOO_FIGURES,
+    _dry_run,
     _env,
     _evaluate_count,
     _evaluate_jobs,
     _expected_logs,
     _figure_jobs,
     _is_mitigation,
+    _outputs,
     _plain,
     _plan,
     _robustness_runs,
@@ -83,7 +85,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     for log in logs:
         assert (project / log).stat().st_size > 0, f"{log} is empty"
 
-    manifest = (project / "results/figures/all").read_text().splitlines()
+    manifest = (project / "results/ci/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
     assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
     for fig in figures:
@@ -93,26 +95,26 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         {(r.dataset, r.config["model"], r.config["method"]) for r in plain})  # PNG and PDF per panel
     # figure 12: bars and examples, PNG and PDF, of the models trained on the constructed sets
     assert sum("fig12_features" in f for f in figures) == 4 * len({c.source_run.dataset for c in cons}) > 0
-    classwise = (project / "results/tables/classwise.csv").read_text()
+    classwise = (project / "results/ci/tables/classwise.csv").read_text()
     rows = sum(get_dataset_info(r.dataset).num_classes * len(r.evaluations) * len(r.checkpoints) for r in runs)
     assert classwise.count("\n") == 1 + rows  # header + runs x evaluations x checkpoints x classes
     # the PNGs again, copied, in the folder DVC draws as image plots; `dvc plots show` renders
-    # every one without an error (results/figures' PDFs and tables would be errors)
+    # every one without an error (results/ci/figures' PDFs and tables would be errors)
     pngs = [f for f in figures if f.endswith(".png")]
-    images = sorted(p.relative_to(project / "results/figure_images").as_posix()
-                    for p in (project / "results/figure_images").rglob("*") if p.is_file())
-    assert images == sorted(Path(f).relative_to("results/figures").as_posix() for f in pngs)
-    copies = project / "results/figure_images"
-    assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/figures")).read_bytes()
+    images = sorted(p.relative_to(project / "results/ci/figure_images").as_posix()
+                    for p in (project / "results/ci/figure_images").rglob("*") if p.is_file())
+    assert images == sorted(Path(f).relative_to("results/ci/figures").as_posix() for f in pngs)
+    copies = project / "results/ci/figure_images"
+    assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/ci/figures")).read_bytes()
                for f in pngs)
     shown_plots = _run([dvc, "plots", "show", "--out", project / "plots"], project)
     assert "error" not in shown_plots.lower(), shown_plots
     drawn = sorted(p.name for p in (project / "plots").rglob("*.png"))
-    assert drawn == sorted("workspace_results_figure_images_" + i.replace("/", "_") for i in images)
+    assert drawn == sorted("workspace_results_ci_figure_images_" + i.replace("/", "_") for i in images)
     # the headline metrics: a file per model (a row of `dvc metrics show`), an entry per evaluation
-    headline = {(f"results/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
+    headline = {(f"results/ci/metrics/{r.dataset}__{r.config['model']}__{r.config['method']}.json", e)
                 for r in plain for e in r.evaluations}
-    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/metrics").glob("*.json")
+    metrics = {(p.relative_to(project).as_posix(), e): m for p in (project / "results/ci/metrics").glob("*.json")
                for e, m in json.loads(p.read_text()).items()}
     assert headline <= set(metrics)
     # (an evaluation a check flagged is not counted: its numbers are null, `flagged` says so)
@@ -135,30 +137,33 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         for at in ("" if c == "last" else f"@{c}" for c in run.checkpoints):
             checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
             assert checks["status"] in ("pass", "flag"), checks
-    attacks = pd.read_csv(project / "results/tables/attacks.csv")
+    attacks = pd.read_csv(project / "results/ci/tables/attacks.csv")
     assert len(attacks) == sum(len(r.evaluations) * len(r.checkpoints) for r in checked)  # one row per record
     assert {e for e, n in _shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
-    corruptions = pd.read_csv(project / "results/tables/corruptions.csv")
+    corruptions = pd.read_csv(project / "results/ci/tables/corruptions.csv")
     assert set(corruptions["run_id"]) == {r.run_id for r in corrupted}
     # figure 13: every mitigation method of the preset, best checkpoint (and last where
     # planned), in the table beside the figure
     mitigation = [r for r in runs if _is_mitigation(r)]
     for dataset, model in {(r.dataset, r.config["model"]) for r in mitigation}:
-        fig13 = pd.read_csv(project / f"results/figures/fig13_mitigation/{dataset}__{model}__all.csv")
+        fig13 = pd.read_csv(project / f"results/ci/figures/fig13_mitigation/{dataset}__{model}__all.csv")
         panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
         assert {r.config["method"] for r in panel} == set(fig13[fig13["checkpoint"] == "best"]["method"])
         # the study's checkpoints only: `published` (chosen on the test set) is no part of figure 13
         for run in panel:
             drawn = set(fig13[fig13["method"] == run.config["method"]]["checkpoint"])
             assert drawn == set(run.checkpoints) & set(STUDY_CHECKPOINTS)
-        published = pd.read_csv(project / "results/tables/classwise.csv").query("checkpoint == 'published'")
+        published = pd.read_csv(project / "results/ci/tables/classwise.csv").query("checkpoint == 'published'")
         assert set(published["run_id"]) == {r.run_id for r in mitigation if "published" in r.checkpoints} != set()
     for run in runs:
         run_dir = project / "results/runs" / run.run_id
         assert {"config.json", "checkpoint.pt", "model.pt", "epochs.csv", "meta.json"} <= {
             p.name for p in run_dir.iterdir()}
 
-    # Snakemake, run again, finds everything that DVC's stages made up to date.
+    # Snakemake, run again, finds everything that DVC's stages made up to date: it makes only the
+    # user's results/figures/all (the figures stage's target is the preset's own manifest)
+    ran = _stats(_run(snakemake(), project))
+    assert ran.get("selected_figures") == 1 and ran["total"] == 1, ran
     assert "Nothing to be done" in _run(snakemake(), project)
 
     # A killed update is finished by the same command: an evaluation job and a figure job of an
@@ -166,14 +171,14 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     # then the headline command remakes both files, and its summary names them.
     record = f"results/evaluations/{runs[0].run_id}/{runs[0].evaluations[0]}.parquet"
     panel = next(f for f in figures if f.endswith(".png") and Path(f).parent.name not in DISCREPANCY_FIGURES)
-    # (the panel first: a command killed after the record's would remake the record before the panel's job)
+    # (the panel first: a run whose target needs the tables remakes a missing record on its way)
     for target in (panel, record):
         _kill_once_running(snakemake("--cores", "1", "--forcerun", target, targets=(target,)), project, target)
         assert not (project / target).exists(), f"the kill left {target}"
         _run(snakemake("--unlock"), project)
     remade = _run(snakemake(), project)
     assert (project / record).is_file() and (project / panel).is_file(), remade
-    summary = (project / "results/run_summary.md").read_text()
+    summary = (project / "results/ci/run_summary.md").read_text()
     assert f"- remade: {record}" in summary and f"- remade: {panel}" in summary, summary
     assert "Nothing to be done" in _run(snakemake(), project)
 
@@ -185,11 +190,56 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     report = (project / "report.html").read_text()
     assert "Wilson intervals" in report, "figure captions belong in the report"
 
+    _each_preset_its_own_results(project, snakemake)
+
     # A changed robustness-evaluation setting makes the evaluations and the figures stale.
     study_params["robustness"]["corruptions"]["seed"] += 1
     (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
     stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
     assert stale == {"evaluate", "figures"}
+
+
+def _each_preset_its_own_results(project: Path, snakemake) -> None:
+    """After the ci preset's run, every other preset (workflow/presets/) plans its own training
+    jobs (those of its plan not trained yet: runs are shared, keyed by their configuration) and
+    every panel of its own figures, none of which the ci preset's files stand for; a preset that
+    shares the ci preset's runs makes only its own summary files, its run summary counts its own
+    figures, and the user's `results/figures/all` follows the preset selected."""
+    trained = {p.parent.name for p in (project / "results/runs").glob("*/model.pt")}
+    presets = sorted(p.stem for p in (project / "workflow/presets").glob("*.yaml"))
+    assert "ci" in presets and len(presets) > 1
+    for preset in (p for p in presets if p != "ci"):
+        dag = _dry_run(["--cores", "2", "--config", f"preset={preset}", "--", "results/figures/all"], project)
+        params, runs, _ = _plan(project, preset)
+        assert _train_count(dag.counts) == len({r.run_id for r in runs} - trained) > 0, preset
+        drawn = _figure_jobs(params, runs)
+        assert {fig: dag.counts.get(fig, 0) for fig in drawn} == drawn, preset
+        assert dag.counts["figures_all"] == dag.counts["selected_figures"] == 1, preset
+        summaries = {f for f in _outputs(dag) if f.startswith("results/") and not f.startswith(
+            ("results/runs/", "results/evaluations/", "results/logs/", "results/benchmarks/", "results/zoo/"))}
+        assert all(f.startswith(f"results/{preset}/") for f in summaries - {"results/figures/all"}), preset
+
+    # A preset that plans the ci preset's runs: nothing trained or evaluated again; its own tables,
+    # figure and run summary; the ci preset's summary untouched.
+    ci = yaml.safe_load((project / "workflow/presets/ci.yaml").read_text())
+    fig01 = {**ci, "figures": ["fig01_classwise_standard"]}
+    (project / "workflow/presets/ci_fig01.yaml").write_text(yaml.safe_dump(fig01))
+    ci_summary = (project / "results/ci/run_summary.md").read_bytes()
+    out = _run([BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config",
+                "preset=ci_fig01", "--", "results/figures/all"], project)
+    ran = _stats(out)
+    assert _train_count(ran) == _evaluate_count(ran) == 0 and ran["tables"] == ran["figures_all"] == 1, ran
+    summary = (project / "results/ci_fig01/run_summary.md").read_text()
+    assert "Made: 1 of 1 figures complete" in summary, summary
+    assert (project / "results/ci/run_summary.md").read_bytes() == ci_summary
+    assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci_fig01 ")
+    assert (project / "results/ci_fig01/tables/classwise.csv").is_file()
+    # back to the ci preset: its figures are all made; only the user's manifest is made again
+    out = _run(snakemake(), project)
+    ran = _stats(out)
+    assert ran.get("selected_figures") == 1 and ran["total"] == 1, out[-2000:]
+    assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci ")
+    (project / "workflow/presets/ci_fig01.yaml").unlink()  # (workflow/presets: a dep of every DVC stage)
 
 
 def _kill_once_running(argv: list, project: Path, target: str) -> None:
@@ -202,7 +252,8 @@ def _kill_once_running(argv: list, project: Path, target: str) -> None:
     log = None
     try:
         while time.time() - start < 300 and proc.poll() is None:
-            logs = [p for p in (project / "results/logs").rglob("*.log") if p.stat().st_mtime > start]
+            # (the shared jobs' logs, results/logs, and the preset's summary jobs', results/ci/logs)
+            logs = [p for p in (project / "results").rglob("*.log") if p.stat().st_mtime > start]
             log = next((p for p in logs if Path(target).stem.split("@")[0] in p.as_posix()), None)
             if log is not None and not (project / target).exists():
                 break

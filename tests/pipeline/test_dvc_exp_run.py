@@ -11,13 +11,13 @@ from study.config import load_params, plan_runs
 
 
 # ---------------------------------------------------------------- the real thing
-def _declared(stages: dict) -> list[str]:
-    """Every out, metric and plot path of the stages."""
+def _declared(stages: dict, preset: str) -> list[str]:
+    """Every out, metric and plot path of the stages, `${preset}` (dvc.yaml's templating) that of the run."""
     paths = []
     for stage in stages.values():
         for kind in ("outs", "metrics", "plots"):
             paths += [next(iter(o)) if isinstance(o, dict) else o for o in stage.get(kind, [])]
-    return paths
+    return [p.replace("${preset}", preset) for p in paths]
 
 
 def _exp(shown: list, name: str) -> dict:
@@ -31,7 +31,7 @@ def _exp(shown: list, name: str) -> dict:
 def _metric_values(data: dict) -> dict:
     """{metrics file: its numbers} of one experiment, as dvc exp show --json has them."""
     return {path: entry["data"] for path, entry in (data.get("metrics") or {}).items()
-            if path.startswith("results/metrics/") and entry.get("data")}
+            if path.startswith("results/ci/metrics/") and entry.get("data")}
 
 
 def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_compare(tmp_path):
@@ -63,11 +63,11 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
 
     # every file the stages wrote is declared (Snakemake's own .snakemake/ aside)
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    declared = _declared(stages)
+    declared = _declared(stages, "ci")
     # (each stage's run summary is its own out: python -m study.stage --summary)
     written = [p for root in ("results", "data") for p in (project / root).rglob("*") if p.is_file()
                and p.name != ".gitignore"]
-    assert {p.name for p in (project / "results/run_summary").iterdir()} == {
+    assert {p.name for p in (project / "results/ci/run_summary").iterdir()} == {
         f"{name}.md" for name, stage in stages.items() if "--summary" in stage["cmd"]}
     undeclared = [p.relative_to(project).as_posix() for p in written
                   if not any(p.relative_to(project).as_posix() == d or
@@ -77,7 +77,7 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     # the epochs table has one column per name, the per-epoch learning rate among them
     import pandas as pd
 
-    epochs = pd.read_csv(project / "results/tables/epochs.csv")
+    epochs = pd.read_csv(project / "results/ci/tables/epochs.csv")
     assert not any(c.endswith(".1") for c in epochs.columns) and {"lr", "epoch_lr"} <= set(epochs.columns)
     plots = project / "plots"
     shown = _run([dvc, "plots", "show", "--out", plots], project)
@@ -87,12 +87,12 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
                   "class-wise accuracy per evaluation"):
         assert title in html
     images = list(plots.rglob("*.png"))
-    assert len(images) == len(list((project / "results/figure_images").rglob("*.png"))) \
-        == len(list((project / "results/figures").rglob("*.png"))) > 0
+    assert len(images) == len(list((project / "results/ci/figure_images").rglob("*.png"))) \
+        == len(list((project / "results/ci/figures").rglob("*.png"))) > 0
     listing = sorted(p.relative_to(plots).as_posix() for p in plots.rglob("*") if p.is_file())
     print("dvc plots show wrote:", len(listing), "files:", listing[:10], file=sys.stderr)
     metrics = _run([dvc, "metrics", "show"], project).stdout
-    assert "results/metrics/" in metrics  # a row per model
+    assert "results/ci/metrics/" in metrics  # a row per model
 
 
     # the second experiment: the stages up to the metrics, another batch size
@@ -120,7 +120,7 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     # the documented table: a readable number of columns (docs/usage.md)
     table = _run([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
                   "--keep", r"results/params.resolved.yaml:(preset|train\.batch_size|train\.epochs)$",
-                  "--keep", r"results/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
+                  "--keep", r"results/ci/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
                  project).stdout
     header = table.splitlines()[0].split(",")
     assert 4 <= len(header) <= 12, header

@@ -18,7 +18,7 @@ ZOO_FIGURES = FIGURES[2:]
 
 
 def _figures_made(project: Path, figures: list[str]) -> dict[str, int]:
-    return {fig: len(list((project / "results/figures" / fig).glob("*.png"))) for fig in figures}
+    return {fig: len(list((project / "results" / PRESET / "figures" / fig).glob("*.png"))) for fig in figures}
 
 
 def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(headline_project, weights_server):
@@ -42,7 +42,7 @@ def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(headli
     assert all(made[fig] == 1 for fig in FIGURES if fig not in ZOO_FIGURES), made  # independent work went on
     assert (project / f"results/zoo/evaluations/zoo-cifar10-Linf-{SERVED.name}-on-synthetic/zoo_pgd.parquet").is_file()
     assert not any(made[fig] for fig in ZOO_FIGURES)
-    summary = (project / "results/run_summary.md").read_text()
+    summary = (project / f"results/{PRESET}/run_summary.md").read_text()
     failed = [line for line in summary.splitlines() if line.startswith("- zoo_run")]
     assert len(failed) == 1 and f"zoo-cifar10-Linf-{FAILING.name}-on-synthetic" in failed[0]
     assert "HTTP 404" in failed[0] and f"{url}/{FAILING.relative_file}" in failed[0]
@@ -56,6 +56,6 @@ def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(headli
     counts = _job_counts(out)
     assert counts["zoo_run"] == 1 and "train" not in counts
     assert _figures_made(project, FIGURES) == {fig: 1 for fig in FIGURES}
-    summary = (project / "results/run_summary.md").read_text()
+    summary = (project / f"results/{PRESET}/run_summary.md").read_text()
     assert "Failed jobs: none." in summary and "Left out of the plan: nothing." in summary
     assert f"Made: {len(FIGURES)} of {len(FIGURES)} figures complete" in summary

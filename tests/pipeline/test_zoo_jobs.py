@@ -26,8 +26,8 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, m
     assert _evaluate_count(on) == _evaluate_jobs(params, runs)[0] + len(params["zoo"]["models"])
     # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
     run_id = f"zoo-{ENTRY.dataset}-{ENTRY.threat_model}-{ENTRY.name}-on-synthetic"
-    stem = "results/figures/{}/synthetic__Linf.png"
-    _run([BIN / "snakemake", "--cores", "2", *config, "--", "results/zoo/tables/robustbench.csv",
+    stem = f"results/{PRESET}/figures/{{}}/synthetic__Linf.png"  # the preset's own (workflow/rules/common.smk)
+    _run([BIN / "snakemake", "--cores", "2", *config, "--", f"results/{PRESET}/zoo/tables/robustbench.csv",
           stem.format(ZOO_FIGURES[0]), stem.format(ZOO_FIGURES[2])], project)
     # the zoo's runs and evaluations are its own (results/zoo), never the trained runs' folders
     records, meta = read_records(project / f"results/zoo/evaluations/{run_id}/zoo_pgd.parquet")
@@ -35,9 +35,9 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, m
     assert (project / f"results/zoo/logs/evaluate/{run_id}").is_dir()
     assert not any((project / "results" / d / run_id).exists() for d in ("runs", "evaluations", "logs/evaluate"))
     assert len(records) == 2 * 10 and meta["run_config"]["zoo"]["name"] == ENTRY.name  # 2 images per class
-    classwise = pd.read_csv(project / "results/zoo/tables/classwise.csv")
+    classwise = pd.read_csv(project / f"results/{PRESET}/zoo/tables/classwise.csv")
     assert set(classwise["eval"]) == {"zoo_clean", "zoo_pgd"} and classwise["class"].nunique() == 10
-    table = pd.read_csv(project / "results/zoo/tables/robustbench.csv")
+    table = pd.read_csv(project / f"results/{PRESET}/zoo/tables/robustbench.csv")
     assert table["reported_clean_pct"].notna().all() and not table["flag"].any()
 
 

@@ -94,5 +94,5 @@ def test_figure_14_keeps_its_panels_with_the_known_dataset(tmp_path):
     project = _copy_project(tmp_path)
     preset = yaml.safe_load((project / "workflow/presets/ci.yaml").read_text())
     assert preset["robustness"]["corruptions"]["datasets"] == ["synthetic"]
-    dag = _dry_run(["--cores", "1", "--config", "preset=ci", "--", "results/tables/corruptions.csv"], project)
+    dag = _dry_run(["--cores", "1", "--config", "preset=ci", "--", "results/ci/tables/corruptions.csv"], project)
     assert dag.of("corruptions"), "the ci preset's corruption runs are planned"

@@ -5,7 +5,7 @@ Every string a user can set is tried, enumerated from the configuration's schema
 shell code (`$(...)`, backticks, `;`), spaces and quotes. A value is either refused in one line
 that names it, before any job exists, or it is planned; the jobs of everything that was planned,
 all such values at once, are read from a Snakemake dry run and their printed shell commands run
-through bash, `study` and `cp` there being shell functions that only write down the words bash
+through bash, `study`, `cp` and `cat` there being shell functions that only write down the words bash
 gives them: no marker file appears, the files already there stay, and the words arrive whole.
 Every `{field}` of every rule file's `shell:` is quoted (`:q`) or built quoted by common.smk."""
 
@@ -208,9 +208,11 @@ def test_every_field_of_every_shell_command_is_quoted():
 
 
 def _bash(shell: str, cwd: Path, argv: Path) -> subprocess.CompletedProcess:
-    """A printed shell command through bash as Snakemake runs it (`set -euo pipefail`), with `study`
-    and `cp` writing down their words instead of running."""
-    stubs = f'study() {{ printf "%s\\n" study "$@" >> {argv}; }}; cp() {{ printf "%s\\n" cp "$@" >> {argv}; }}; '
+    """A printed shell command through bash as Snakemake runs it (`set -euo pipefail`), with `study`,
+    `cp` and `cat` (the copies of the selected preset's manifest and report) writing down their words
+    instead of running."""
+    stubs = (f'study() {{ printf "%s\\n" study "$@" >> {argv}; }}; cp() {{ printf "%s\\n" cp "$@" >> {argv}; }}; '
+             f'cat() {{ printf "%s\\n" cat "$@" >> {argv}; }}; ')
     return subprocess.run(["bash", "-c", f"set -euo pipefail; {stubs}{shell}"], cwd=cwd, capture_output=True,
                           text=True, timeout=60)
 
@@ -232,8 +234,8 @@ def test_the_planned_values_never_run_as_shell_code(tried, tmp_path):
     keep.write_text("a record a failed job must not take with it\n")
     argv = tmp_path / "argv.txt"
     for job in dag.jobs:
-        for log in job.log:
-            (project / log).parent.mkdir(parents=True, exist_ok=True)
+        for file in [*job.log, *job.output]:  # (a job's shell may write into either)
+            (project / file).parent.mkdir(parents=True, exist_ok=True)
         proc = _bash(job.shell, project, argv)
         assert proc.returncode == 0, (job.rule, job.shell[:300], proc.stderr)
     words = argv.read_text().splitlines()

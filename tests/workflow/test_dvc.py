@@ -79,15 +79,15 @@ def test_a_stage_writes_its_run_summary_also_when_nothing_is_to_be_done(tmp_path
     params["preset"] = "ci"
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stage = [sys.executable, "-m", "study.stage", "--profile", "workflow/profiles/cpu", "--summary",
-             "results/run_summary/data.md", "data_all"]
+             "results/ci/run_summary/data.md", "data_all"]
     _run(stage, project)  # prepares the synthetic data: the workflow's own summary
-    first = (project / "results/run_summary/data.md").read_text()
+    first = (project / "results/ci/run_summary/data.md").read_text()
     assert "nothing to be done" not in first and first.strip()
-    (project / "results/run_summary/data.md").unlink()
+    (project / "results/ci/run_summary/data.md").unlink()
     _run(stage, project)  # every output up to date
     assert "data_all: nothing to be done, every output was up to date." in (
-        project / "results/run_summary/data.md").read_text()
-    assert not (project / "results/run_summary.md").exists(), "the stage's summary goes where --summary says"
+        project / "results/ci/run_summary/data.md").read_text()
+    assert not (project / "results/ci/run_summary.md").exists(), "the stage's summary goes where --summary says"
 
 
 def test_stage_picks_the_profile_of_the_machine():
@@ -135,15 +135,15 @@ def test_snakemake_config_values_reach_the_reproduction_report(tmp_path):
     from helpers.class_rows import AT_CLEAN, AT_PGD, runs
 
     project = _git_project(tmp_path, with_study=False)
-    for folder in ("results/tables", "results/logs"):
+    for folder in ("results/ci/tables", "results/ci/logs"):  # the ci preset's own (workflow/rules/common.smk)
         (project / folder).mkdir(parents=True)
-    runs("at", {"clean@best": AT_CLEAN, "pgd3@best": AT_PGD}).to_csv(project / "results/tables/classwise.csv",
+    runs("at", {"clean@best": AT_CLEAN, "pgd3@best": AT_PGD}).to_csv(project / "results/ci/tables/classwise.csv",
                                                                      index=False)
     reports = {}
     for name, config in {"preset": ["preset=ci"], "changed": ["preset=ci", "evaluations={pgd3: {eps: 4/255}}"]}.items():
         command = _reproduction_command(project, *config)
         assert ("4/255" in command) == (name == "changed"), command
-        _run(["bash", "-c", command.replace("results/reproduction.md", f"{name}.md")], project)
+        _run(["bash", "-c", command.replace("results/ci/reproduction.md", f"{name}.md")], project)
         reports[name] = (project / f"{name}.md").read_text()
     stand_in = "pgd3@best (pgd) in place of autoattack"
     assert stand_in in reports["preset"]  # the preset's pgd3: L-inf 8/255, standing in for AutoAttack
@@ -247,7 +247,8 @@ def _stage_commands(stage_cmd: str, project: Path) -> set[str]:
     from study.stage import build_parser
 
     words = re.search(r"python -m study\.stage ([^&;]+)", stage_cmd).group(1).split()
-    targets = build_parser().parse_args(words).targets
+    # (a file target of the preset's own folder, `${preset}`: the ci preset's, as dvc.yaml interpolates it)
+    targets = [t.replace("${preset}", "ci") for t in build_parser().parse_args(words).targets]
     dag = dry_run(["--cores", "1", *targets, "--config", "preset=ci"], project, env=_env())
     commands = {m for job in dag.jobs for m in re.findall(r"(?:^|[\s&;(])study ([a-z][a-z-]*)", job.shell)}
     assert commands, f"no `study` command in the jobs of {targets}"

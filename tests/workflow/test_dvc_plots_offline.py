@@ -36,9 +36,11 @@ def _project(path: Path) -> Path:
                        for e in (1, 2)]
             classwise.append({**same, "eval": "clean", "checkpoint": "last", "class_name": name, "acc": 0.5 + 0.1 * c,
                               "ci_lo": 0.4, "ci_hi": 0.7, "n": 20})
-    (path / "results/tables").mkdir(parents=True)
-    pd.DataFrame(epochs).to_csv(path / "results/tables/epochs.csv", index=False)
-    pd.DataFrame(classwise).to_csv(path / "results/tables/classwise.csv", index=False)
+    # the plots' files are the preset's (`${preset}`, interpolated from params.yaml)
+    (path / "params.yaml").write_text("preset: ci\n")
+    (path / "results/ci/tables").mkdir(parents=True)
+    pd.DataFrame(epochs).to_csv(path / "results/ci/tables/epochs.csv", index=False)
+    pd.DataFrame(classwise).to_csv(path / "results/ci/tables/classwise.csv", index=False)
     return path
 
 

@@ -49,7 +49,7 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     assert {fig: counts.get(fig, 0) for fig in params["figures"]} == _figure_jobs(params, runs)
     # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
     tabled, checked, corrupted = _robustness_runs(params, runs)
-    # (the zoo's checks and CIFAR-10-C feed results/zoo/tables, a target of `all`, not of the figures)
+    # (the zoo's checks and CIFAR-10-C feed results/<preset>/zoo/tables, a target of `all`, not of the figures)
     assert counts["check"] == sum(len(r.checkpoints) for r in checked) and zoo_checked and zoo_corrupted
     # CIFAR-10-C: every CIFAR-10 model of its groups, the fairness-trained ones included
     assert "mitigation" in params["robustness"]["corruptions"]["groups"]

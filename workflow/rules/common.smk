@@ -78,10 +78,27 @@ config.clear()
 config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
+# Every file that summarizes the preset (its tables, metrics, figures and their manifest, the
+# reproduction report, the landing text, the run summary, the zoo's tables) lives in a folder of
+# the preset's own, so that two presets never read or overwrite each other's; the runs, their
+# evaluations, logs and benchmarks stay under RESULTS, keyed by their configuration, and are shared
+# by every preset that plans the same run. The preset's name has a pattern in the schema.
+# (not one of the shared folders' names, which it would clash with)
+_SHARED = {"runs", "evaluations", "logs", "benchmarks", "zoo", "bench", "plots", "tables", "figures", "metrics"}
+if config["preset"] is None or config["preset"] in _SHARED:
+    raise WorkflowError(f"preset {config['preset']!r} cannot have a results folder of its own (results/"
+                        f"{config['preset']} is shared by every preset): rename workflow/presets/{config['preset']}"
+                        f".yaml; a preset's name may be any but {', '.join(sorted(_SHARED))}")
+PRESET_RESULTS = f"{RESULTS}/{config['preset']}"
 # The zoo's runs and their evaluations (records, checks, logs) live apart from the trained runs':
 # the figures stage makes them, and every file a DVC stage writes is its own out (dvc.yaml).
 ZOO_ROOT = f"{RESULTS}/zoo"
-FRONT_PAGE = f"{RESULTS}/report_front.rst"
+FRONT_PAGE = f"{PRESET_RESULTS}/report_front.rst"
+FIGURES_DIR = f"{PRESET_RESULTS}/figures"  # a folder per figure, and the manifest `all`
+REPRODUCTION = f"{PRESET_RESULTS}/reproduction"  # .md and .html
+# (the jobs that summarize the preset write their logs and benchmarks under PRESET_RESULTS too)
+# what the user's targets name: the preset selected's manifest and reproduction report (figures.smk)
+SELECTED_FIGURES, SELECTED_REPRODUCTION = f"{RESULTS}/figures/all", f"{RESULTS}/reproduction.md"
 PLAN = plan_runs(config)
 try:  # a --config value of the train section that a run's own settings override: refused, not skipped
     check_train_overrides(config, coerce_overrides(CONFIG_OVERRIDES))
@@ -307,14 +324,14 @@ def shard_files(wildcards):
             for i in range(n)]
 
 
-TABLES = {name: f"{RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
+TABLES = {name: f"{PRESET_RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
 # the headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file)
-METRICS_FILES = sorted({f"{RESULTS}/metrics/"
+METRICS_FILES = sorted({f"{PRESET_RESULTS}/metrics/"
                         f"{metrics_stem(r.dataset, r.config['model'], r.config['method'], training_setting(r.run)['train_data'])}.json"
                         for r in PLAN})
-ROBUSTNESS_TABLES = {name: f"{RESULTS}/tables/{name}.csv"
+ROBUSTNESS_TABLES = {name: f"{PRESET_RESULTS}/tables/{name}.csv"
                      for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}
-ZOO_TABLES = {f"zoo_{n}": f"{RESULTS}/zoo/tables/{n}.csv" for n in ("classwise", "robustbench", "checks", "corruptions")}
+ZOO_TABLES = {f"zoo_{n}": f"{PRESET_RESULTS}/zoo/tables/{n}.csv" for n in ("classwise", "robustbench", "checks", "corruptions")}
 
 
 # ---------------------------------------------------------------- robustness (checks, CIFAR-10-C)
@@ -363,7 +380,7 @@ def features_panels():
     return {key: ([], {"dataset": key[0], "model": key[1], "sources": sorted(roles),
                        "constructed": [f"{DATA}/constructed/{name}.pt" for name in CONSTRUCTIONS],
                        "data": prepared_file(source.dataset, source.variant),
-                       "examples_stem": f"{RESULTS}/figures/fig12_features/{'__'.join(key)}__examples"})}
+                       "examples_stem": f"{FIGURES_DIR}/fig12_features/{'__'.join(key)}__examples"})}
 
 
 STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
@@ -402,24 +419,24 @@ def figure_files(fig):
     """The PNG and PDF files of every panel of a configured figure (the manifest lists them)."""
     suffixes = [".png", ".pdf", *(s for _, s, _ in FIGURES[fig].extra if s.endswith((".png", ".pdf")))]
     names = [FIGURES[fig].stem.format(**dict(zip(STEM_FIELDS[fig], key))) for key in FIGURE_PANELS[fig]]
-    return [f"{RESULTS}/figures/{fig}/{name}{suffix}" for name in names for suffix in suffixes]
+    return [f"{FIGURES_DIR}/{fig}/{name}{suffix}" for name in names for suffix in suffixes]
 
 
 # The figures' PNGs in a folder of their own, the one DVC draws as image plots (dvc.yaml):
-# results/figures also holds PDFs, CSVs and the manifest, which `dvc plots show` cannot render.
-FIGURE_IMAGES = f"{RESULTS}/figure_images"
+# the figures' folder also holds PDFs, CSVs and the manifest, which `dvc plots show` cannot render.
+FIGURE_IMAGES = f"{PRESET_RESULTS}/figure_images"
 
 
 def figure_images():
-    """{PNG of results/figures: its copy under FIGURE_IMAGES} of every configured figure."""
-    return {f: f"{FIGURE_IMAGES}/{Path(f).relative_to(f'{RESULTS}/figures').as_posix()}"
+    """{PNG of FIGURES_DIR: its copy under FIGURE_IMAGES} of every configured figure."""
+    return {f: f"{FIGURE_IMAGES}/{Path(f).relative_to(FIGURES_DIR).as_posix()}"
             for fig in config["figures"] for f in figure_files(fig) if f.endswith(".png")}
 
 
 def figure_outputs(fig):
     """A figure rule's outputs: its PNG (in the report, with its caption and category), PDF and extras."""
     spec, fields = FIGURES[fig], STEM_FIELDS[fig]
-    stem = f"{RESULTS}/figures/{{fig}}/{spec.stem}"
+    stem = f"{FIGURES_DIR}/{{fig}}/{spec.stem}"
 
     def in_report(path, caption, label):
         return report(path, caption=f"../report/{caption}.rst", category=report_category(spec.category),
@@ -463,7 +480,7 @@ def bench_setting(wildcards):
 # at plan time, when one of its inputs is missing while its outputs exist: the rule's input has
 # changed and it runs again, and with it every job that makes a missing input. The run
 # summary lists what was found missing (REMADE).
-STAMPS = Path(".snakemake/study-stamps")
+STAMPS = Path(".snakemake/study-stamps") / config["preset"]  # the gathering rules are the preset's
 REMADE = []
 
 
@@ -483,7 +500,8 @@ def gathered(name, inputs, outputs):
         os.utime(stamp, (0, 0))  # older than any output: a new stamp makes nothing run
     missing = [f for f in _files(inputs) if not os.path.exists(f)]
     if missing and all(os.path.exists(f) for f in _files(outputs)):
-        # new content, not only a new time: Snakemake compares a small input's checksum, not its mtime
-        stamp.write_text(f"{time.time()}\n" + "\n".join(missing) + "\n")
+        # new content, not only a new time: Snakemake counts a newer input as changed only where
+        # its checksum differs from the one it recorded when the job last ran
+        stamp.write_text(f"{time.time_ns()}\n" + "\n".join(missing) + "\n")
         REMADE.extend(f for f in missing if f not in REMADE)
     return str(stamp)

@@ -104,12 +104,12 @@ rule tables:
         # named, not a directory(): Snakemake's timestamp file in it would be a row of its own
         metrics=METRICS_FILES,
     log:
-        f"{RESULTS}/logs/tables.log",
+        f"{PRESET_RESULTS}/logs/tables.log",
     benchmark:
-        f"{RESULTS}/benchmarks/tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/tables.tsv",
     params:
-        out_dir=folder_of("classwise"),  # results/tables
-        # results/metrics, read off its files (a study without models has none to write)
+        out_dir=folder_of("classwise"),  # results/<preset>/tables
+        # results/<preset>/metrics, read off its files (a study without models has none to write)
         metrics_dir=lambda wildcards, output: cli_options({"metrics_dir": os.path.dirname(output.metrics[0])
                                                            if output.metrics else None}),
     conda:
@@ -127,15 +127,15 @@ rule reproduction:
         preset=f"workflow/presets/{config['preset']}.yaml",
         schema="workflow/schemas/params.schema.yaml",
     output:
-        md=f"{RESULTS}/reproduction.md",
+        md=f"{REPRODUCTION}.md",
         # the same report as a page: Snakemake's report shows an HTML result in the browser (a .md it
         # only offers as a download)
-        html=report(f"{RESULTS}/reproduction.html", caption="../report/reproduction.rst",
+        html=report(f"{REPRODUCTION}.html", caption="../report/reproduction.rst",
                     category=report_category("Reproduction")),
     log:
-        f"{RESULTS}/logs/reproduction.log",
+        f"{PRESET_RESULTS}/logs/reproduction.log",
     benchmark:
-        f"{RESULTS}/benchmarks/reproduction.tsv",
+        f"{PRESET_RESULTS}/benchmarks/reproduction.tsv",
     params:
         tables_dir=folder_of("classwise", "input"),
         presets_dir=lambda wildcards, input: os.path.dirname(input.preset),
@@ -153,14 +153,14 @@ rule reproduction:
 rule front_page:
     input:
         classwise=TABLES["classwise"],
-        reproduction=f"{RESULTS}/reproduction.md",
-        page=f"{RESULTS}/reproduction.html",  # the page its link opens
+        reproduction=f"{REPRODUCTION}.md",
+        page=f"{REPRODUCTION}.html",  # the page its link opens
     output:
-        f"{RESULTS}/report_front.rst",
+        FRONT_PAGE,
     log:
-        f"{RESULTS}/logs/front_page.log",
+        f"{PRESET_RESULTS}/logs/front_page.log",
     benchmark:
-        f"{RESULTS}/benchmarks/front_page.tsv",
+        f"{PRESET_RESULTS}/benchmarks/front_page.tsv",
     params:
         preset=config["preset"],
         # the PGD-AT panel of figure 2 is the headline figure; the report's categories, in order
@@ -179,4 +179,4 @@ rule evaluate_all:
     input:
         **TABLES,
         metrics=METRICS_FILES,  # the evaluate stage's metrics (dvc.yaml)
-        reproduction=f"{RESULTS}/reproduction.md",
+        reproduction=f"{REPRODUCTION}.md",

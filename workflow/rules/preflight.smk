@@ -5,7 +5,7 @@
 # (the plan looks again on every invocation); so is a dataset or zoo model whose host does not answer
 # (study.preflight.reachable_plan, in common.smk, where a plan priced over a week on this machine is
 # refused before anything else). The run ends, failed or not, with
-# results/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
+# results/<preset>/run_summary.md (run_summary.py, beside this file): what was made, what was left out,
 # which job failed and the error line its log ends with. The default profile (profiles/default)
 # keeps independent jobs going past a failure.
 import os
@@ -33,7 +33,7 @@ if REMADE:  # (common.smk, gathered): outputs of a finished result set that a ki
           f"{f' (+{len(REMADE) - 1} more)' if len(REMADE) > 1 else ''}): the jobs that make them run again",
           file=sys.stderr)
 # a DVC stage (python -m study.stage --summary) names its own file, which it declares as an out
-RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{RESULTS}/run_summary.md"
+RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{PRESET_RESULTS}/run_summary.md"
 
 
 def run_summary(log, ok):

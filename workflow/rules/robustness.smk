@@ -24,7 +24,8 @@ rule check:
         eps_factors=[str(f) for f in ROBUSTNESS["checks"]["eps_factors"]],
         checkpoint=checked_checkpoint,
         strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
-        strong=cli_options({f"strong_{k}": v for k, v in ROBUSTNESS["checks"].get("strong", {}).items()}),
+        # in the names' order, not the preset file's: two presets that set the same values share the check jobs
+        strong=cli_options({f"strong_{k}": v for k, v in sorted(ROBUSTNESS["checks"].get("strong", {}).items())}),
     threads: MODEL_THREADS
     resources:
         **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000), runtime=60),
@@ -74,11 +75,11 @@ rule robustness_tables:
     output:
         **ROBUSTNESS_TABLES,
     log:
-        f"{RESULTS}/logs/robustness_tables.log",
+        f"{PRESET_RESULTS}/logs/robustness_tables.log",
     benchmark:
-        f"{RESULTS}/benchmarks/robustness_tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/robustness_tables.tsv",
     params:
-        out_dir=folder_of("frl"),  # results/tables
+        out_dir=folder_of("frl"),  # results/<preset>/tables
         corruptions=lambda w, input: shlex.join(input.corruptions),
     conda:
         "../../environment.yml"

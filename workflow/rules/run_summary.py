@@ -1,5 +1,5 @@
 """The summary a workflow run ends with (workflow/rules/preflight.smk: `onsuccess`, `onerror`):
-results/run_summary.md, also printed. What was made (each configured figure's panels, the
+results/<preset>/run_summary.md, also printed. What was made (each configured figure's panels, the
 tables), what the plan left out and why (a hand-placed input missing: study.preflight), and
 each job that failed, with the error line its log ends with, and what is missing because of it.
 
@@ -18,7 +18,6 @@ from pathlib import Path
 
 from study.io import atomic_write_text
 
-SUMMARY_FILE = "results/run_summary.md"
 _ERROR_BLOCK = re.compile(r"^Error in rule (\w+):\n((?:[ \t]+.*\n?)*)", re.M)
 # a job's start (`rule train:` / `localrule train:` and its indented fields) and its end
 _JOB_BLOCK = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*\n?)*)", re.M)

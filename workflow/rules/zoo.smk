@@ -1,8 +1,8 @@
 # The model zoo (params `zoo`): models trained elsewhere (RobustBench's zoo, torchvision's ImageNet
 # models), evaluated class-wise, never trained. A zoo run's directory names its model and weights
 # file (`study zoo-run`, which fails with the file's expected place when it is missing); the
-# evaluate, merge_shards, check and corruptions rules then treat it as a trained run. Its tables:
-# results/zoo/tables; its figures: 15-17. Its runs, evaluations and their logs are the zoo's own,
+# evaluate, merge_shards, check and corruptions rules then treat it as a trained run. Its tables
+# (the preset's zoo): results/<preset>/zoo/tables; its figures: 15-17. Its runs, evaluations and their logs are the zoo's own,
 # results/zoo/{runs,evaluations,logs} (common.smk, run_root), since the figures stage, not the
 # train and evaluate stages, writes them (dvc.yaml). Weights: the folder a user gives (zoo.weights_dir,
 # $STUDY_WEIGHTS_DIR) is read as it is (offline machines); without one, the project's own
@@ -71,11 +71,11 @@ rule zoo_tables:
         classwise=ZOO_TABLES["zoo_classwise"],
         robustbench=ZOO_TABLES["zoo_robustbench"],
     log:
-        f"{RESULTS}/logs/zoo/tables.log",
+        f"{PRESET_RESULTS}/logs/zoo/tables.log",
     benchmark:
-        f"{RESULTS}/benchmarks/zoo/tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/zoo/tables.tsv",
     params:
-        out_dir=folder_of("classwise"),  # results/zoo/tables
+        out_dir=folder_of("classwise"),  # results/<preset>/zoo/tables
     conda:
         "../../environment.yml"
     shell:
@@ -99,11 +99,11 @@ rule zoo_robustness_tables:
         checks=ZOO_TABLES["zoo_checks"],
         corruptions=ZOO_TABLES["zoo_corruptions"],
     log:
-        f"{RESULTS}/logs/zoo/robustness_tables.log",
+        f"{PRESET_RESULTS}/logs/zoo/robustness_tables.log",
     benchmark:
-        f"{RESULTS}/benchmarks/zoo/robustness_tables.tsv",
+        f"{PRESET_RESULTS}/benchmarks/zoo/robustness_tables.tsv",
     params:
-        out_dir=folder_of("checks"),  # results/zoo/tables
+        out_dir=folder_of("checks"),  # results/<preset>/zoo/tables
         checks=lambda w, input: shlex.join(input.checks),
         corruptions=lambda w, input: shlex.join(input.corruptions),
     conda:
