@@ -67,6 +67,8 @@ rule selected_figures:
     params:
         preset=config["preset"],
     localrule: True
+    conda:
+        "../../environment.yml"
     shell:
         "(echo '# the figures of preset '{params.preset:q}' ('{input:q}')' && cat {input:q}) > {output:q}"
         " && echo copied {input:q} to {output:q} > {log:q}"
@@ -84,6 +86,8 @@ rule selected_reproduction:
     params:
         preset=config["preset"],
     localrule: True
+    conda:
+        "../../environment.yml"
     shell:
         "(echo '<!-- the reproduction report of preset '{params.preset:q}': '{input:q}' -->' && cat {input:q})"
         " > {output:q} && echo copied {input:q} to {output:q} > {log:q}"
