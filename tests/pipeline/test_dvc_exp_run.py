@@ -111,7 +111,8 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     # one file per model, every cell a number in both experiments, and not all equal
     assert set(metrics["batch32"]) == set(metrics["batch48"])
     numbers = {name: sorted(_numbers(values)) for name, values in metrics.items()}
-    assert numbers["batch32"] and len(numbers["batch32"]) == len(numbers["batch48"])
+    # (a count may differ: an evaluation that a check flags in one experiment has null numbers there)
+    assert numbers["batch32"] and numbers["batch48"]
     assert numbers["batch32"] != numbers["batch48"]
     diff = _run([dvc, "metrics", "diff", "batch32", "batch48", "--json"], project)
     changes = json.loads(diff.stdout)
