@@ -69,7 +69,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     assert all(f"Running stage '{stage}'" in repro for stage in ("data", "train", "evaluate", "figures"))
     lock = yaml.safe_load((project / "dvc.lock").read_text())
     assert set(lock["stages"]) == {"resolve", "data", "train", "evaluate", "figures"}
-    assert lock["stages"]["train"]["params"]["params.yaml"]["preset"] == "ci"
+    assert lock["stages"]["train"]["params"]["results/params.resolved.yaml"]["preset"] == "ci"  # what ran
     assert "data/constructed" in {o["path"] for o in lock["stages"]["train"]["outs"]}
     assert "up to date" in _run([dvc, "status"], project)
 
