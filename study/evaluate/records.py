@@ -51,15 +51,20 @@ def write_records(df: pd.DataFrame, path: str | Path, meta: Mapping) -> None:
         pq.write_table(table, tmp)
 
 
+def _metadata(schema: pa.Schema) -> dict | None:
+    """The study's metadata of a record's schema (None where it is not JSON)."""
+    try:
+        return json.loads((schema.metadata or {}).get(_META_KEY, b"{}"))
+    except json.JSONDecodeError:
+        return None
+
+
 def record_meta(path: str | Path) -> dict:
     """The metadata of a record file, without reading its rows."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
-    try:
-        return json.loads((pq.read_schema(path).metadata or {}).get(_META_KEY, b"{}"))
-    except json.JSONDecodeError:
-        return {}
+    return _metadata(pq.read_schema(path)) or {}
 
 
 def check_record_owner(path: str | Path, meta: Mapping | None = None, run_id: str | None = None) -> None:
@@ -94,10 +99,7 @@ def read_records(path: str | Path, require: tuple[str, ...] = RECORD_METADATA) -
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
     table = pq.read_table(path)
-    try:
-        meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
-    except json.JSONDecodeError:
-        meta = None
+    meta = _metadata(table.schema)
     require_record_metadata(path, meta, require)
     return table.to_pandas(), meta
 

@@ -1,8 +1,8 @@
 """The page template of `dvc plots show` that draws its plots offline (`study plots-template`;
 `make plots`). DVC's own page loads vega, vega-lite and vega-embed from a CDN when it is opened, so
 without a network its three interactive plots are blank. This template holds the three libraries
-inline, taken from the copies the installed Snakemake ships for its own report (its vega-lite is
-5.2: what workflow/plots/*.json use must be in it), and leaves out DVC's `{scripts}` placeholder,
+inline, taken from the copies the installed Snakemake ships for its own report (vega-lite version
+5.2, so workflow/plots/*.json use nothing newer), and leaves out DVC's `{scripts}` placeholder,
 so that DVC adds no CDN script tag: the page it writes needs nothing from the network."""
 
 from __future__ import annotations

@@ -46,3 +46,14 @@ def _git_project(dest: Path, with_study: bool = True) -> Path:
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], dest)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "study"], dest)
     return dest
+
+
+def dvc_project(dest: Path) -> tuple[Path, Path]:
+    """`_git_project` with DVC initialised (analytics off) and committed; the project and DVC's command."""
+    project = _git_project(dest)
+    dvc = BIN / "dvc"
+    _run([dvc, "init", "-q"], project)
+    _run([dvc, "config", "core.analytics", "false"], project)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
+    return project, dvc

@@ -5,7 +5,7 @@ import json
 import sys
 
 import yaml
-from helpers.dvc import BIN, _git_project, _run
+from helpers.dvc import _run, dvc_project
 
 from study.config import load_params, plan_runs
 
@@ -38,12 +38,7 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     """`dvc exp run -S preset=ci -S train.batch_size=32` trains with batch 32, records it, declares
     every file it writes, and its plots render; a second experiment (batch 48) is compared with it:
     `dvc exp show --json` holds each one's effective params and metrics, `dvc metrics diff` their numbers."""
-    project = _git_project(tmp_path)
-    dvc = BIN / "dvc"
-    _run([dvc, "init", "-q"], project)
-    _run([dvc, "config", "core.analytics", "false"], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
+    project, dvc = dvc_project(tmp_path)
     out = _run([dvc, "exp", "run", "-n", "batch32", "-S", "preset=ci", "-S", "train.batch_size=32"], project)
     assert "values set for this run: preset=ci, train.batch_size=32" in out.stdout + out.stderr
 

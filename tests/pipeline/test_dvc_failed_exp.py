@@ -7,21 +7,11 @@ import signal
 import subprocess
 import time
 
-from helpers.dvc import BIN, _env, _git_project, _run
-
-
-def _dvc_project(tmp_path):
-    project = _git_project(tmp_path)
-    dvc = BIN / "dvc"
-    _run([dvc, "init", "-q"], project)
-    _run([dvc, "config", "core.analytics", "false"], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
-    return project, dvc
+from helpers.dvc import _env, _run, dvc_project
 
 
 def test_a_refused_exp_run_leaves_params_yaml_as_committed(tmp_path):
-    project, dvc = _dvc_project(tmp_path)
+    project, dvc = dvc_project(tmp_path)
     committed = (project / "params.yaml").read_text()
     proc = _run([dvc, "exp", "run", "-S", "preset=ci", "-S", "train.epochs=-1"], project, ok=False)
     assert proc.returncode != 0
@@ -36,7 +26,7 @@ def test_a_refused_exp_run_leaves_params_yaml_as_committed(tmp_path):
 
 
 def test_ctrl_c_of_dvc_repro_is_one_line_and_status_130(tmp_path):
-    project, dvc = _dvc_project(tmp_path)
+    project, dvc = dvc_project(tmp_path)
     (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("preset: paper", "preset: ci"))
     proc = subprocess.Popen([str(dvc), "repro", "data"], cwd=project, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
