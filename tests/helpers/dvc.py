@@ -12,7 +12,7 @@ BIN = Path(sys.executable).parent
 
 
 # results/params.resolved.yaml: committed, so that `dvc repro --dry` finds the params the stages declare
-PROJECT_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml",
+PROJECT_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", ".dvcignore", "environment.yml",
                  "results/params.resolved.yaml"]
 
 

@@ -20,7 +20,7 @@ from study.run_directory import setting_tuple
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # environment.yml: every rule names it (`conda:`), and Snakemake reads it for each job's metadata
-WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", "environment.yml"]
+WORKFLOW_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore", ".dvcignore", "environment.yml"]
 # Rules the ci DAG has no job of: targets that only gather other rules' outputs, the bench
 # (it measures the machine; test_bench_target_... checks its DAG) and the zoo's ImageNet data
 # (it needs the hand-placed ImageNet; tests/pipeline/test_zoo_jobs.py checks the paper DAG's zoo jobs).

@@ -6,13 +6,14 @@ import ast
 import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from helpers.dag import Dag, dry_run
-from helpers.dvc import ROOT, _env, _git_project, _run
+from helpers.dvc import BIN, ROOT, _env, _git_project, _run
 
 from study.config import ConfigError, load_params, plan_runs
 from study.config.overrides import changed_values, config_arguments
@@ -291,3 +292,36 @@ def test_every_study_module_a_stage_runs_is_one_of_its_deps(tmp_path):
 
 
 
+
+
+def test_stages_that_import_their_deps_are_up_to_date_after_they_ran(tmp_path):
+    """Python writes its bytecode cache into the package folders the stages name as deps while they
+    run, and a later stage's imports add to a folder after an earlier stage recorded its hash; the
+    project's .dvcignore keeps that cache out of the hashes, or `dvc status` would call a stage that
+    just ran changed (it did, in CI, for the resolve stage)."""
+    project = tmp_path
+    shutil.copy2(ROOT / ".dvcignore", project / ".dvcignore")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "first.py").write_text("VALUE = 1\n")
+    (project / "pkg" / "second.py").write_text("VALUE = 2\n")
+
+    def stage(module, deps):
+        return {"cmd": f"{sys.executable} -c 'import pkg.{module}; open(\"{module}.txt\", \"w\").write(\"1\")'",
+                "deps": deps, "outs": [{f"{module}.txt": {"cache": False}}]}
+
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "first": stage("first", ["pkg"]), "second": stage("second", ["pkg", "first.txt"])}}))
+    env = {k: v for k, v in _env().items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def run(*args):
+        return subprocess.run([str(a) for a in args], cwd=project, env=env, check=True, capture_output=True,
+                              text=True).stdout
+
+    run("git", "init", "-q")
+    run(BIN / "dvc", "init", "-q")
+    run(BIN / "dvc", "repro", "-q")
+    assert {p.name.split(".")[0] for p in (project / "pkg" / "__pycache__").iterdir()} >= {"first", "second"}
+    assert "up to date" in (status := run(BIN / "dvc", "status")), status
+    (project / "pkg" / "first.py").write_text("VALUE = 3\n")  # a real change of a dep still shows
+    assert "modified:" in (status := run(BIN / "dvc", "status")) and "pkg" in status, status
