@@ -2,7 +2,9 @@
 compares (a method and the method it is compared with, study.config.methods.present_baseline)
 names what differs between its two arms (`differs_in` in the method's params entry), and
 `comparison_differences` finds what does differ, from the two run configs as the plan builds
-them for the group that runs them.
+them for the group that runs them. A group may declare further pairs (`compare`: a method of
+the group against a control of the group or, `control_group`, of another group's runs); those
+are the only pairs of runs of two groups the report forms.
 
 A path is a policy (`adversary`, `targets`, `epsilon`, `loss`, `weights`, `averaging`,
 `regularizer`), one of its fields (`adversary.bn_stats`), or a run-level key: `init_from`,
@@ -25,7 +27,7 @@ from study.config.grid import grid_combinations
 from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_entry, present_baseline
 from study.config.params import available_presets, load_params, typed_params
 from study.config.plan import run_config
-from study.config.types import ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
+from study.config.types import DeclaredPair, ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
 from study.io import atomic_write_text, replace_marked
 
 #: run config key -> the declared path it is reported under
@@ -52,6 +54,23 @@ class Comparison:
     baseline: str
     declared: tuple[str, ...]
     actual: frozenset[str]
+    #: the group whose runs of `baseline` are the control (the method's own group but for a
+    #: cross-group pair a group declares)
+    control_group: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.control_group:
+            object.__setattr__(self, "control_group", self.group)
+
+    @property
+    def cross_group(self) -> bool:
+        return self.control_group != self.group
+
+    @property
+    def name(self) -> str:
+        """The pair in the report's words: `group: method vs control` (the control's group where another)."""
+        control = f"{self.control_group}'s {self.baseline}" if self.cross_group else self.baseline
+        return f"{self.group}: {self.method} vs {control}"
 
     @property
     def undeclared(self) -> list[str]:
@@ -120,13 +139,16 @@ def comparison_differences(params: Mapping, method: str, group: str | None = Non
     raise ConfigError(f"method {method!r}: no method it is compared with runs in {where}")
 
 
-def _differences(params: Mapping, group: ExperimentGroup, method: str, baseline: str) -> set[str]:
+def _differences(params: Mapping, group: ExperimentGroup, method: str, baseline: str,
+                 control_group: ExperimentGroup | None = None) -> set[str]:
     found: set[str] = set()
+    control_group = control_group or group
     model, seed = group.models[0], group.seeds[0]
     for dataset in group.dataset_names:
         for cell in grid_combinations(group):
-            arms = [run_config(params, group, model, name, seed, dataset=dataset, cell=cell)
-                    for name in (method, baseline)]
+            arms = [run_config(params, group, model, method, seed, dataset=dataset, cell=cell),
+                    run_config(params, control_group, model, baseline, seed, dataset=dataset,
+                               cell=cell if control_group is group else {})]
             if not all("validation" in cfg for cfg in arms):
                 # a run without a split has no checkpoint rule: the split's difference says it
                 arms = [{k: v for k, v in cfg.items() if k != "selection"} for cfg in arms]
@@ -183,8 +205,8 @@ def _diff(a: Any, b: Any, path: str = "") -> set[str]:
 
 def comparisons(params: Mapping) -> list[Comparison]:
     """Every compared pair of every experiment group: each method of a group whose comparison
-    baseline the group runs (lists it, or trains it for a fine-tune), its declared and actual
-    differences."""
+    baseline the group runs (lists it, or trains it for a fine-tune), then the pairs the group
+    declares (`compare`), each with its declared and actual differences."""
     out = []
     for group in typed_params(params).experiments:
         for method in group.methods:
@@ -194,7 +216,29 @@ def comparisons(params: Mapping) -> list[Comparison]:
             declared = declared_differences(params, method)
             actual = _differences(params, group, method, baseline)
             out.append(Comparison(group.group, method, baseline, declared, frozenset(actual)))
+        out += [_declared_pair(params, group, pair) for pair in group.compare or []]
     return out
+
+
+def _declared_pair(params: Mapping, group: ExperimentGroup, pair: DeclaredPair) -> Comparison:
+    """A pair a group declares, its method and control checked against the runs the groups plan."""
+    where = f"experiment group {group.group!r}: compare"
+    if pair.method not in _present(params, group):
+        raise ConfigError(f"{where}: method {pair.method!r} is not run by the group; "
+                          f"its methods: {', '.join(_present(params, group))}")
+    control_group = _group(params, pair.control_group) if pair.control_group is not None else group
+    if pair.control not in _present(params, control_group):
+        raise ConfigError(f"{where}: control {pair.control!r} is not run by group {control_group.group!r}; "
+                          f"its methods: {', '.join(_present(params, control_group))}")
+    if control_group is not group and (set(control_group.dataset_names) < set(group.dataset_names)
+                                       or group.models[0] not in control_group.models):
+        raise ConfigError(f"{where}: group {control_group.group!r} runs {pair.control!r} on "
+                          f"{', '.join(control_group.dataset_names)} with {', '.join(control_group.models)}; "
+                          f"a cross-group control needs the group's datasets and its model {group.models[0]!r}")
+    check_differs_in(pair.method, pair.differs_in)
+    actual = _differences(params, group, pair.method, pair.control, control_group)
+    return Comparison(group.group, pair.method, pair.control, tuple(pair.differs_in), frozenset(actual),
+                      control_group.group)
 
 
 def preset_params(preset: str | None, params_path: Path | str = "params.yaml",
@@ -209,7 +253,8 @@ def comparisons_markdown(params_path: Path | str = "params.yaml",
     lines = ["| preset | group | method | compared with | declared difference |", "|---|---|---|---|---|"]
     for preset in available_presets(Path(presets_dir)):
         for c in comparisons(preset_params(preset, params_path, presets_dir)):
-            lines.append(f"| {preset} | {c.group} | `{c.method}` | `{c.baseline}` | "
+            control = f"`{c.baseline}` ({c.control_group})" if c.cross_group else f"`{c.baseline}`"
+            lines.append(f"| {preset} | {c.group} | `{c.method}` | {control} | "
                          f"{', '.join(f'`{d}`' for d in c.declared)} |")
     return "\n".join(lines) + "\n"
 

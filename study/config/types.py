@@ -376,6 +376,19 @@ _GROUP_NAME = r"^[A-Za-z0-9_]+$"
 _DOTTED = r"^[A-Za-z_]+(\.[A-Za-z_]+)*$"
 
 
+class DeclaredPair(Config):
+    """A comparison a group declares beyond its methods' own (`compare_with`, the base chain): a
+    method of the group against `control`, a method of the group or, where `control_group` names
+    another group, of that group's runs (a cross-group pair: the report states what the arms'
+    configs differ in). The reproduction report compares a claim's method with its control only
+    along a declared pair (study.config.comparisons)."""
+
+    method: Annotated[str, Field(pattern=METHOD_NAME)]
+    control: Annotated[str, Field(pattern=METHOD_NAME)]
+    control_group: Annotated[str, Field(pattern=_GROUP_NAME)] | None = None
+    differs_in: Annotated[list[str], Field(min_length=1)]
+
+
 class ExperimentGroup(Config):
     """An experiment group: every dataset x grid cell x model x method x seed is a run."""
 
@@ -400,6 +413,8 @@ class ExperimentGroup(Config):
     #: the checkpoints to evaluate (default: last, best where the runs have a validation split,
     #: published where they keep one, train.published_selection)
     checkpoints: Annotated[list[Checkpoint], Field(min_length=1)] | None = None
+    #: pairs the group declares beyond its methods' own comparisons (DeclaredPair)
+    compare: list[DeclaredPair] | None = None
 
     def model_post_init(self, context: Any) -> None:
         if (self.dataset is None) == (self.datasets is None):

@@ -20,18 +20,25 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from study.config import plan_runs
+from study.config.comparisons import Comparison
 from study.published import BY_ID, PUBLISHED, Published
 from study.reproduction import verdicts
 from study.reproduction.matching import (
     annotate,
-    baseline_group,
-    baseline_of,
+    candidate_difference,
     candidates,
     closest_groups,
+    control_runs,
     control_substitution,
     cpu_recipe,
+    declared_pairs,
+    distinct_runs,
     equivalent_methods,
     flagged,
+    pair_text,
+    paired,
+    pairs_of,
     notes,
     protocol_differences,
     protocol_of,
@@ -86,6 +93,8 @@ class Row:
     #: the differences that a CPU-scale recipe makes (matching.cpu_recipe), scale reductions included
     cpu_recipe: tuple[str, ...] = ()
     protocol: str = ""
+    #: the declared comparison a difference or claim row comes from (matching.pair_text)
+    pair: str = ""
 
     @property
     def published_value(self) -> float | None:
@@ -187,10 +196,10 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
 
 
 def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
-                    differences: tuple[str, ...]) -> Row | None:
+                    differences: tuple[str, ...], pair: Comparison, plan: Mapping) -> Row | None:
+    """The method minus its control along one declared pair, beside the published difference."""
     method = str(rows["method"].iloc[0])
-    base_method = baseline_of(params, method, BY_ID[p.baseline].method)
-    base = baseline_group(table, params, rows, base_method)
+    base = control_runs(table, pair, rows)
     if base is None:
         return None
     column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
@@ -200,19 +209,19 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     base_name = str(base["method"].iloc[0])
     stated = (*differences, *redefinitions(params, p, method).all, *control_substitution(params, p, base_name),
-              *protocol_differences(p, rows))
+              *protocol_differences(p, rows), *candidate_difference(params, rows, base, plan))
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows))
+               protocol=protocol_of(rows), pair=pair_text(pair))
 
 
 def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
-                   differences: tuple[str, ...]) -> Row | None:
-    """A claim of a direction: our method minus the control it is compared with, on the same data
-    and evaluation; None where the runs have no such control."""
+                   differences: tuple[str, ...], pair: Comparison, plan: Mapping) -> Row | None:
+    """A claim of a direction along one declared pair: our method minus its control, on the same
+    data and evaluation at the same checkpoint; None where the runs have no such control."""
     method = str(rows["method"].iloc[0])
-    base = baseline_group(table, params, rows, baseline_of(params, method, p.control))
+    base = control_runs(table, pair, rows)
     if base is None:
         return None
     whole = whole_test_set(p, rows) and whole_test_set(p, base)
@@ -226,29 +235,38 @@ def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.
     redefined = redefinitions(params, p, method)
     substituted = () if base_name in equivalent_methods(params, [base_name], (p.control,)) else (
         f"control {base_name}, not {p.control} (the preset substitutes it)",)
-    stated = (*differences, *redefined.all, *substituted)
+    stated = (*differences, *redefined.all, *substituted, *candidate_difference(params, rows, base, plan))
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows))
+               protocol=protocol_of(rows), pair=pair_text(pair))
+
+
+def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list[Comparison], plan: Mapping,
+                 build) -> list[Row]:
+    """A row per declared pair of the closest run groups that some pair compares."""
+    made = []
+    for rows, differences in closest_groups(p, paired(candidates(table, params, p), pairs)):
+        made += [build(table, params, p, rows, differences, pair, plan) for pair in pairs_of(pairs, rows)]
+    return [r for r in made if r is not None]
 
 
 def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[Row]]:
     """(value rows, difference rows): every published value with each closest run group of ours,
     or one row without a run group (not in this preset); and every published value that has a
-    baseline, as the method minus its control."""
+    baseline, as the method minus its control along a pair the plan declares."""
     table = annotate(classwise, params)
+    pairs = declared_pairs(params)
+    plan = {spec.run_id: spec for spec in plan_runs(params)} if "group" not in classwise else {}
     values: list[Row] = []
     deltas: list[Row] = []
     for p in PUBLISHED:
-        groups = closest_groups(p, candidates(table, params, p))
         if p.direction:
-            made = [_direction_row(table, params, p, g, d) for g, d in groups]
-            values += [r for r in made if r is not None] or [Row(p)]
+            values += _paired_rows(table, params, p, pairs, plan, _direction_row) or [Row(p)]
             continue
+        groups = distinct_runs(closest_groups(p, candidates(table, params, p)))
         values += [_value_row(params, p, g, d) for g, d in groups] or [Row(p)]
         if p.baseline is not None:
-            made = [_difference_row(table, params, p, g, d) for g, d in groups]
-            deltas += [r for r in made if r is not None] or [Row(p, difference_of="-")]
+            deltas += _paired_rows(table, params, p, pairs, plan, _difference_row) or [Row(p, difference_of="-")]
     return values, deltas

@@ -11,6 +11,11 @@ in the mitigation group; the PGD evaluation is `pgd20` in the paper preset, `pgd
   AutoAttack, its PGD evaluation stands in, as a recipe difference;
 - of the run groups that match, those whose recipe differs least from the published one.
 
+A run group is one configuration's seeds within one experiment group (the plan says which groups
+run a run): runs of two groups are never pooled, and a method is set against a control only
+along a comparison the plan declares (study.config.comparisons: the method's `compare_with` or
+base chain within its group, or a pair a group declares, across groups only where declared).
+
 Recipe differences (dataset or its variant, architecture, epochs, a training subset, the
 optimizer, the evaluation) are stated per row. Those of scale (fewer epochs or training images
 than the published setting, as a CPU recipe has) also mark the row as reduced-scale.
@@ -24,7 +29,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from study.config import ConfigError, EvaluationSpec, comparison_baseline, resolve_evaluation, resolve_method
+from study.config import ConfigError, EvaluationSpec, plan_runs, resolve_evaluation, resolve_method
+from study.config.comparisons import Comparison, comparisons, covers
 from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.config.methods import method_entry, resolved_method
 from study.metrics.trust import not_counted
@@ -41,8 +47,10 @@ PUBLISHED_CHECKPOINT = "published"
 #: how each checkpoint was chosen, in the report's words
 PROTOCOLS = {PUBLISHED_CHECKPOINT: "published: on the test set, the paper's rule",
              "best": "validation: on our validation split, the group's rule", "last": "last epoch"}
-# One run group is one configuration trained with several seeds.
+# One configuration trained with several seeds.
 GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
+#: one run group: a configuration's seeds in one experiment group (`group`, from the plan)
+RUN_GROUP = ["group", *GROUP]
 
 
 def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
@@ -62,8 +70,25 @@ def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | No
     return None, math.nan
 
 
+def run_groups(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
+    """The class-wise table with its rows' experiment group (`group`), a row per group of the runs
+    the plan shares between groups. A table that names its rows' group keeps it (a test's); a run
+    the plan does not hold is a one-line ConfigError (the table is another preset's)."""
+    if "group" in classwise:
+        return classwise
+    planned = {spec.run_id: list(spec.groups) for spec in plan_runs(params)}
+    unknown = sorted(set(classwise["run_id"]) - set(planned))
+    if unknown:
+        raise ConfigError(f"run {unknown[0]} of the class-wise table is not in this preset's plan "
+                          f"({len(unknown)} such): build the tables of the preset the report is for")
+    table = classwise.assign(group=classwise["run_id"].map(planned))
+    return table.explode("group", ignore_index=True)
+
+
 def annotate(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
-    """The class-wise table with each row's configured evaluation, its kind and PGD steps."""
+    """The class-wise table with each row's experiment group, its configured evaluation, its kind
+    and PGD steps."""
+    classwise = run_groups(classwise, params)
     table = classwise.assign(checkpoint=table_checkpoints(classwise))
     table["evaluation"] = table["eval"].map(lambda name: split_record_name(name)[0])
     keys = list(zip(table["evaluation"], table["dataset"].astype(str), strict=True))
@@ -90,19 +115,35 @@ def equivalent_methods(params: Mapping, present: Iterable[str], references: Iter
     return {m for m in present if (p := _policies(params, m)) is not None and p in wanted}
 
 
+def _preferred_checkpoint(rows: pd.DataFrame, order: tuple[str, ...]) -> pd.DataFrame:
+    """Of each run group's rows, those at the first checkpoint of `order` the group has."""
+    if rows.empty:
+        return rows
+    rank = rows["checkpoint"].map({c: i for i, c in enumerate(order)})
+    first = rank.groupby([rows[c] for c in RUN_GROUP], dropna=False).transform("min")
+    return rows[rank == first]
+
+
+def checkpoint_order(p: Published) -> tuple[str, ...]:
+    """The checkpoints that may stand for the published row, preferred first. A published "best"
+    value is matched with a run group's `published` checkpoint (chosen on the test set as the
+    paper chose) where the group has one, else with its validation-chosen `best`. A claim of a
+    direction reads the study's own rule alone: `best` (chosen on the validation split) where the
+    runs have one, else the last epoch; never a checkpoint chosen on the test set."""
+    if p.direction:
+        return ("best", "last") if p.checkpoint == "best" else (p.checkpoint,)
+    return (PUBLISHED_CHECKPOINT, "best") if p.checkpoint == "best" else (p.checkpoint,)
+
+
 def candidates(table: pd.DataFrame, params: Mapping, p: Published) -> pd.DataFrame:
-    """Rows of runs of the row's method at its checkpoint, of its evaluation kind (or the stand-in).
-    A published "best" value is matched with a run group's `published` checkpoint (chosen on the
-    test set as the paper chose) where the group has one, else with its validation-chosen `best`."""
+    """Rows of runs of the row's method at its checkpoint (checkpoint_order), of its evaluation
+    kind (or the stand-in)."""
     methods = equivalent_methods(params, table["method"].unique(), (p.method,))
-    wanted = (PUBLISHED_CHECKPOINT, "best") if p.checkpoint == "best" else (p.checkpoint,)
-    rows = table[table["method"].isin(methods) & table["checkpoint"].isin(wanted)
+    order = checkpoint_order(p)
+    rows = table[table["method"].isin(methods) & table["checkpoint"].isin(order)
                  # models trained on a constructed feature dataset are another question
                  & (table["train_data"].fillna("original") == "original")]
-    if p.checkpoint == "best" and not rows.empty:
-        has_published = rows.groupby(GROUP, dropna=False)["checkpoint"].transform(
-            lambda c: (c == PUBLISHED_CHECKPOINT).any())
-        rows = rows[(rows["checkpoint"] == PUBLISHED_CHECKPOINT) == has_published]
+    rows = _preferred_checkpoint(rows, order)
     exact = rows[rows["kind"] == p.recipe.kind]
     if exact.empty and p.recipe.kind in STAND_IN:
         return rows[rows["kind"] == STAND_IN[p.recipe.kind]]
@@ -257,11 +298,30 @@ def closest_groups(p: Published, rows: pd.DataFrame) -> list[tuple[pd.DataFrame,
     where any are, and of those the ones with the fewest recipe differences."""
     if rows.empty:
         return []
-    groups = [_preferred_evaluation(g, p.recipe.pgd_steps) for _, g in rows.groupby(GROUP, sort=True, dropna=False)]
+    groups = [_preferred_evaluation(g, p.recipe.pgd_steps)
+              for _, g in rows.groupby(RUN_GROUP, sort=False, dropna=False)]
     scored = [((g.iloc[0]["dataset"] != p.recipe.dataset, len(d)), g, d)
               for g in groups for d in [recipe_differences(p, g.iloc[0])]]
     best = min(score for score, _, _ in scored)
     return [(g, d) for score, g, d in scored if score == best]
+
+
+def distinct_runs(groups: list[tuple[pd.DataFrame, tuple[str, ...]]]) -> list[tuple[pd.DataFrame, tuple[str, ...]]]:
+    """The run groups of a value row, each set of runs once: a run several experiment groups
+    share (the baseline's PGD-AT in the models and optimization groups) is one run group, named
+    by every group that runs it."""
+    seen: dict[frozenset, int] = {}
+    out: list[tuple[pd.DataFrame, tuple[str, ...]]] = []
+    for rows, differences in groups:
+        key = frozenset(zip(rows["run_id"], rows["eval"], strict=True))
+        if key in seen:
+            first, diffs = out[seen[key]]
+            names = ", ".join(dict.fromkeys([*str(first["group"].iloc[0]).split(", "), str(rows["group"].iloc[0])]))
+            out[seen[key]] = (first.assign(group=names), diffs)
+        else:
+            seen[key] = len(out)
+            out.append((rows, differences))
+    return out
 
 
 def setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:
@@ -269,6 +329,8 @@ def setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:
     first = rows.iloc[0]
     method = str(first["method"]) if versus is None else f"{first['method']} minus {versus['method'].iloc[0]}"
     parts = [str(first["dataset"]), str(first["model"]), method, str(first["eval"]), f"{int(first['epochs'])} epochs"]
+    if "group" in rows and str(first["group"]):
+        parts.insert(0, f"group {first['group']}")
     if pd.notna(first["train_per_class"]):
         parts.append(f"{int(first['train_per_class'])} train images/class")
     if first["data_variant"] not in ("official", "default"):
@@ -276,27 +338,76 @@ def setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:
     return ", ".join(parts)
 
 
-def baseline_of(params: Mapping, method: str, fallback: str) -> str:
-    """The method a fairness method is compared with (study.config.comparison_baseline: its
-    `compare_with`, else the nearest plain method of its base chain), else the published row's."""
-    try:
-        return comparison_baseline(params, method) or fallback
-    except ConfigError:
-        return fallback
+def declared_pairs(params: Mapping) -> list[Comparison]:
+    """The comparisons the plan declares (study.config.comparisons), the only pairs the report forms."""
+    return comparisons(params)
 
 
-def baseline_group(table: pd.DataFrame, params: Mapping, rows: pd.DataFrame, method: str) -> pd.DataFrame | None:
-    """The baseline run group trained on the same data, scored by the same evaluation; of several,
-    the one whose training setting agrees in the most columns."""
+def pairs_of(pairs: list[Comparison], rows: pd.DataFrame) -> list[Comparison]:
+    """The declared pairs whose method is the run group's, in its experiment group."""
     first = rows.iloc[0]
-    same = table["method"].isin(equivalent_methods(params, table["method"].unique(), (method,)))
+    return [c for c in pairs if c.group == first["group"] and c.method == first["method"]]
+
+
+def paired(rows: pd.DataFrame, pairs: list[Comparison]) -> pd.DataFrame:
+    """The rows of run groups whose method some declared pair compares in their experiment group."""
+    keys = {(c.group, c.method) for c in pairs}
+    return rows[[(g, m) in keys for g, m in zip(rows["group"], rows["method"], strict=True)]]
+
+
+def control_runs(table: pd.DataFrame, pair: Comparison, rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The control's run group of a declared pair: its method in its group, trained on the same
+    data (the training images per class too, unless the pair declares them) and scored by the same
+    evaluation at the same checkpoint; of several settings (a grid), the one that agrees with the
+    method's in the most columns."""
+    first = rows.iloc[0]
+    same = (table["method"] == pair.baseline) & (table["group"] == pair.control_group)
     same &= table["eval"] == first["eval"]
     for column in ("dataset", "data_variant", "model", "train_data"):
         same &= table[column] == first[column]
-    same &= (table["train_per_class"] == first["train_per_class"]) | (
-        table["train_per_class"].isna() & pd.isna(first["train_per_class"]))
-    groups = [g for _, g in table[same].groupby(GROUP, sort=True, dropna=False)]
+    if not any(covers(d, "train.train_per_class") for d in pair.declared):
+        same &= (table["train_per_class"] == first["train_per_class"]) | (
+            table["train_per_class"].isna() & pd.isna(first["train_per_class"]))
+    groups = [g for _, g in table[same].groupby(RUN_GROUP, sort=True, dropna=False)]
     if not groups:
         return None
     return max(groups, key=lambda g: sum(g[c].iloc[0] == first[c] for c in SETTING_COLUMNS if pd.notna(first[c])))
 
+
+def pair_text(pair: Comparison) -> str:
+    """How a row names the declared pair it comes from, and, across groups, what its arms differ in."""
+    text = f"declared pair {pair.name}"
+    if pair.cross_group:
+        text += f" (across groups: the arms differ in {', '.join(sorted(pair.actual))})"
+    return text
+
+
+def candidate_epochs(params: Mapping, rows: pd.DataFrame, plan: Mapping[str, object]) -> int | None:
+    """How many epochs the run group's checkpoint was chosen among: the last is one; `best` every
+    epoch from train.selection's first eligible; `published` the same under train.published_selection.
+    None where the plan does not hold the runs (a table a test builds)."""
+    from study.config.protocols import first_eligible_epoch
+
+    first = rows.iloc[0]
+    checkpoint = str(first["checkpoint"])
+    if checkpoint == "last":
+        return 1
+    spec = plan.get(str(first["run_id"]))
+    if spec is None:
+        return None
+    config = spec.config  # type: ignore[attr-defined]
+    key = "published_selection" if checkpoint == PUBLISHED_CHECKPOINT else "selection"
+    from_epoch = float((config.get(key) or {}).get("from_epoch", 0.0))
+    epochs = int(config["epochs"])
+    return epochs - first_eligible_epoch(epochs, from_epoch) + 1
+
+
+def candidate_difference(params: Mapping, rows: pd.DataFrame, base: pd.DataFrame,
+                         plan: Mapping[str, object]) -> tuple[str, ...]:
+    """Where a claim's two arms chose their checkpoint among different numbers of epochs, in words."""
+    ours, theirs = candidate_epochs(params, rows, plan), candidate_epochs(params, base, plan)
+    if ours is None or theirs is None or ours == theirs:
+        return ()
+    checkpoint = str(rows["checkpoint"].iloc[0])
+    return (f"{checkpoint} checkpoint chosen among {ours} epoch{'s' if ours != 1 else ''} for "
+            f"{rows['method'].iloc[0]}, {theirs} for {base['method'].iloc[0]}",)

@@ -26,10 +26,18 @@ def seed_accs(profile, seed):
     return [round((a + SEED_SHIFT[seed]) * PER_CLASS) / PER_CLASS for a in profile]
 
 
+#: the experiment group of the paper preset a hand-built run group stands in (the report pairs runs
+#: only within one group, or along a pair a group declares): the baseline group's plain methods
+BASELINE_METHODS = ("standard", "pgd_at")
+
+
 def runs(method, evaluations, seeds=(0, 1, 2), model="preact_resnet18", epochs=200, train_per_class=None, lr=0.1,
-         per_class=None):
-    """Class-wise rows (results/tables/classwise.csv columns) of one run group; `evaluations` maps an
-    evaluation name (`pgd20@best`) to its class accuracies before the seed shift."""
+         per_class=None, group=None):
+    """Class-wise rows (results/tables/classwise.csv columns, and the experiment `group` the plan
+    would give them: by default the paper's baseline for standard training and PGD-AT, else its
+    mitigation group) of one run group; `evaluations` maps an evaluation name (`pgd20@best`) to its
+    class accuracies before the seed shift."""
+    group = group or ("baseline" if method in BASELINE_METHODS else "mitigation")
     rows = []
     for seed in seeds:
         run_id = f"cifar10-{model}-{method}-lr{lr}-e{epochs}-s{seed}"
@@ -37,7 +45,7 @@ def runs(method, evaluations, seeds=(0, 1, 2), model="preact_resnet18", epochs=2
             n = (per_class or {}).get(name, PER_CLASS)
             for c, acc in enumerate(seed_accs(profile, seed)):
                 correct = round(acc * n)
-                rows.append({"run_id": run_id, "dataset": "cifar10", "data_variant": "official", "model": model,
+                rows.append({"run_id": run_id, "group": group, "dataset": "cifar10", "data_variant": "official", "model": model,
                              "method": method, "seed": seed, "optimizer": "sgd", "lr": lr, "schedule": "step",
                              "weight_decay": 5e-4, "epochs": epochs, "train_per_class": train_per_class,
                              "train_data": "original", "eval": name, "checkpoint": split_record_name(name)[1],

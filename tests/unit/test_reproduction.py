@@ -99,7 +99,7 @@ def test_value_rows_equal_the_seed_interval_computed_by_hand(params):
         assert (row.estimate.lo, row.estimate.hi) == pytest.approx((lo, hi), rel=1e-4)
         (difference,) = row.differences
         assert difference.startswith(PROTOCOL_DIFFERS)
-    assert row.setting == "cifar10, preact_resnet18, at, autoattack@best, 200 epochs"
+    assert row.setting == "group mitigation, cifar10, preact_resnet18, at, autoattack@best, 200 epochs"
     assert "3 seeds, the paper 5" in row.notes
     # chosen on our validation split: another protocol than the paper's test-set choice, not compared
     assert row.differences[-1].startswith(PROTOCOL_DIFFERS) and row.verdict == "recipe differs: not compared"
@@ -153,7 +153,7 @@ def test_recipe_differences_are_stated_and_not_compared_as_equal(params):
     # runs on the published dataset win over others that differ as little (MNIST beside CIFAR-10)
     mnist = runs("at", {"clean@best": AT_CLEAN}, epochs=200).assign(dataset="mnist", checkpoint="published")
     (row,) = rows_of(values_of(pd.concat([short, mnist], ignore_index=True), params), "cfa_at_best_clean_mean")
-    assert row.setting.startswith("cifar10,") and len(row.differences) == 3
+    assert row.setting.startswith("group mitigation, cifar10,") and len(row.differences) == 3
     # synthetic data (the ci preset): compared, with what differs
     synthetic = at_published(epochs=2).assign(dataset="synthetic")
     (row,) = rows_of(values_of(synthetic, params), "cfa_at_best_clean_mean")

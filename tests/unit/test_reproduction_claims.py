@@ -47,7 +47,8 @@ def runs(params, method, evaluations, noise=0.0, rng_seed=0):
             for c, acc in enumerate(profile):
                 p = float(np.clip(acc + rng.normal(0, noise), 0, 1)) if noise else acc
                 correct = int(rng.binomial(PER_CLASS, p)) if noise else round(p * PER_CLASS)
-                rows.append({"run_id": f"{group}-{method}-s{seed}", "dataset": "cifar10", "data_variant": "jpeg",
+                rows.append({"run_id": f"{group}-{method}-s{seed}", "group": group, "dataset": "cifar10",
+                             "data_variant": "jpeg",
                              "model": "small_cnn_s2", "method": method, "seed": seed, "optimizer": "sgd",
                              "lr": train["optimizer"]["lr"], "schedule": train["schedule"]["name"],
                              "weight_decay": 5e-4, "epochs": train["epochs"],
