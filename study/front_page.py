@@ -23,7 +23,7 @@ from study.record_names import split_record_name
 #: the methods whose contrast is the finding: standard training and PGD-AT
 STANDARD, ADVERSARIAL = "standard", "pgd_at"
 #: the line of results/<preset>/reproduction.md that counts its verdicts (study.reproduction.render)
-VERDICTS_PREFIX = "Verdicts: "
+VERDICTS_PREFIX = "Claims: "
 
 
 @dataclass(frozen=True)

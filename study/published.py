@@ -17,6 +17,8 @@ from study.data.classes import CIFAR10_CLASS_NAMES
 #: and FAIR-TAT train with: docs/study.md#published-settings); a claim that states no number of
 #: epochs is taken to come from no fewer
 PUBLISHED_EPOCHS = 200
+#: a published difference is a claim only where its source tells it from noise: |z| >= 2
+CLAIM_Z = 2.0
 #: the shortest published schedule, FRL's fine-tuning (120 epochs, params.yaml frl_reweight): a run
 #: with fewer epochs than that, or on a subset of the training images, is at a reduced scale (the
 #: figures' subtitle, the report's landing text)
@@ -73,6 +75,20 @@ class Published:
     note: str = ""
     direction: int = 0  # a claim of a direction: +1 (method above control) or -1; 0 for a value
     control: str | None = None  # a direction claim's control method (of params.yaml)
+    #: what a claim of a direction rests on: `published` (the sign of published numbers), `aim`
+    #: (the method's stated aim, no published number held), `expectation` (the study's)
+    basis: str = "published"
+    #: a claim from published numbers: their difference over its standard error in the source
+    #: (the two rows' sds over the source's seeds); below CLAIM_Z the source cannot tell it from noise
+    source_z: float | None = None
+    #: a claim read off another method than the one it is compared for (in words), e.g. a
+    #: TRADES-based rerun standing for a PGD-AT-based method
+    transferred: str = ""
+
+    @property
+    def context(self) -> bool:
+        """A claim whose source cannot tell its difference from noise: shown, not judged."""
+        return self.source_z is not None and abs(self.source_z) < CLAIM_Z
 
 
 _CFA = Recipe(kind="autoattack", seeds=5,
@@ -304,16 +320,21 @@ def _trix_rows() -> list[Published]:
 _GAP_RECIPE = {"clean": Recipe(model=None, epochs=None, kind="clean"),
                "pgd": Recipe(model=None, epochs=None, kind="pgd", pgd_steps=20, inferred=_XU_INFERRED[1:])}
 # method: (its control in the paper grid, how the report names the pair, paper, where, the ids of the
-# published rows of the method and of its control, `{cell}` standing for `<kind>_<statistic>`)
+# published rows of the method and of its control, `{cell}` standing for `<kind>_<statistic>`, and
+# how the source's pair differs from the claim's where it is another method's: a transferred claim)
 _DIRECTION_SOURCES = {
     "trades_cfa": ("trades_normalized", "TRADES + CFA against TRADES", "wei2023", "Table 1 (best checkpoint)",
-                   "cfa_trades_cfa_best_{cell}", "cfa_trades_best_{cell}"),
+                   "cfa_trades_cfa_best_{cell}", "cfa_trades_best_{cell}", ""),
     "pgd_at_fairtat": ("pgd_at_margins", "FAIR-TAT against its control", "medi2025trix",
                        "rebuttal R/R.pdf, Table 1 (TRADES + FAIR-TAT against TRADES, the TRIX authors' rerun)",
-                       "trix_trades_fair-tat_{cell}", "trix_trades_{cell}"),
+                       "trix_trades_fair-tat_{cell}", "trix_trades_{cell}",
+                       "transferred: the source sets TRADES + FAIR-TAT against TRADES (the TRIX authors' rerun); "
+                       "the claim is compared for PGD-AT + FAIR-TAT"),
     "frl_reweight": ("at", "FRL (reweight) against PGD-AT", "medi2025trix",
                      "rebuttal R/R.pdf, Table 1 (TRADES + FRL against TRADES, the TRIX authors' rerun)",
-                     "trix_trades_frl_{cell}", "trix_trades_{cell}"),
+                     "trix_trades_frl_{cell}", "trix_trades_{cell}",
+                     "transferred: the source sets TRADES + FRL (reweight and remargin, the TRIX authors' rerun) "
+                     "against TRADES; the claim is compared for FRL reweight against PGD-AT"),
 }
 #: the cells each method's direction is claimed in: the worst class under AutoAttack, the mean under
 #: AutoAttack and the clean mean
@@ -324,8 +345,23 @@ _CLAIM_TEXT = {("autoattack", "worst"): "the worst class under AutoAttack", ("au
                "AutoAttack", ("clean", "mean"): "the clean mean"}
 
 
-def _claim_recipe(kind: str) -> Recipe:
-    return Recipe(model=None, epochs=None, kind=kind)
+def source_z(ours: Published, theirs: Published) -> float:
+    """A published difference over its standard error in the source: each row's sd over the
+    source's seeds (sd / sqrt(seeds)), the two rows independent."""
+    if ours.sd is None or theirs.sd is None:
+        return float("nan")
+    se = (ours.sd**2 / ours.recipe.seeds + theirs.sd**2 / theirs.recipe.seeds) ** 0.5
+    return (ours.value - theirs.value) / se if se > 0 else float("inf")
+
+
+#: each fairness method's own published length, as params.yaml (the paper scale) trains it: a claim's
+#: run is at a reduced scale against its own method's recipe (FRL fine-tunes for 120 epochs, FAAL for
+#: 2), not against the 200 epochs of PGD-AT (tests/unit/test_reproduction_claims.py keeps them equal)
+CLAIM_EPOCHS = {"trades_cfa": 200, "pgd_at_fairtat": 200, "frl_reweight": 120, "faal_at": 2}
+
+
+def _claim_recipe(kind: str, method: str) -> Recipe:
+    return Recipe(model=None, epochs=CLAIM_EPOCHS[method], kind=kind)
 
 
 def _direction_rows() -> list[Published]:
@@ -334,25 +370,28 @@ def _direction_rows() -> list[Published]:
                       row=f"PGD-AT widens the gap between classes against standard training ({kind}): "
                           "best minus worst class", recipe=recipe, direction=1, control="standard")
             for kind, recipe in _GAP_RECIPE.items()]
-    for method, (control, pair, paper, where, ours_id, theirs_id) in _DIRECTION_SOURCES.items():
+    for method, (control, pair, paper, where, ours_id, theirs_id, transferred) in _DIRECTION_SOURCES.items():
         for kind, statistic in _DIRECTION_CELLS:
             cell = f"{kind}_{statistic}"
             ours, theirs = ours_id.format(cell=cell), theirs_id.format(cell=cell)
             difference = BY_ID_VALUES[ours] - BY_ID_VALUES[theirs]
+            z = source_z(_VALUES_BY_ID[ours], _VALUES_BY_ID[theirs])
             rows.append(Published(
                 id=f"claim_{method}_{kind}_{statistic}", method=method, checkpoint="best", statistic=statistic,
                 paper=paper, where=where,
                 row=f"{pair}: {'raises' if difference > 0 else 'lowers'} {_CLAIM_TEXT[kind, statistic]}",
-                recipe=_claim_recipe(kind), direction=1 if difference > 0 else -1, control=control,
-                note=f"the sign of {ours} minus {theirs} ({100 * difference:+.2f} pts)"))
+                recipe=_claim_recipe(kind, method), direction=1 if difference > 0 else -1, control=control,
+                note=f"the sign of {ours} minus {theirs} ({100 * difference:+.2f} pts, z = {z:.1f} in the source)",
+                source_z=z, transferred=transferred))
     for (kind, statistic), direction in _FAAL_DIRECTIONS.items():
         rows.append(Published(
             id=f"claim_faal_at_{kind}_{statistic}", method="faal_at", checkpoint="best", statistic=statistic,
             paper="zhang2024faal", where="its stated aim; docs/study.md, Expected results",
             row=f"FAAL against PGD-AT: {'raises' if direction > 0 else 'lowers'} {_CLAIM_TEXT[kind, statistic]}",
-            recipe=_claim_recipe(kind), direction=direction, control="at",
+            recipe=_claim_recipe(kind, "faal_at"), direction=direction, control="at",
             note="FAAL's own numbers are not held here: the direction is its aim (the worst class) or the "
-                 "study's expectation (a small cost in the mean)"))
+                 "study's expectation (a small cost in the mean)",
+            basis="aim" if statistic == "worst" else "expectation"))
     return rows
 
 
@@ -363,6 +402,7 @@ PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei
 
 _VALUES = _weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows() + _dafa_rows() + _trix_rows()
 BY_ID_VALUES = {p.id: p.value for p in _VALUES}
+_VALUES_BY_ID = {p.id: p for p in _VALUES}
 PUBLISHED: tuple[Published, ...] = tuple(_VALUES + _direction_rows())
 BY_ID = {p.id: p for p in PUBLISHED}
 

@@ -36,10 +36,10 @@ from study.reproduction.matching import (
     distinct_runs,
     equivalent_methods,
     flagged,
+    notes,
     pair_text,
     paired,
     pairs_of,
-    notes,
     protocol_differences,
     protocol_of,
     redefinitions,
@@ -67,6 +67,9 @@ FLAGGED = "flagged by checks: not counted"
 #: our runs exist but give the value nothing to measure (e.g. the claim's class is not in them);
 #: a word, not '-': the summary counts it by name ("Not compared: 10 no value, ...")
 NO_VALUE = "no value: not measurable in these runs"
+#: a published difference its own source cannot tell from noise (study.published.CLAIM_Z): shown
+#: beside our runs as context, not judged as a claim
+CONTEXT = "context: within the source's noise, not judged"
 REDUCED = " at reduced scale"
 #: the claims about a class order (a direction, which a smaller recipe can show)
 ORDER_STATISTICS = ("rank", "weakest")
@@ -126,6 +129,8 @@ class Row:
             return NO_VALUE if self.setting else NOT_IN_PRESET
         if self.flagged:
             return FLAGGED
+        if self.published.context:
+            return CONTEXT
         if self.published.direction:
             if any(d.endswith(f" data, not {self.published.recipe.dataset}") for d in self.differences):
                 return RECIPE_DIFFERS
@@ -161,7 +166,8 @@ class Row:
         return verdicts.detectable(e.lo, e.hi)
 
 
-def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: tuple[str, ...]) -> Row:
+def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],
+               plan: Mapping) -> Row:
     seeds = per_seed(rows)
     whole = whole_test_set(p, rows)
     classes: tuple[ClassAccuracy, ...] = ()
@@ -192,7 +198,7 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
     return Row(p, setting(rows), estimate, classes, (*differences, *redefined.all, *protocol_differences(p, rows)),
                notes(p, n_seeds), flagged(rows), n_seeds, reduced_scale=scale_reductions(p, first),
                cpu_recipe=(*cpu_recipe(p, first), *redefined.attack),
-               protocol=protocol_of(rows))
+               protocol=protocol_of(rows, plan))
 
 
 def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
@@ -213,7 +219,7 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows), pair=pair_text(pair))
+               protocol=protocol_of(rows, plan), pair=pair_text(pair))
 
 
 def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
@@ -240,7 +246,7 @@ def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows), pair=pair_text(pair))
+               protocol=protocol_of(rows, plan), pair=pair_text(pair))
 
 
 def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list[Comparison], plan: Mapping,
@@ -266,7 +272,7 @@ def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[R
             values += _paired_rows(table, params, p, pairs, plan, _direction_row) or [Row(p)]
             continue
         groups = distinct_runs(closest_groups(p, candidates(table, params, p)))
-        values += [_value_row(params, p, g, d) for g, d in groups] or [Row(p)]
+        values += [_value_row(params, p, g, d, plan) for g, d in groups] or [Row(p)]
         if p.baseline is not None:
             deltas += _paired_rows(table, params, p, pairs, plan, _difference_row) or [Row(p, difference_of="-")]
     return values, deltas

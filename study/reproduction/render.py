@@ -41,7 +41,8 @@ def _published_text(row: Row) -> str:
             groups.setdefault(rank, []).append(name)
         return " < ".join(", ".join(names) for _, names in sorted(groups.items()))
     if p.direction:
-        return f"{p.method} minus {p.control} {'>' if p.direction > 0 else '<'} 0"
+        text = f"{p.method} minus {p.control} {'>' if p.direction > 0 else '<'} 0"
+        return text + _BASIS_TEXT.get(p.basis, "")
     value, sd = row.published_value, row.published_sd
     if row.difference_of:
         text = f"{100 * value:+.1f} pts"
@@ -82,14 +83,21 @@ def _detects_text(row: Row) -> str:
     return f"{100 * d:.1f} pts"
 
 
+#: a claim that rests on no published number, in the published cell
+_BASIS_TEXT = {"aim": " (the method's stated aim: no published number)",
+               "expectation": " (the study's expectation: no published number)"}
+
+
 def _runs_text(row: Row) -> str:
     if not row.setting:
         return "-"
-    return f"{row.setting} {REDUCED_MARK}" if row.reduced_scale else row.setting
+    text = f"{row.setting} {REDUCED_MARK}" if row.reduced_scale else row.setting
+    return f"{text}; {row.pair}" if row.pair else text
 
 
 def _recipe_text(row: Row) -> str:
-    parts = [*row.differences, *(f"note: {n}" for n in row.notes)]
+    transferred = (row.published.transferred,) if row.published.transferred else ()
+    parts = [*transferred, *row.differences, *(f"note: {n}" for n in row.notes)]
     if row.flagged:
         parts.insert(0, f"flagged by checks ({row.flagged})")
     return "; ".join(parts) or "none"
@@ -155,22 +163,38 @@ def table(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _claim_verdict(rows: list[Row]) -> str:
+    """One published value's or claim's standing over its rows: the verdict its compared rows share
+    (`mixed` where they differ), else why none is compared."""
+    compared = {row.verdict.split(REDUCED)[0] for row in rows if row.compared}
+    if compared:
+        return compared.pop() if len(compared) == 1 else "mixed"
+    return rows[0].verdict.split(":")[0]
+
+
 def _summary(rows: list[Row]) -> str:
-    """The verdicts counted: agrees, inconclusive, differs first (at full and reduced scale together),
-    then the rows not compared, by why."""
-    counts = {verdict: 0 for verdict in VERDICTS}
-    others: dict[str, int] = {}
+    """The published values and claims counted, each once whatever its number of rows (one row per
+    run group of ours): agrees, inconclusive, differs (at full and reduced scale together) or mixed
+    across its rows; then those shown as context and those not compared, by why; then the rows."""
+    by_claim: dict[tuple[str, bool], list[Row]] = {}
     for row in rows:
-        word = row.verdict.split(REDUCED)[0]
+        by_claim.setdefault((row.published.id, bool(row.difference_of)), []).append(row)
+    counts = {verdict: 0 for verdict in (*VERDICTS, "mixed")}
+    others: dict[str, int] = {}
+    for claim_rows in by_claim.values():
+        word = _claim_verdict(claim_rows)
         if word in counts:
             counts[word] += 1
         else:
-            key = word.split(":")[0]
-            others[key] = others.get(key, 0) + 1
-    text = "Verdicts: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + "."
+            others[word] = others.get(word, 0) + 1
+    compared = sum(counts.values())
+    text = (f"Claims: {len(by_claim)} published values and claims; {compared} compared: "
+            + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n or verdict != "mixed") + ".")
     if others:
         text += " Not compared: " + ", ".join(f"{n} {why}" for why, n in sorted(others.items())) + "."
-    reduced = sum(bool(row.reduced_scale) and row.compared for row in rows)
+    shown = [row for row in rows if row.compared]
+    text += f" Rows (one per run group of ours, beneath each claim): {len(shown)} compared."
+    reduced = sum(bool(row.reduced_scale) for row in shown)
     return text + (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
                    f"({REDUCED_MARK})." if reduced else "")
 

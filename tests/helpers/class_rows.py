@@ -45,12 +45,40 @@ def runs(method, evaluations, seeds=(0, 1, 2), model="preact_resnet18", epochs=2
             n = (per_class or {}).get(name, PER_CLASS)
             for c, acc in enumerate(seed_accs(profile, seed)):
                 correct = round(acc * n)
-                rows.append({"run_id": run_id, "group": group, "dataset": "cifar10", "data_variant": "official", "model": model,
+                rows.append({"run_id": run_id, "group": group, "dataset": "cifar10", "data_variant": "official",
+                             "model": model,
                              "method": method, "seed": seed, "optimizer": "sgd", "lr": lr, "schedule": "step",
                              "weight_decay": 5e-4, "epochs": epochs, "train_per_class": train_per_class,
                              "train_data": "original", "eval": name, "checkpoint": split_record_name(name)[1],
                              "class": c, "class_name": CIFAR10[c],
                              "n": n, "correct": correct, "acc": correct / n})
+    frame = pd.DataFrame(rows)
+    frame["train_per_class"] = frame["train_per_class"].astype(float)
+    return frame
+
+
+def plan_classwise(params, datasets=("cifar10", "synthetic"), seed=0, per_class=PER_CLASS):
+    """A class-wise table of every run the plan of `params` holds on `datasets` (its real run ids,
+    identity columns, evaluations and checkpoints), each class's accuracy drawn at random: what the
+    report would read once the preset's jobs had run. Ten classes, CIFAR-10's names."""
+    import numpy as np
+
+    from study.config import plan_runs
+    from study.record_names import record_name
+    from study.run_directory import identity
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for spec in plan_runs(params):
+        if spec.dataset not in datasets or not hasattr(spec.run, "method"):
+            continue
+        ident = identity(spec.run_id, spec.run)
+        for evaluation in spec.evaluations:
+            for checkpoint in spec.checkpoints:
+                correct = rng.binomial(per_class, rng.uniform(0.2, 0.9, len(CIFAR10)))
+                rows += [{**ident, "eval": record_name(evaluation, checkpoint), "checkpoint": checkpoint,
+                          "class": c, "class_name": name, "n": per_class, "correct": int(correct[c]),
+                          "acc": correct[c] / per_class} for c, name in enumerate(CIFAR10)]
     frame = pd.DataFrame(rows)
     frame["train_per_class"] = frame["train_per_class"].astype(float)
     return frame

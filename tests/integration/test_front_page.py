@@ -13,7 +13,8 @@ CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "hors
 STANDARD = (0.80, 0.90, 0.60, 0.50, 0.70, 0.65, 0.85, 0.80, 0.88, 0.86)
 PGD_AT_CLEAN = (0.60, 0.70, 0.40, 0.30, 0.50, 0.45, 0.62, 0.61, 0.72, 0.68)
 PGD_AT_PGD = (0.30, 0.40, 0.15, 0.08, 0.20, 0.18, 0.31, 0.33, 0.45, 0.38)
-REPRODUCTION = "# Reproduction\n\nVerdicts: 2 agrees, 3 inconclusive, 1 differs. Not compared: 4 recipe differs.\n"
+REPRODUCTION = ("# Reproduction\n\nClaims: 10 published values and claims; 6 compared: 2 agrees, 3 inconclusive, "
+                "1 differs. Not compared: 4 recipe differs.\n")
 FIGURES = ["results/demo/figures/fig02_classwise_adversarial/mnist__small_cnn_s2__pgd_at.png",
            "results/demo/figures/fig02_classwise_adversarial/cifar10__lenet__pgd_at.png",
            "results/demo/figures/fig02_classwise_adversarial/cifar10__small_cnn_s2__pgd_at.png"]
@@ -44,7 +45,7 @@ def test_the_finding_is_stated_with_the_tables_numbers():
     assert "Preset ``demo``: CIFAR-10, Small CNN-S2, one seed." in text
     # the best checkpoint's evaluation is no part of the finding (the last checkpoint's is)
     assert "PGD-5" not in text
-    assert "Verdicts: 2 agrees, 3 inconclusive, 1 differs." in text
+    assert "Claims: 10 published values and claims; 6 compared: 2 agrees, 3 inconclusive, 1 differs." in text
     # the links show what they name: the reproduction page, and the headline figure (figure 2's PGD-AT
     # panel of the finding's dataset and model) as an image
     assert ("resultPath:'results/demo/reproduction.html',content:'html',"

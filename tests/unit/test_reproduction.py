@@ -296,7 +296,9 @@ def test_a_named_class_is_compared_where_the_runs_have_it(params):
     (row,) = rows_of(values_of(synthetic, params), "xu_pgd_at_cat_clean")
     assert row.estimate is None and "no class cat in these runs" in row.differences and row.verdict == NO_VALUE
     # counted by its name, never as a bare '-' ("Not compared: 1 -")
-    assert _summary([row]) == "Verdicts: 0 agrees, 0 inconclusive, 0 differs. Not compared: 1 no value."
+    assert _summary([row]) == ("Claims: 1 published values and claims; 0 compared: 0 agrees, 0 inconclusive, "
+                               "0 differs. Not compared: 1 no value. Rows (one per run group of ours, beneath "
+                               "each claim): 0 compared.")
 
 
 def test_evaluations_are_matched_by_their_settings_not_their_names(params):
@@ -398,7 +400,8 @@ def test_runs_at_a_reduced_scale_are_marked_and_still_compared(params):
     # under each table holding a marked row: the weakest class, rankings, Xu's two classes, Table 1
     assert text.count(REDUCED_LEGEND) == 4
     assert "trained on a CPU in minutes" in REDUCED_LEGEND and "not the published size" in REDUCED_LEGEND
-    assert re.search(r"^Verdicts: \d+ agrees, \d+ inconclusive, \d+ differs\. Not compared: .*\. \d+ compared rows "
+    assert re.search(r"^Claims: \d+ published values and claims; \d+ compared: \d+ agrees, \d+ inconclusive, "
+                     r"\d+ differs(, \d+ mixed)?\. Not compared: .*\. Rows .*: \d+ compared\. \d+ compared rows "
                      r"from runs at a reduced \(CPU\) scale \(†\)\.$", text, flags=re.MULTILINE)
     assert REDUCED_MARK not in reproduction_markdown(at_best(), params, commit="c", day="d")
 
