@@ -13,7 +13,7 @@ from study.config.params import typed_params
 from study.config.types import PublishedSelection, TrainSettings, parse
 
 _INDEX_WORDS = {"mean_plus_worst": "CFA index (mean + worst-class robust accuracy)",
-                "mean": "mean robust accuracy"}
+                "mean": "mean robust accuracy", "worst": "worst-class robust accuracy (TRIX's best checkpoint)"}
 
 
 def eligible_epoch(epoch: int, epochs: int, from_epoch: float) -> bool:

@@ -30,7 +30,7 @@ from study.config.fields import Checkpoint, Config, EvalBatch, Fraction, Norm, P
 BnMode = Literal["train", "eval"]
 OptimizerName = Literal["sgd", "adam"]
 ScheduleName = Literal["step", "cyclic", "constant"]
-SelectionScore = Literal["mean", "mean_plus_worst"]
+SelectionScore = Literal["mean", "mean_plus_worst", "worst"]
 Precision = Literal["fp32", "bf16"]
 #: `plain`: a comparison of the class-wise figures; `mitigation`: figure 13's methods, checked
 #: against false robustness by default and kept out of the other figures
@@ -190,6 +190,9 @@ class WeightsPolicy(Config):
     lambda_: Annotated[float, Field(ge=0)] = Field(1.0, alias="lambda")
     #: dafa: the weights come from the training outputs of the epoch that ends this share of the run
     warmup: Share = DAFA_WARMUP
+    #: dafa: that epoch as a count (DAFA's --dafa_warmup 70), over `warmup`: a recipe that follows the
+    #: reference at its own length (110 epochs in DAFA's scripts, 150 in TRIX's) keeps the same epoch
+    warmup_epoch: PositiveInt | None = None
     #: faal: the radius of the KL ball around the uniform class distribution (FAAL's --scale 0.5)
     radius: Annotated[float, Field(ge=0)] = 0.5
     #: wat: the Hedge learning rate on the cumulative validation losses
@@ -304,7 +307,8 @@ class PublishedSelection(Config):
     so a value it picks is biased upwards and is only ever set beside a published best value,
     never compared as equal with a value chosen on validation (docs/methods.md)."""
 
-    #: CFA's index: mean plus worst-class robust accuracy (or the mean alone)
+    #: CFA's index: mean plus worst-class robust accuracy (or the mean alone; `worst`: the worst class
+    #: alone, TRIX's "best worse robust class accuracy" checkpoint)
     index: SelectionScore = "mean_plus_worst"
     #: candidates: eligible epochs whose index is within `band` of the best index so far
     #: (CFA saves each as a file; the highest index is the one chosen)

@@ -2,7 +2,8 @@
 
 - **The index** an epoch is ranked by (`index_value`): mean robust accuracy (Rice et al.), or
   mean plus worst-class robust accuracy (`mean_plus_worst`, CFA's index); the worst class is
-  the study's worst-class statistic (study.metrics.worst), the one FAWA's threshold reads too.
+  the study's worst-class statistic (study.metrics.worst), the one FAWA's threshold reads too; or
+  the worst class alone (`worst`, the rule of TRIX's "best checkpoint").
 - **The epoch window**: only epochs after the first from_epoch x epochs may be chosen, as CFA's
   train.py counts (`eligible_epoch`, study.config.protocols, where the configuration reads it).
 - **The winner**: the eligible epoch of the highest index; a tie keeps the earlier (`beats`).
@@ -30,8 +31,9 @@ _EDGE = 1e-9
 
 
 def index_value(mean: float, worst: float, index: str) -> float:
-    """An epoch's index from its mean and worst-class accuracy: `mean`, or `mean_plus_worst`."""
-    return mean + worst if index == "mean_plus_worst" else mean
+    """An epoch's index from its mean and worst-class accuracy: `mean`, `mean_plus_worst` (CFA's), or
+    `worst` (TRIX's best checkpoint: the best worst-class robust accuracy)."""
+    return {"mean": mean, "mean_plus_worst": mean + worst, "worst": worst}[index]
 
 
 def beats(index: float, best: float) -> bool:

@@ -67,6 +67,16 @@ def test_the_index_is_the_mean_plus_the_worst_class_unless_the_mean_is_asked_for
     assert choose_published(_records(accs), 4, PublishedSelection(index="mean")).chosen_epoch == 3
 
 
+def test_the_worst_index_chooses_the_best_worst_class_as_trix_reports():
+    # TRIX's "best checkpoint": the best worst-class robust accuracy, whatever the mean; epoch 3
+    # has the best mean, epoch 4 the best CFA index (the earlier of a tie with 5), epoch 5 the best worst class
+    accs = {3: [0.9, 0.2], 4: [0.6, 0.4], 5: [0.45, 0.45]}
+    trix = PublishedSelection(index="worst", band=0, from_epoch=0)
+    assert choose_published(_records(accs), 5, trix).chosen_epoch == 5
+    assert choose_published(_records(accs), 5, CFA).chosen_epoch == 4
+    assert choose_published(_records(accs), 5, PublishedSelection(index="mean")).chosen_epoch == 3
+
+
 def test_the_worst_class_of_100_classes_is_the_weakest_tenth():
     # the study's worst-class figure (study.metrics.worst), as the papers' CIFAR-100 tables
     choice = choose_published(_records({1: [0.0] + [0.3] * 9 + [0.6] * 90}), 1, CFA)

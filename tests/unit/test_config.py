@@ -59,7 +59,8 @@ def test_paper_is_the_default_with_published_settings(repo_root):
     assert cfg["optimizer"] == {"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": False}
     pgd = next(r for r in runs if r.config["method"] == "pgd_at").config["method_config"]["adversary"]
     assert pgd["eps"] == pytest.approx(8 / 255) and pgd["alpha"] == pytest.approx(2 / 255) and pgd["steps"] == 10
-    assert {r.config["seed"] for r in runs} == {0, 1, 2}
+    # the seeds of the groups, each planned (the TRIX recipe's five among them)
+    assert {r.config["seed"] for r in runs} == {s for g in groups.values() for s in g["seeds"]}
 
 
 def test_preset_overlay_and_command_line_order(repo_root):

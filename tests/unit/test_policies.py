@@ -403,3 +403,17 @@ def test_each_policy_kind_is_one_table_that_names_bad_types_and_matches_the_sche
         with pytest.raises(ValueError, match=f"unknown {kind} type 'bogus'; valid: {', '.join(registry.names)}"):
             # a type the settings' type allows but the table lacks (the schema check above keeps them equal)
             registry.build(registry.config.model_construct(type="bogus"), ctx)
+
+
+def test_dafa_warmup_epoch_is_the_reference_epoch_at_any_length(repo_root):
+    """DAFA's --dafa_warmup 70 is an epoch count: the weights come after the 70th epoch of DAFA's 110
+    and of TRIX's 150 (the recipes' `warmup_epoch`), as the share 70/110 did for 110 alone."""
+    from study.train.policies.stats import warmup_epochs
+    from study.train.policies.weights import DAFAWeights
+
+    for name, epochs in (("trades_dafa_published", 110), ("trades_trix_published", 150)):
+        p = build_policies(_paper_method(repo_root, name), 3, epochs, torch.tensor([5, 5, 5]))
+        assert p.weights.warmup_epochs == 70, name
+    assert warmup_epochs(70 / 110, 110) == 70 and warmup_epochs(70 / 110, 150) != 70
+    with pytest.raises(ValueError, match=r"dafa warmup_epoch must lie in \[1, 2\) for a run of 2 epochs, got 70"):
+        DAFAWeights(3, epochs=2, warmup_epoch=70)

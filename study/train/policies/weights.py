@@ -193,15 +193,21 @@ class DAFAWeights(NoWeights):
 
     needs_soft_confusion = True
 
-    def __init__(self, num_classes: int, lam: float = 1.0, epochs: int = 1, warmup: float = 0.35):
+    def __init__(self, num_classes: int, lam: float = 1.0, epochs: int = 1, warmup: float = 0.35,
+                 warmup_epoch: int | None = None):
         super().__init__(num_classes)
         self.lam = float(lam)
-        self.warmup_epochs = warmup_epochs(warmup, epochs)
+        if warmup_epoch is not None and not 1 <= warmup_epoch < epochs:
+            # the weights would never be computed (or from no epoch): not the method
+            raise ValueError(f"dafa warmup_epoch must lie in [1, {epochs}) for a run of {epochs} epochs, "
+                             f"got {warmup_epoch}")
+        # a count (DAFA's --dafa_warmup) keeps the reference's epoch at any length; a share scales with it
+        self.warmup_epochs = warmup_epoch if warmup_epoch is not None else warmup_epochs(warmup, epochs)
         self.w: torch.Tensor | None = None
 
     @classmethod
     def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> DAFAWeights:
-        return cls(ctx.num_classes, cfg.lambda_, ctx.epochs, cfg.warmup)
+        return cls(ctx.num_classes, cfg.lambda_, ctx.epochs, cfg.warmup, cfg.warmup_epoch)
 
     def class_weights(self) -> torch.Tensor:
         """The class weights (ones before the warm-up epoch has ended)."""
