@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from study.config import load_params, plan_runs
+from study.config import comparison_baseline, load_params, plan_runs
 from study.config.methods import method_entry
 from study.config.plan import RunSpec
 from study.config.types import RunConfig
@@ -28,7 +28,6 @@ from study.reproduction.matching import (
     PUBLISHED_CHECKPOINT,
     STAND_IN,
     _evaluation_kind,
-    baseline_of,
     equivalent_methods,
 )
 from study.run_directory import identity
@@ -60,7 +59,7 @@ def _wanted(params, runs: list[RunSpec]) -> set[str]:
     present = {r.run.method for r in runs if isinstance(r.run, RunConfig)}
     methods = equivalent_methods(params, present, names)
     # and the controls the plan declares for them, whichever they are
-    return methods | {c for m in methods if (c := baseline_of(params, m, "")) in present}
+    return methods | {c for m in methods if (c := comparison_baseline(params, m)) in present}
 
 
 def classwise(params, runs: list[RunSpec]) -> pd.DataFrame:
