@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from study.published import BY_ID, PAPERS, SECTIONS
-from study.reproduction.comparison import REDUCED, Row
+from study.reproduction.comparison import Row
 from study.reproduction.statistics import ClassAccuracy
 from study.reproduction.verdicts import VERDICTS
 
@@ -112,8 +112,14 @@ _HOW_TO_READ = (
     "checkpoint was chosen. Recipe: how our runs differ from the published recipe (such a row is not "
     "compared as equal), what was inferred, and notes. Verdict: *agrees*, *inconclusive* or *differs*. "
     "A value differs when our interval excludes the published band (mean ± 1.96 sd) and agrees when it "
-    "meets the band and lies within 2 points of it; a difference agrees when our interval meets the band "
-    "and excludes 0 on the published side; a ranking agrees when rho's permutation p ≤ 0.05 and its "
+    "meets the band and lies within 2 points of it. A difference (a method minus its control) gets two "
+    "verdicts, its direction and its size: it agrees in direction when our interval excludes 0 on the "
+    "published side and differs in direction when it excludes 0 on the other; its size differs when our "
+    "interval excludes the band and agrees when it meets the band and our 90% interval lies within half "
+    "to twice the published difference (the summary counts a difference row by its size). One seed shows "
+    "no spread over seeds: its interval adds an assumed seed sd (0.8 points for a mean, 2.4 for the worst "
+    "or one class, the largest the published tables report), and its class bootstrap moves each class by "
+    "2.4 points. A ranking agrees when rho's permutation p ≤ 0.05 and its "
     "whole interval lies above the rho random orders exceed 5% of the time, and differs when rho's "
     "interval lies at or below 0; a claim of a direction (a method minus its control above or below 0) "
     "agrees when our interval excludes 0 on the claimed side and differs when it excludes 0 on the other, "
@@ -156,12 +162,16 @@ def table(rows: list[Row]) -> list[str]:
 
 
 def _summary(rows: list[Row]) -> str:
-    """The verdicts counted: agrees, inconclusive, differs first (at full and reduced scale together),
-    then the rows not compared, by why."""
+    """The verdicts counted: agrees, inconclusive, differs first (at full and reduced scale together;
+    a difference row by its size), then the rows not compared, by why, and last the difference rows'
+    directions."""
     counts = {verdict: 0 for verdict in VERDICTS}
+    directions = {verdict: 0 for verdict in VERDICTS}
     others: dict[str, int] = {}
     for row in rows:
-        word = row.verdict.split(REDUCED)[0]
+        word = row.verdict_word
+        if word in counts and row.difference_of and not row.published.direction:
+            directions[row.direction] += 1
         if word in counts:
             counts[word] += 1
         else:
@@ -171,8 +181,13 @@ def _summary(rows: list[Row]) -> str:
     if others:
         text += " Not compared: " + ", ".join(f"{n} {why}" for why, n in sorted(others.items())) + "."
     reduced = sum(bool(row.reduced_scale) and row.compared for row in rows)
-    return text + (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
-                   f"({REDUCED_MARK})." if reduced else "")
+    if reduced:
+        text += (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
+                 f"({REDUCED_MARK}).")
+    if any(directions.values()):
+        text += (" Differences counted above by their size; in direction: "
+                 + ", ".join(f"{n} {verdict}" for verdict, n in directions.items()) + ".")
+    return text
 
 
 def render(values: list[Row], deltas: list[Row], preset: str, commit: str, day: str) -> str:

@@ -18,7 +18,14 @@ import pytest
 from helpers.workflow import BIN, _copy_project, _run
 
 from study.front_page import _attack, _headline_rows, class_range
-from study.reproduction.comparison import FLAGGED, NO_VALUE, NOT_IN_PRESET, RECIPE_DIFFERS, REDUCED
+from study.reproduction.comparison import (
+    DIFFERENCE_VERDICTS,
+    FLAGGED,
+    NO_VALUE,
+    NOT_IN_PRESET,
+    RECIPE_DIFFERS,
+    REDUCED,
+)
 from study.reproduction.verdicts import VERDICTS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -85,7 +92,7 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
         assert shown.locator("#verdicts").inner_text().startswith("Verdicts: ")
         # rows by claim (a heading each), every verdict cell a named verdict or why the row is not compared
         assert shown.locator("h2").count() > 1
-        words = {*VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE}
+        words = {*VERDICTS, *DIFFERENCE_VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE}
         cells = shown.locator("td.verdict").all_inner_texts()
         assert all(c.split(REDUCED)[0] in words for c in cells), sorted(set(cells) - words)
         page.goto((report / "results/ci/report.html").as_uri())
