@@ -149,27 +149,36 @@ def _t(z: float, df: float) -> float:
 
 
 def whole_test_set_interval(values: Sequence[float], n: float, whole_test_set: bool,
-                            z: float = 1.96) -> tuple[float, float]:
+                            z: float = 1.96, unseen_sd: float = 0.0) -> tuple[float, float]:
     """95% interval (at `z`) of the mean of per-seed accuracies `values`, each measured on `n`
     test samples: over seeds alone where `whole_test_set` and there are two or more seeds, else
-    `accuracy_seed_interval` (seeds and test sampling)."""
+    `accuracy_seed_interval` (seeds and test sampling). One seed shows no spread over seeds:
+    `unseen_sd`, the sd over training seeds assumed for it, is then added in squares on each side
+    as a known sd (z * unseen_sd, MOVER as above); 0 leaves one seed's Wilson interval."""
     v = np.asarray(values, dtype=float)
-    k, m = v.size, float(v.mean())
-    if k < 1:
+    if v.size < 1:
         raise ValueError("values must hold at least one seed's value")
+    if not unseen_sd >= 0:
+        raise ValueError(f"unseen_sd must be a standard deviation (>= 0), got {unseen_sd!r}")
+    k, m = v.size, float(v.mean())
     if whole_test_set and k >= 2:
         half = _t(z, k - 1) * float(v.std(ddof=1)) / np.sqrt(k)
         return max(m - half, 0.0), min(m + half, 1.0)
+    if k == 1 and unseen_sd > 0:
+        lo_w, hi_w = accuracy_seed_interval(m, float("nan"), 1, float(n), z=z)  # Wilson: one seed's test sampling
+        half = z * unseen_sd
+        return max(m - float(np.hypot(half, m - lo_w)), 0.0), min(m + float(np.hypot(half, hi_w - m)), 1.0)
     sd = float(v.std(ddof=1)) if k > 1 else float("nan")
     lo, hi = accuracy_seed_interval(m, sd, k, float(n), z=z)
     return float(lo), float(hi)
 
 
 def difference_interval(a: Sequence[float], a_n: float, b: Sequence[float], b_n: float, whole_test_set: bool,
-                        z: float = 1.96) -> tuple[float, float, float]:
+                        z: float = 1.96, unseen_sd: float = 0.0) -> tuple[float, float, float]:
     """(mean(a) - mean(b), lo, hi): the difference of two methods' per-seed accuracies. Whole test
     set, two or more seeds each: Welch's t interval (Welch-Satterthwaite degrees of freedom). Else
-    MOVER (Newcombe 2011) of each side's `whole_test_set_interval`, which keeps each side's asymmetry."""
+    MOVER (Newcombe 2011) of each side's `whole_test_set_interval`, which keeps each side's asymmetry;
+    a side of one seed adds `unseen_sd`, the seed sd it cannot show, as there."""
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     value = float(va.mean() - vb.mean())
     if whole_test_set and va.size >= 2 and vb.size >= 2:
@@ -180,8 +189,8 @@ def difference_interval(a: Sequence[float], a_n: float, b: Sequence[float], b_n:
         df = (qa + qb) ** 2 / (qa**2 / (va.size - 1) + qb**2 / (vb.size - 1))
         half = _t(z, df) * se
         return value, value - half, value + half
-    a_lo, a_hi = whole_test_set_interval(va, a_n, False, z)
-    b_lo, b_hi = whole_test_set_interval(vb, b_n, False, z)
+    a_lo, a_hi = whole_test_set_interval(va, a_n, False, z, unseen_sd)
+    b_lo, b_hi = whole_test_set_interval(vb, b_n, False, z, unseen_sd)
     ma, mb = float(va.mean()), float(vb.mean())
     lo = value - float(np.hypot(ma - a_lo, b_hi - mb))
     hi = value + float(np.hypot(a_hi - ma, mb - b_lo))

@@ -71,6 +71,15 @@ NO_VALUE = "no value: not measurable in these runs"
 #: beside our runs as context, not judged as a claim
 CONTEXT = "context: within the source's noise, not judged"
 REDUCED = " at reduced scale"
+
+
+def difference_text(direction: str, size: str) -> str:
+    """A difference row's verdict: its direction's and its size's, each said."""
+    return f"{direction} in direction; size {size}"
+
+
+#: every verdict a compared difference row can read
+DIFFERENCE_VERDICTS = tuple(difference_text(d, s) for d in verdicts.VERDICTS for s in verdicts.VERDICTS)
 #: the claims about a class order (a direction, which a smaller recipe can show)
 ORDER_STATISTICS = ("rank", "weakest")
 
@@ -120,11 +129,13 @@ class Row:
 
     @property
     def compared(self) -> bool:
-        """Whether the row gets one of the three verdicts (at full or at reduced scale)."""
-        return self.verdict.split(REDUCED)[0] in verdicts.VERDICTS
+        """Whether the row gets verdicts (at full or at reduced scale)."""
+        return self.verdict_word in verdicts.VERDICTS
 
     @property
-    def verdict(self) -> str:
+    def verdict_word(self) -> str:
+        """The one verdict the summary counts (a difference row: its size; a claim of a direction:
+        its direction), or why the row is not compared."""
         if self.estimate is None:
             return NO_VALUE if self.setting else NOT_IN_PRESET
         if self.flagged:
@@ -135,15 +146,38 @@ class Row:
             if any(d.endswith(f" data, not {self.published.recipe.dataset}") for d in self.differences):
                 return RECIPE_DIFFERS
             # a direction is what a smaller recipe can show: the differences are stated, not disqualifying
-            verdict = verdicts.direction_verdict(self.estimate.lo, self.estimate.hi, self.published.direction)
-            return verdict + (REDUCED if self.reduced_scale else "")
-        order = self.published.statistic in ORDER_STATISTICS
-        if self.differences and order and self.reduced_scale and set(self.differences) <= set(self.cpu_recipe):
-            # a class order is a direction, which a smaller recipe can show; a value's size it cannot
-            return self._compare() + REDUCED
-        if self.differences:
+            return self.direction
+        if self.differences and not self._order_at_reduced_scale:
             return RECIPE_DIFFERS
         return self._compare()
+
+    @property
+    def _order_at_reduced_scale(self) -> bool:
+        # a class order is a direction, which a smaller recipe can show; a value's size it cannot
+        return bool(self.differences and self.published.statistic in ORDER_STATISTICS and self.reduced_scale
+                    and set(self.differences) <= set(self.cpu_recipe))
+
+    @property
+    def verdict(self) -> str:
+        """The row's verdict as shown: a difference row's direction and size each (DIFFERENCE_VERDICTS)."""
+        word = self.verdict_word
+        if word not in verdicts.VERDICTS:
+            return word
+        if self.difference_of and not self.published.direction:
+            return difference_text(self.direction, word)
+        reduced = self.reduced_scale if self.published.direction else self._order_at_reduced_scale
+        return word + (REDUCED if reduced else "")
+
+    @property
+    def direction(self) -> str:
+        """Whether our runs show the published direction (a difference row, or a claim of a
+        direction): a verdict word; '' for a row without a direction or without an estimate."""
+        e, p = self.estimate, self.published
+        if e is None or not (p.direction or self.difference_of):
+            return ""
+        sign = p.direction or (1 if self.published_value > 0 else -1 if self.published_value < 0 else 0)
+        # a published difference of exactly 0 claims no direction to show
+        return verdicts.direction_verdict(e.lo, e.hi, sign) if sign else verdicts.INCONCLUSIVE
 
     def _compare(self) -> str:
         e, statistic = self.estimate, self.published.statistic
@@ -152,7 +186,7 @@ class Row:
         if statistic == "weakest":
             return verdicts.weakest_verdict(e.value)
         if self.difference_of:
-            return verdicts.difference_verdict(e.lo, e.hi, self.published_value, self.published_sd)
+            return verdicts.size_verdict(e.value, e.lo, e.hi, self.published_value, self.published_sd)
         return verdicts.value_verdict(e.lo, e.hi, self.published_value, self.published_sd)
 
     @property
@@ -172,9 +206,9 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
     whole = whole_test_set(p, rows)
     classes: tuple[ClassAccuracy, ...] = ()
     if p.statistic == "mean":
-        estimate = accuracy_estimate(seeds["mean"], seeds["n"], whole)
+        estimate = accuracy_estimate(seeds["mean"], seeds["n"], whole, "mean")
     elif p.statistic == "worst":
-        estimate = accuracy_estimate(seeds["worst"], seeds["worst_n"], whole)
+        estimate = accuracy_estimate(seeds["worst"], seeds["worst_n"], whole, "worst")
     elif p.statistic == "class":
         estimate = class_estimate(rows, p.class_name, whole)
         if estimate is None:
@@ -211,7 +245,7 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
     column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
     ours, theirs = per_seed(rows), per_seed(base)
     whole = whole_test_set(p, rows) and whole_test_set(p, base)
-    estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole)
+    estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole, column)
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     base_name = str(base["method"].iloc[0])
     stated = (*differences, *redefinitions(params, p, method).all, *control_substitution(params, p, base_name),
@@ -236,7 +270,7 @@ def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.
     else:
         column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
         ours, theirs = per_seed(rows), per_seed(base)
-        estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole)
+        estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole, column)
     base_name = str(base["method"].iloc[0])
     redefined = redefinitions(params, p, method)
     substituted = () if base_name in equivalent_methods(params, [base_name], (p.control,)) else (

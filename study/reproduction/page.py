@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 
 from study.published import SECTIONS
-from study.reproduction.comparison import REDUCED, Row
+from study.reproduction.comparison import Row
 from study.reproduction.render import (
     _HOW_TO_READ,
     REDUCED_LEGEND,
@@ -40,9 +40,9 @@ td.verdict { font-weight: 600; white-space: nowrap; }
 _HEAD = ("published (source)", "published", "ours [95% interval]", "seeds", "detects", "verdict")
 
 
-def _verdict_class(verdict: str) -> str:
-    word = verdict.split(REDUCED)[0]
-    return word if word in VERDICTS else "other"
+def _verdict_class(row: Row) -> str:
+    """The colour of the row's verdict: the one the summary counts (a difference row's size)."""
+    return row.verdict_word if row.verdict_word in VERDICTS else "other"
 
 
 def _group_key(row: Row) -> tuple:
@@ -62,7 +62,7 @@ def _row_cells(row: Row) -> list[str]:
     cells = [f"{escape(_source(row))} (<code>{escape(row.published.id)}</code>)", escape(_published_text(row)),
              escape(_ours_text(row)), str(row.seeds) if row.seeds else "-",
              escape(_detects_text(row) if compared else "-")]
-    verdict = f'<td class="verdict {_verdict_class(row.verdict)}">{escape(row.verdict)}</td>'
+    verdict = f'<td class="verdict {_verdict_class(row)}">{escape(row.verdict)}</td>'
     return [f"<td>{c}</td>" for c in cells] + [verdict]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from study.published import BY_ID, PAPERS, SECTIONS
-from study.reproduction.comparison import REDUCED, Row
+from study.reproduction.comparison import Row
 from study.reproduction.statistics import ClassAccuracy
 from study.reproduction.verdicts import VERDICTS
 
@@ -120,8 +120,14 @@ _HOW_TO_READ = (
     "checkpoint was chosen. Recipe: how our runs differ from the published recipe (such a row is not "
     "compared as equal), what was inferred, and notes. Verdict: *agrees*, *inconclusive* or *differs*. "
     "A value differs when our interval excludes the published band (mean ± 1.96 sd) and agrees when it "
-    "meets the band and lies within 2 points of it; a difference agrees when our interval meets the band "
-    "and excludes 0 on the published side; a ranking agrees when rho's permutation p ≤ 0.05 and its "
+    "meets the band and lies within 2 points of it. A difference (a method minus its control) gets two "
+    "verdicts, its direction and its size: it agrees in direction when our interval excludes 0 on the "
+    "published side and differs in direction when it excludes 0 on the other; its size differs when our "
+    "interval excludes the band and agrees when it meets the band and our 90% interval lies within half "
+    "to twice the published difference (the summary counts a difference row by its size). One seed shows "
+    "no spread over seeds: its interval adds an assumed seed sd (0.8 points for a mean, 2.4 for the worst "
+    "or one class, the largest the published tables report), and its class bootstrap moves each class by "
+    "2.4 points. A ranking agrees when rho's permutation p ≤ 0.05 and its "
     "whole interval lies above the rho random orders exceed 5% of the time, and differs when rho's "
     "interval lies at or below 0; a claim of a direction (a method minus its control above or below 0) "
     "agrees when our interval excludes 0 on the claimed side and differs when it excludes 0 on the other, "
@@ -165,17 +171,18 @@ def table(rows: list[Row]) -> list[str]:
 
 def _claim_verdict(rows: list[Row]) -> str:
     """One published value's or claim's standing over its rows: the verdict its compared rows share
-    (`mixed` where they differ), else why none is compared."""
-    compared = {row.verdict.split(REDUCED)[0] for row in rows if row.compared}
+    (a difference row's by its size; `mixed` where they differ), else why none is compared."""
+    compared = {row.verdict_word for row in rows if row.compared}
     if compared:
         return compared.pop() if len(compared) == 1 else "mixed"
-    return rows[0].verdict.split(":")[0]
+    return rows[0].verdict_word.split(":")[0]
 
 
 def _summary(rows: list[Row]) -> str:
     """The published values and claims counted, each once whatever its number of rows (one row per
-    run group of ours): agrees, inconclusive, differs (at full and reduced scale together) or mixed
-    across its rows; then those shown as context and those not compared, by why; then the rows."""
+    run group of ours): agrees, inconclusive, differs (at full and reduced scale together; a
+    difference by its size) or mixed across its rows; then those shown as context and those not
+    compared, by why; then the rows, and last the difference rows' directions."""
     by_claim: dict[tuple[str, bool], list[Row]] = {}
     for row in rows:
         by_claim.setdefault((row.published.id, bool(row.difference_of)), []).append(row)
@@ -195,8 +202,17 @@ def _summary(rows: list[Row]) -> str:
     shown = [row for row in rows if row.compared]
     text += f" Rows (one per run group of ours, beneath each claim): {len(shown)} compared."
     reduced = sum(bool(row.reduced_scale) for row in shown)
-    return text + (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
-                   f"({REDUCED_MARK})." if reduced else "")
+    if reduced:
+        text += (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
+                 f"({REDUCED_MARK}).")
+    directions = {verdict: 0 for verdict in VERDICTS}
+    for row in shown:
+        if row.difference_of and not row.published.direction:
+            directions[row.direction] += 1
+    if any(directions.values()):
+        text += (" Difference rows counted above by their size; in direction: "
+                 + ", ".join(f"{n} {verdict}" for verdict, n in directions.items()) + ".")
+    return text
 
 
 def render(values: list[Row], deltas: list[Row], preset: str, commit: str, day: str) -> str:

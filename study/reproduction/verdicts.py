@@ -6,10 +6,14 @@ Every compared row reads *agrees*, *inconclusive* or *differs*:
   the published band (mean +- 1.96 sd over the paper's seeds); agrees when it meets the band and
   lies within `VALUE_MARGIN` of it, so that our runs could tell the published value from one that
   much outside its band (an equivalence test); otherwise inconclusive;
-- a difference between a method and its control: differs when our interval excludes the
-  published band; agrees when it meets the band and excludes 0 on the published side (our runs
-  show the published direction); otherwise inconclusive. At no true effect a 95% interval
-  excludes 0 on one given side 2.5% of the time: that bounds the false agreements;
+- a difference between a method and its control gets two verdicts, each with its own rule:
+  its *direction* (`direction_verdict` with the published sign: agrees when our interval excludes
+  0 on the published side, differs when it excludes 0 on the other; at no true effect each
+  happens 2.5% of the time) and its *size* (`size_verdict`: differs when our interval excludes
+  the published band; agrees when it meets the band and our one-sided 95% bounds (the 90%
+  interval) lie within a factor `SIZE_RATIO` of the published difference, an equivalence test
+  (two one-sided 5% tests) on the ratio; otherwise inconclusive). A true difference half the
+  published one, or twice it, agrees in size at most 5% of the time;
 - a class ranking: agrees when Spearman's rho with the published order is above what random
   class orders give in 95% of cases (a permutation test, p <= 0.05) and so is its whole seed-aware
   bootstrap interval (the order survives drawing the seeds and test images again, as a difference
@@ -36,6 +40,9 @@ Z95 = 1.96
 Z_POWER80 = 0.8416
 #: how close to the published band a value's interval must lie to agree: 2 points of accuracy
 VALUE_MARGIN = 0.02
+Z90 = 1.6449
+#: how close to the published difference ours must be shown to be to agree in size: within a factor 2
+SIZE_RATIO = 2.0
 RANK_ALPHA = 0.05
 WEAKEST_AGREES, WEAKEST_DIFFERS = 0.95, 0.05
 
@@ -62,13 +69,19 @@ def value_verdict(lo: float, hi: float, value: float, sd: float | None, margin: 
     return INCONCLUSIVE
 
 
-def difference_verdict(lo: float, hi: float, value: float, sd: float | None) -> str:
-    """A difference row's verdict: our interval of method minus control against the published one."""
+def size_verdict(ours: float, lo: float, hi: float, value: float, sd: float | None) -> str:
+    """A difference row's size verdict: our estimate `ours` of method minus control with its 95%
+    interval [lo, hi] against the published difference `value` and its sd."""
     b_lo, b_hi = band(value, sd)
     if hi < b_lo or lo > b_hi:
         return DIFFERS
-    shows_direction = lo > 0 if value > 0 else hi < 0 if value < 0 else False
-    return AGREES if shows_direction else INCONCLUSIVE
+    if value == 0:
+        return INCONCLUSIVE  # no size to be within a factor of
+    # each side of the 95% interval taken to the one-sided 95% bound (z 1.645 for 1.96); on a t
+    # interval this errs wide, as t's quantiles fall less from 97.5% to 95% than z's
+    lo90, hi90 = ours - (ours - lo) * Z90 / Z95, ours + (hi - ours) * Z90 / Z95
+    small, large = sorted((value / SIZE_RATIO, value * SIZE_RATIO))
+    return AGREES if small <= lo90 and hi90 <= large else INCONCLUSIVE
 
 
 def direction_verdict(lo: float, hi: float, direction: int) -> str:

@@ -18,7 +18,15 @@ import pytest
 from helpers.workflow import BIN, _copy_project, _run
 
 from study.front_page import _attack, _headline_rows, class_range
-from study.reproduction.comparison import FLAGGED, NO_VALUE, NOT_IN_PRESET, RECIPE_DIFFERS, REDUCED
+from study.reproduction.comparison import (
+    CONTEXT,
+    DIFFERENCE_VERDICTS,
+    FLAGGED,
+    NO_VALUE,
+    NOT_IN_PRESET,
+    RECIPE_DIFFERS,
+    REDUCED,
+)
 from study.reproduction.verdicts import VERDICTS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,10 +90,10 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
         shown = page.frame_locator("iframe")
         shown.locator("table").first.wait_for(timeout=10_000)
         assert shown.locator("table").count() > 0 and shown.locator("td.verdict").count() > 0
-        assert shown.locator("#verdicts").inner_text().startswith("Verdicts: ")
+        assert shown.locator("#verdicts").inner_text().startswith("Claims: ")
         # rows by claim (a heading each), every verdict cell a named verdict or why the row is not compared
         assert shown.locator("h2").count() > 1
-        words = {*VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE}
+        words = {*VERDICTS, *DIFFERENCE_VERDICTS, NOT_IN_PRESET, RECIPE_DIFFERS, FLAGGED, NO_VALUE, CONTEXT}
         cells = shown.locator("td.verdict").all_inner_texts()
         assert all(c.split(REDUCED)[0] in words for c in cells), sorted(set(cells) - words)
         page.goto((report / "results/ci/report.html").as_uri())

@@ -25,24 +25,38 @@ import pytest
 from study.data.classes import CIFAR10_CLASS_NAMES
 from study.published import BY_ID, PUBLISHED
 from study.reproduction.comparison import Row
-from study.reproduction.statistics import difference_estimate, per_seed, rank_correlation, weakest_probability
+from study.reproduction.statistics import (
+    accuracy_estimate,
+    bootstrap_classes,
+    difference_estimate,
+    rank_correlation,
+    weakest_estimate,
+)
 from study.reproduction.verdicts import AGREES
 
 CAT = CIFAR10_CLASS_NAMES.index("cat")
+AIRPLANE, BIRD, DOG = (CIFAR10_CLASS_NAMES.index(c) for c in ("airplane", "bird", "dog"))
 #: the difference rows CFA's claim rests on: each +CFA method minus its control, best checkpoint, AutoAttack
 # CFA Table 1's differences (the later papers' rows have smaller seeds-to-effect ratios, and
 # the TRIX authors' table is a rerun: the power claim is CFA's)
 CLAIM_ROWS = tuple(p.id for p in PUBLISHED if p.baseline is not None and p.checkpoint == "best"
                    and p.recipe.kind == "autoattack" and p.paper == "wei2023")
+#: the seed sd of the issue's one-seed case (issue 42): each class moves by 2 points from seed to
+#: seed before its test images are drawn, so the worst class's measured sd is 2.4 points at 1,000 images
+SEED_SD = 0.02
 
 
-def _profile(mean: float, worst: float) -> np.ndarray:
-    """Ten class accuracies: cat at `worst`, the others evenly spread from 8 points above it, at `mean`."""
-    steps = np.linspace(0.0, 1.0, 9)
-    spread = (10 * mean - worst - 9 * (worst + 0.08)) / steps.sum()
+def _profile(mean: float, worst: float, cluster: bool = False) -> np.ndarray:
+    """Ten class accuracies: cat at `worst`, the others evenly spread from 8 points above it, at
+    `mean`; `cluster`: bird and dog 1 and 2 points above cat instead (three classes within 2 points)."""
     out = np.empty(10)
     out[CAT] = worst
-    out[[c for c in range(10) if c != CAT]] = worst + 0.08 + spread * steps
+    near = [BIRD, DOG] if cluster else []
+    out[near] = worst + np.array([0.01, 0.02])[:len(near)]
+    rest = [c for c in range(10) if c != CAT and c not in near]
+    steps = np.linspace(0.0, 1.0, len(rest))
+    spread = (10 * mean - out[[CAT, *near]].sum() - len(rest) * (worst + 0.08)) / steps.sum()
+    out[rest] = worst + 0.08 + spread * steps
     return out
 
 
@@ -58,21 +72,42 @@ def _table(rng: np.random.Generator, truth: np.ndarray, seeds: int, n: int, shar
     return pd.DataFrame(rows)
 
 
-def _arm(rng: np.random.Generator, mean_row: str, worst_row: str, seeds: int, n: int,
-         shift: tuple[float, float] = (0.0, 0.0)) -> pd.DataFrame:
-    """An arm whose truth is a published row pair (its mean and worst class, moved by `shift`) and
+def _measured(rng: np.random.Generator, truth: np.ndarray, studies: int, seeds: int, n: int, shared_sd: float,
+              class_sd: float) -> np.ndarray:
+    """The measured class accuracies (studies x seeds x classes) of `studies` simulated arms, as
+    `_table` draws one: each seed moves every class by a shared shift and each by its own, then
+    draws each class's test images afresh (the seeds disagree image by image)."""
+    shape = (studies, seeds, truth.size)
+    acc = truth + rng.normal(0.0, shared_sd, (studies, seeds, 1)) + rng.normal(0.0, class_sd, shape)
+    return rng.binomial(n, np.clip(acc, 0.0, 1.0)) / n
+
+
+def _arm(rng: np.random.Generator, mean_row: str, worst_row: str, studies: int, seeds: int, n: int,
+         shift: tuple[float, float] = (0.0, 0.0), seed_sd: float | None = None, cluster: bool = False) -> np.ndarray:
+    """Arms whose truth is a published row pair (its mean and worst class, moved by `shift`) and
     whose measured values vary over seeds as the published sds say. A published sd is the spread of
     measured values on the fixed test set, test-image noise included, so the shared and per-class
     shifts make up what the binomial draw of the test images leaves: mean sd^2 = shared^2 + class^2
-    / 10 + its binomial variance, worst sd^2 = shared^2 + class^2 + its binomial variance."""
+    / 10 + its binomial variance, worst sd^2 = shared^2 + class^2 + its binomial variance.
+    `seed_sd`: instead, each class moves by this sd over seeds (no shared shift)."""
     mean, worst = BY_ID[mean_row], BY_ID[worst_row]
-    truth = _profile(mean.value + shift[0], worst.value + shift[1])
+    truth = _profile(mean.value + shift[0], worst.value + shift[1], cluster)
+    if seed_sd is not None:
+        return _measured(rng, truth, studies, seeds, n, 0.0, seed_sd)
     binomial_mean = float(np.mean(truth * (1 - truth) / n)) / truth.size
     binomial_worst = float(truth[CAT] * (1 - truth[CAT]) / n)
     mean_var, worst_var = max(mean.sd**2 - binomial_mean, 0.0), max(worst.sd**2 - binomial_worst, 0.0)
     class_var = max(worst_var - mean_var, 0.0) * 10 / 9
     shared = math.sqrt(max(mean_var - class_var / 10, 0.0))
-    return _table(rng, truth, seeds, n, shared, math.sqrt(class_var))
+    return _measured(rng, truth, studies, seeds, n, shared, math.sqrt(class_var))
+
+
+def _per_seed(measured: np.ndarray, n: int, statistic: str) -> tuple[np.ndarray, int]:
+    """(values, test samples) per seed of each study, as statistics.per_seed gives them: the mean
+    over the classes on all their test images, or the worst class on its own."""
+    if statistic == "worst":
+        return measured.min(axis=2), n
+    return measured.mean(axis=2), n * measured.shape[2]
 
 
 def _pair_ids(published_id: str) -> tuple[str, str]:
@@ -80,39 +115,102 @@ def _pair_ids(published_id: str) -> tuple[str, str]:
     return f"{stem}_mean", f"{stem}_worst"
 
 
-def difference_agreement(published_id: str, effect: float, seeds: int, n: int, studies: int, seed: int = 0) -> float:
-    """The share of simulated studies whose difference row agrees: the control as its published row,
-    the method at the control plus `effect` times the published difference."""
+def difference_agreement(published_id: str, effect: float, seeds: int, n: int, studies: int, seed: int = 0,
+                         seed_sd: float | None = None, cluster: bool = False) -> tuple[float, float]:
+    """(in direction, in size): the shares of simulated studies whose difference row agrees in its
+    direction and in its size; the control as its published row, the method at the control plus
+    `effect` times the published difference."""
     p = BY_ID[published_id]
     control, method = _pair_ids(p.baseline), _pair_ids(p.id)
     shift = tuple(effect * (BY_ID[m].value - BY_ID[c].value) for m, c in zip(method, control, strict=True))
-    column, n_column = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
+    statistic = "worst" if p.statistic == "worst" else "mean"
+    rng = np.random.default_rng(seed)
+    # the method: the control's truth, shifted
+    ours, size_n = _per_seed(_arm(rng, *control, studies, seeds, n, shift, seed_sd, cluster), n, statistic)
+    theirs, _ = _per_seed(_arm(rng, *control, studies, seeds, n, seed_sd=seed_sd, cluster=cluster), n, statistic)
+    whole = n >= p.recipe.test_per_class
+    direction = size = 0
+    for a, b in zip(ours, theirs, strict=True):
+        estimate = difference_estimate(a, size_n, b, size_n, whole, statistic)
+        row = Row(p, setting="simulated", estimate=estimate, seeds=seeds, difference_of="method minus control")
+        direction += row.direction == AGREES
+        size += row.verdict_word == AGREES
+    return direction / studies, size / studies
+
+
+def value_agreement(published_id: str, offset: float, seeds: int, n: int, studies: int, seed: int = 0,
+                    seed_sd: float | None = None) -> float:
+    """The share of simulated studies whose value row agrees, the truth `offset` from the published value."""
+    p = BY_ID[published_id]
+    shift = (offset, 0.0) if p.statistic == "mean" else (0.0, offset)
+    rng = np.random.default_rng(seed)
+    values, size_n = _per_seed(_arm(rng, *_pair_ids(p.id), studies, seeds, n, shift, seed_sd), n, p.statistic)
+    whole = n >= p.recipe.test_per_class
+    return float(np.mean([Row(p, setting="simulated", seeds=seeds,
+                              estimate=accuracy_estimate(v, size_n, whole, p.statistic)).verdict == AGREES
+                          for v in values]))
+
+
+def weakest_agreement(truth: np.ndarray, seeds: int, n: int, class_sd: float, studies: int, seed: int = 7) -> float:
+    """The share of simulated studies in which "cat is the weakest" agrees: each class moves by
+    `class_sd` over seeds around `truth`; the report's seed-aware bootstrap of each study's classes."""
+    p = BY_ID["xu_standard_cat_weakest_clean"]
     rng = np.random.default_rng(seed)
     agree = 0
-    for _ in range(studies):
-        ours = per_seed(_arm(rng, *control, seeds, n, shift))  # the method: the control's truth, shifted
-        theirs = per_seed(_arm(rng, *control, seeds, n))
-        whole = n >= p.recipe.test_per_class
-        estimate = difference_estimate(ours[column], ours[n_column], theirs[column], theirs[n_column], whole)
-        row = Row(p, setting="simulated", estimate=estimate, seeds=seeds, difference_of="method minus control")
-        agree += row.verdict == AGREES
+    for acc in _measured(rng, truth, studies, seeds, n, 0.0, class_sd):
+        _, draws = bootstrap_classes(acc, np.full(acc.shape, float(n)))
+        estimate = weakest_estimate(draws, CAT, seeds)
+        agree += Row(p, setting="simulated", estimate=estimate, seeds=seeds).verdict == AGREES
     return agree / studies
 
 
 @pytest.mark.parametrize("published_id", ["cfa_at_cfa_best_autoattack_worst", "cfa_at_cfa_best_autoattack_mean"])
-@pytest.mark.parametrize(("seeds", "n"), [(3, 1000), (1, 100)])
-def test_no_true_effect_rarely_agrees_with_a_published_effect(published_id, seeds, n):
-    rate = difference_agreement(published_id, 0.0, seeds, n, studies=400)
-    print(f"false agreement, {published_id}, {seeds} seeds, {n} per class: {rate:.3f}")
-    assert rate <= 0.05
+@pytest.mark.parametrize(("seeds", "n", "seed_sd", "cluster"),
+                         [(3, 1000, None, False), (1, 100, None, False), (1, 1000, None, False),
+                          (1, 1000, SEED_SD, False), (3, 1000, None, True), (3, 1000, SEED_SD, True)])
+def test_no_true_effect_rarely_agrees_with_a_published_effect(published_id, seeds, n, seed_sd, cluster):
+    """In direction or in size. One seed cannot show its seed sd: at 2 points per class (the issue's
+    case) its interval must carry the one assumed; `cluster`: the arms' bottom three classes lie
+    within 2 points, so that the worst class is now one, now another of them."""
+    direction, size = difference_agreement(published_id, 0.0, seeds, n, studies=1000, seed_sd=seed_sd,
+                                           cluster=cluster)
+    print(f"false agreement, {published_id}, {seeds} seeds, {n} per class, seed sd {seed_sd}, "
+          f"clustered {cluster}: in direction {direction:.3f}, in size {size:.3f}")
+    assert direction <= 0.05 and size <= 0.05
+
+
+@pytest.mark.parametrize("effect", [0.5, 2.0])
+def test_half_or_twice_the_published_effect_rarely_agrees_in_size(effect):
+    """At 5 seeds and 1,000 test images per class: agreement in size is agreement within a factor 2."""
+    for published_id in CLAIM_ROWS:
+        direction, size = difference_agreement(published_id, effect, 5, 1000, studies=400, seed=2)
+        print(f"{effect} times the published effect, {published_id}, 5 seeds, 1000 per class: "
+              f"in direction {direction:.3f}, in size {size:.3f}")
+        assert size <= 0.20, published_id
 
 
 def test_the_published_effect_with_five_seeds_on_the_whole_test_set_agrees():
+    """In direction at least 80% of the time; in size at least half of the time (a factor 2 is what
+    5 seeds resolve of CFA's worst-class gains)."""
     assert len(CLAIM_ROWS) == 6  # AT, TRADES, FAT + CFA; mean and worst class
     for published_id in CLAIM_ROWS:
-        rate = difference_agreement(published_id, 1.0, 5, 1000, studies=200, seed=1)
-        print(f"power, {published_id}, 5 seeds, 1000 per class: {rate:.3f}")
-        assert rate >= 0.80, published_id
+        direction, size = difference_agreement(published_id, 1.0, 5, 1000, studies=400, seed=1)
+        print(f"power, {published_id}, 5 seeds, 1000 per class: in direction {direction:.3f}, in size {size:.3f}")
+        assert direction >= 0.80 and size >= 0.50, published_id
+
+
+@pytest.mark.parametrize("published_id", ["cfa_at_best_autoattack_worst", "cfa_at_best_autoattack_mean"])
+@pytest.mark.parametrize(("seeds", "seed_sd"), [(1, SEED_SD), (1, None), (3, None), (5, None)])
+@pytest.mark.parametrize("side", [1, -1])
+def test_a_value_two_points_outside_the_published_band_rarely_agrees(published_id, seeds, seed_sd, side):
+    """The value rule's margin is 2 points beyond the band (mean +- 1.96 sd): a truth there is what
+    a row must tell from the published value. Written out here, not read from verdicts.VALUE_MARGIN,
+    so that a wider margin in the code fails this test."""
+    p = BY_ID[published_id]
+    rate = value_agreement(published_id, side * (1.96 * p.sd + 0.02), seeds, 1000, studies=600, seed_sd=seed_sd)
+    print(f"false agreement, {published_id} {'+' if side > 0 else '-'}(band + 2 points), {seeds} seeds, "
+          f"seed sd {seed_sd}: {rate:.3f}")
+    assert rate <= 0.05
 
 
 @pytest.mark.parametrize(("seeds", "studies"), [(1, 800), (3, 300)])
@@ -131,13 +229,25 @@ def test_random_class_orders_rarely_agree_with_the_published_ranking(seeds, stud
 @pytest.mark.parametrize(("gap", "seeds", "n"), [(0.01, 3, 1000), (0.02, 1, 100), (0.0, 1, 100)])
 def test_a_class_that_is_not_the_weakest_rarely_agrees_as_the_weakest(gap, seeds, n):
     """Cat `gap` above the weakest class (airplane); at gap 0 the two tie and cat is not *the* weakest."""
-    p = BY_ID["xu_standard_cat_weakest_clean"]
-    rng = np.random.default_rng(7)
-    agree, studies = 0, 400
-    for _ in range(studies):
-        truth = np.linspace(0.5, 0.9, 10)
-        truth[CAT] = truth[0] + gap
-        estimate = weakest_probability(_table(rng, truth, seeds, n, 0.0, 0.01), "cat")
-        agree += Row(p, setting="simulated", estimate=estimate, seeds=seeds).verdict == AGREES
-    print(f"false agreement, cat {gap:.2f} above the weakest, {seeds} seeds, {n} per class: {agree / studies:.3f}")
-    assert agree / studies <= 0.05
+    truth = np.linspace(0.5, 0.9, 10)
+    truth[CAT] = truth[AIRPLANE] + gap
+    rate = weakest_agreement(truth, seeds, n, 0.01, studies=400)
+    print(f"false agreement, cat {gap:.2f} above the weakest, {seeds} seeds, {n} per class: {rate:.3f}")
+    assert rate <= 0.05
+
+
+@pytest.mark.parametrize(("gap", "seeds", "bird", "studies"),
+                         [(0.0, 1, None, 2000), (0.01, 1, None, 600), (0.0, 3, 0.02, 600), (0.01, 3, 0.02, 600)])
+def test_one_seed_or_a_clustered_bottom_rarely_agrees_as_the_weakest(gap, seeds, bird, studies):
+    """Each class moves by 2 points over seeds (the issue's case), which one seed cannot show: cat
+    tied with airplane, or 1 point above it, the other classes from 10 points up; `bird`: bird that
+    far above airplane, so that the bottom three classes lie within 2 points. The tie at one seed is
+    the hardest case (2,000 studies: a binomial sd of 0.5 points at a rate of 5%)."""
+    truth = np.linspace(0.6, 0.9, 10)
+    truth[AIRPLANE], truth[CAT] = 0.5, 0.5 + gap
+    if bird is not None:
+        truth[BIRD] = 0.5 + bird
+    rate = weakest_agreement(truth, seeds, 1000, SEED_SD, studies)
+    print(f"false agreement, cat {gap:.2f} above the weakest, bird {bird}, {seeds} seeds, 1000 per class, "
+          f"seed sd {SEED_SD}: {rate:.4f}")
+    assert rate <= 0.05

@@ -83,7 +83,7 @@ def test_the_page_holds_the_markdowns_rows_and_states_each_recipe_once(params):
         assert cells[-1] == row.verdict
         assert f"`{row.published.id}`" in markdown
     # the verdict count, the same line as the markdown's
-    (count,) = [line for line in markdown.splitlines() if line.startswith("Verdicts: ")]
+    (count,) = [line for line in markdown.splitlines() if line.startswith("Claims: ")]
     assert count in page
     # one header per run group (its runs, protocol and recipe), above its rows: the recipe is on the
     # page once per group, never in a row (a row has the six columns of _HEAD alone)
