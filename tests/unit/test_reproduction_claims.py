@@ -184,3 +184,15 @@ def test_each_published_row_is_shown_in_one_section_of_the_report():
     shown = [i for section in SECTIONS for i in section.ids]
     assert len(shown) == len(set(shown)), sorted({i for i in shown if shown.count(i) > 1})
     assert set(shown) == {p.id for p in PUBLISHED}
+
+
+def test_a_claims_control_is_the_declared_pairs_never_another_groups_runs_of_the_same_method(laptop):
+    """`at` also run by another experiment group, 20 points weaker: the claim still reads the
+    mitigation group's `at`, the control its declared pair names, not the other group's copy."""
+    table = _fairness_table(laptop, "trades_cfa", 0.08, -0.03, noise=0.0)
+    expected = row_of(table, laptop, "claim_trades_cfa_autoattack_worst")
+    elsewhere = table[table["method"] == "at"].assign(group="baseline", run_id=lambda t: t["run_id"] + "-b",
+                                                      acc=lambda t: t["acc"] - 0.2)
+    row = row_of(pd.concat([elsewhere, table], ignore_index=True), laptop, "claim_trades_cfa_autoattack_worst")
+    assert row.pair == "declared pair mitigation: trades_cfa vs at"
+    assert row.estimate == expected.estimate
