@@ -37,6 +37,9 @@ class Recipe:
     kind: str = "autoattack"  # the evaluation: clean | pgd | autoattack (L-inf 8/255)
     pgd_steps: int | None = None
     selection: str = ""  # how the paper picked its best checkpoint, in words
+    #: the index the paper's best checkpoint was picked by, as train.published_selection names it
+    #: (CFA: mean_plus_worst; TRIX: worst); None where no best is reported
+    selection_index: str | None = None
     seeds: int = 1
     #: test images per class the paper scored (CIFAR-10's whole test set: 1,000)
     test_per_class: int = 1000
@@ -92,10 +95,10 @@ class Published:
         return self.source_z is not None and abs(self.source_z) < CLAIM_Z
 
 
-_CFA = Recipe(kind="autoattack", seeds=5,
+_CFA = Recipe(kind="autoattack", seeds=5, selection_index="mean_plus_worst",
               selection="on the test set: PGD-10 mean plus worst-class robust accuracy, from epoch E/2, "
                         "checkpoints within 0.02 of the best kept (PKU-ML/CFA train.py)")
-_CFA_CLEAN = Recipe(kind="clean", seeds=5, selection=_CFA.selection)
+_CFA_CLEAN = replace(_CFA, kind="clean")
 # Wei et al. 2023, Table 1: (mean, sd) of mean and worst class, best and last checkpoint, clean and AutoAttack.
 _CFA_TABLE1 = {
     # row: (our method, {(checkpoint, kind): ((mean, sd), (worst, sd))})
@@ -271,6 +274,7 @@ _DAFA_TABLE = {
 _TRIX_INFERRED = ("150 epochs from the TRIX code (train.py's default; the rebuttal states none)",
                   "the best checkpoint chosen on the test set (the rebuttal does not name the set)")
 _TRIX = Recipe(model="resnet18", epochs=150, kind="autoattack", seeds=5, train_attack=(10, 0.007),
+               selection_index="worst",
                selection="the checkpoint of best worst-class robust accuracy (the set is not stated)",
                inferred=_TRIX_INFERRED)
 _TRIX_CLEAN = replace(_TRIX, kind="clean")

@@ -229,8 +229,8 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
     first = rows.iloc[0]
     method = str(first["method"])
     redefined = redefinitions(params, p, method)
-    return Row(p, setting(rows), estimate, classes, (*differences, *redefined.all, *protocol_differences(p, rows)),
-               notes(p, n_seeds), flagged(rows), n_seeds, reduced_scale=scale_reductions(p, first),
+    stated = (*differences, *redefined.all, *protocol_differences(p, rows, plan))
+    return Row(p, setting(rows), estimate, classes, stated, notes(p, n_seeds), flagged(rows), n_seeds, reduced_scale=scale_reductions(p, first),
                cpu_recipe=(*cpu_recipe(p, first), *redefined.attack),
                protocol=protocol_of(rows, plan))
 
@@ -249,7 +249,7 @@ def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     base_name = str(base["method"].iloc[0])
     stated = (*differences, *redefinitions(params, p, method).all, *control_substitution(params, p, base_name),
-              *protocol_differences(p, rows), *candidate_difference(params, rows, base, plan))
+              *protocol_differences(p, rows, plan), *candidate_difference(params, rows, base, plan))
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),

@@ -203,3 +203,13 @@ def test_the_published_protocol_states_its_test_subset_and_its_inferred_pick():
         assert f"on {n} test images per class where CFA's code scores all 1000" in row.protocol
         assert f"about {100 * index_sd(n):.1f} pts against {100 * index_sd(1000):.1f}" in row.protocol
         assert "(inferred: Table 1 does not say which of them it reports)" in row.protocol
+
+
+def test_a_best_value_chosen_by_another_papers_index_says_so():
+    """TRIX reports the best worst class; the mitigation group's FRL runs keep CFA's index: stated."""
+    params, _, values, _ = _report("paper")
+    frl = [r for r in values if r.published.id == "trix_trades_frl_autoattack_worst" and r.estimate is not None]
+    assert frl and all("published checkpoint chosen by the index mean_plus_worst, not the paper's worst"
+                       in r.differences for r in frl)
+    trix = [r for r in values if r.published.id == "trix_trades_trix_autoattack_worst" and r.estimate is not None]
+    assert trix and not any("chosen by the index" in d for r in trix for d in r.differences)
