@@ -230,7 +230,8 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
     method = str(first["method"])
     redefined = redefinitions(params, p, method)
     stated = (*differences, *redefined.all, *protocol_differences(p, rows, plan))
-    return Row(p, setting(rows), estimate, classes, stated, notes(p, n_seeds), flagged(rows), n_seeds, reduced_scale=scale_reductions(p, first),
+    return Row(p, setting(rows), estimate, classes, stated, notes(p, n_seeds), flagged(rows), n_seeds,
+               reduced_scale=scale_reductions(p, first),
                cpu_recipe=(*cpu_recipe(p, first), *redefined.attack),
                protocol=protocol_of(rows, plan))
 
