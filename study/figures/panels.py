@@ -39,10 +39,13 @@ def is_mitigation_run(run: Run) -> bool:
 
 
 def plain_runs(runs: Sequence[Run]) -> list[Run]:
-    """The runs of the class-wise figures: neither figure 12's (constructed data) nor figure 13's."""
+    """The runs of the class-wise figures: neither figure 12's (constructed data) nor figure 13's,
+    and evaluated at the last checkpoint, which those figures draw (the TRIX recipe's runs keep
+    only the checkpoint its paper's rule chose)."""
     from study.config.types import RunConfig
 
-    return [r for r in runs if not (isinstance(r.run, RunConfig) and r.run.constructed) and not is_mitigation_run(r)]
+    return [r for r in runs if not (isinstance(r.run, RunConfig) and r.run.constructed) and not is_mitigation_run(r)
+            and "last" in r.checkpoints]
 
 
 def grouped(runs: Sequence[Run], key: Callable[[Run], Hashable]) -> dict:
