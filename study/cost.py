@@ -6,11 +6,19 @@ Each model job is priced from the useful FLOPs it computes (the bench's conventi
 tools/bench/peak.py: forward F from the model's row of study.models.registry, scaled with the
 image area; training 3F, PGD-k training (2k+3)F, TRADES (2k+7)F, an evaluation (1+2s)F with s
 the attack's gradient steps, study.resources.attack_steps) at the rate the bench measured
-for that model, task and device kind: a row of the throughput table (workflow/throughput.yaml,
-every row naming the hardware, torch, commit and date that measured it). A model without a row
-of its own runs at the FLOP rate of the measured model nearest in FLOPs (`scaled from FLOPs`);
-a device kind without any row for the task at ASSUMED_GPU_FLOPS (`assumed`). Each job adds a
-process start (the table's `job_start_s`).
+for that model, task, device kind and training precision: a row of the throughput table
+(workflow/throughput.yaml). Every row names its provenance (the hardware, torch, the engine or
+commit, the date) and its basis: `measured`, or `assumed` with the assumption and what it is
+derived from; a row without them is refused (load_throughput), and a task without a row for the
+device kind is an error, not a silent default. A model without a row of its own runs at the FLOP
+rate of the model nearest in FLOPs (`scaled from FLOPs`); a bf16 run on a device kind without a
+bf16 row runs at its fp32 row (bf16 is never slower where it runs). Each job adds a process
+start (the table's `job_start_s`).
+
+AutoAttack is priced as its cascade runs (study.attacks.autoattack): the clean pass on every
+image, then each attack on the share of images still robust when it starts, from the run's own
+per-sample records (`broken_by`) where they exist, else from the expected accuracies of its kind
+of model (EXPECTED_ACCURACY, stated in the price).
 
 Where a run left Snakemake benchmark files (results/benchmarks/<rule>/..., the mirror of the
 job's log path: every rule of workflow/rules writes one), the measured seconds replace the
@@ -40,15 +48,12 @@ from study.data.registry import DATASETS, get_dataset_info
 from study.io import replace_marked
 from study.models.registry import MODELS
 from study.record_names import record_name
-from study.resources import GPU_FLOPS, attack_steps, data_facts, forward_gflops
+from study.resources import attack_steps, data_facts, forward_gflops
 
 THROUGHPUT_TABLE = "workflow/throughput.yaml"
 BENCHMARKS = "benchmarks"
 #: the device kinds priced: a CPU of 2 cores (this project's machine) and one H100
 DEVICES = ("cpu-2core", "h100")
-#: a GPU's sustained rate on these small-image networks where the table has no row for it
-#: (study.resources.GPU_FLOPS, the Slurm estimate's assumption)
-ASSUMED_GPU_FLOPS = GPU_FLOPS
 #: bytes of one per-sample record row (an image of an evaluation), measured on the demo's parquet files
 RECORD_BYTES = 70
 #: parameters of each architecture at 10 classes (tests/workflow/test_cost.py counts them with torch)
@@ -60,6 +65,10 @@ PARAMETERS = {"small_cnn": 94_762, "small_cnn_s2": 391_466, "resnet18": 11_173_9
 ZOO_PARAMETERS = 370_000_000
 
 MEASURED, TABLE, SCALED, ASSUMED = "measured", "table", "scaled from FLOPs", "assumed"
+#: a row's basis: measured by a bench, or an assumption (named in its `assumption`)
+ROW_BASES = ("measured", "assumed")
+#: the provenance every row names (load_throughput refuses a row without it)
+PROVENANCE = ("hardware", "torch", "date")
 
 
 @dataclass(frozen=True)
@@ -73,9 +82,23 @@ class Row:
     gflop_per_s: float
     hardware: str
     torch: str
-    commit: str
     date: str
+    commit: str = ""
     note: str = ""
+    #: the engine measured, where it is not the commit's (e.g. the engine before the step rewrite)
+    engine: str = ""
+    #: the training precision the row's rate is for (evaluations are always fp32)
+    precision: str = "fp32"
+    basis: str = "measured"
+    #: for an assumed row: what is assumed, and from which measurement
+    assumption: str = ""
+
+    def provenance(self) -> str:
+        """One line: which rate this is and where it comes from."""
+        what = (f"{self.model} {self.task} on {self.device} ({self.precision}): {self.gflop_per_s:,.0f} GFLOP/s, "
+                f"{self.basis}")
+        source = f"{self.hardware}, torch {self.torch}, {self.engine or 'commit ' + self.commit}, {self.date}"
+        return f"{what}: {self.assumption + '; ' if self.assumption else ''}{source}"
 
 
 @dataclass(frozen=True)
@@ -83,30 +106,56 @@ class Throughput:
     rows: tuple[Row, ...]
     job_start_s: Mapping[str, float]
 
-    def rate(self, model: str, task: str, device: str) -> tuple[float, str]:
-        """(useful FLOP/s, basis) of `task` for `model` on `device`: its row, else the row of the
-        model nearest in forward FLOPs, else ASSUMED_GPU_FLOPS on a GPU kind."""
+    def row(self, model: str, task: str, device: str, precision: str = "fp32") -> tuple[Row, str]:
+        """(the row that prices `task` for `model` on `device` in `precision`, basis): the model's
+        own row, else the row of the model nearest in forward FLOPs; a bf16 task without a bf16
+        row takes the fp32 one. An assumed row's basis is ASSUMED whatever the model."""
         rows = [r for r in self.rows if r.task == task and r.device == device]
-        exact = [r for r in rows if r.model == model]
+        if not rows:
+            raise ValueError(f"the throughput table has no {device} row for task {task!r}; rows exist for "
+                             f"{', '.join(sorted({r.device for r in self.rows if r.task == task})) or 'no device'}")
+        same = [r for r in rows if r.precision == precision] or [r for r in rows if r.precision == "fp32"] or rows
+        exact = [r for r in same if r.model == model]
         if exact:
-            return max(r.gflop_per_s for r in exact) * 1e9, TABLE
-        if rows:
-            # a zoo model: the largest zoo cost of any dataset (an upper bound)
-            largest_zoo = max(d.zoo_gflops for d in DATASETS.values())
-            size = math.log(MODELS[model].gflops_32 if model in MODELS else largest_zoo)
-            near = min(rows, key=lambda r: abs(math.log(MODELS[r.model].gflops_32) - size))
-            return near.gflop_per_s * 1e9, SCALED
-        if device.startswith("cpu"):
-            raise ValueError(f"the throughput table has no {device} row for task {task!r}")
-        return ASSUMED_GPU_FLOPS, ASSUMED
+            best = max(exact, key=lambda r: r.gflop_per_s)
+            return best, ASSUMED if best.basis == "assumed" else TABLE
+        # a zoo model: the largest zoo cost of any dataset (an upper bound)
+        largest_zoo = max(d.zoo_gflops for d in DATASETS.values())
+        size = math.log(MODELS[model].gflops_32 if model in MODELS else largest_zoo)
+        near = min(same, key=lambda r: abs(math.log(MODELS[r.model].gflops_32) - size))
+        return near, ASSUMED if near.basis == "assumed" else SCALED
+
+    def rate(self, model: str, task: str, device: str, precision: str = "fp32") -> tuple[float, str]:
+        """(useful FLOP/s, basis) of `task` for `model` on `device` (Throughput.row)."""
+        row, basis = self.row(model, task, device, precision)
+        return row.gflop_per_s * 1e9, basis
+
+
+def check_row(row: Row, where: str) -> None:
+    """A ValueError line where a row lacks its provenance or names an unknown model, basis or precision."""
+    name = f"{where}: row {row.model} {row.task} {row.device}"
+    if row.model not in MODELS:
+        raise ValueError(f"{where}: row of unknown model {row.model!r}")
+    missing = [k for k in PROVENANCE if not str(getattr(row, k)).strip()]
+    if not (row.commit.strip() or row.engine.strip()):
+        missing.append("commit or engine")
+    if missing:
+        raise ValueError(f"{name} has no {', '.join(missing)}: every rate names its provenance")
+    if row.basis not in ROW_BASES:
+        raise ValueError(f"{name}: unknown basis {row.basis!r}; valid: {', '.join(ROW_BASES)}")
+    if row.basis == "assumed" and not row.assumption.strip():
+        raise ValueError(f"{name} is assumed but names no assumption")
+    if row.precision not in ("fp32", "bf16"):
+        raise ValueError(f"{name}: unknown precision {row.precision!r}; valid: fp32, bf16")
+    if not (row.gflop_per_s > 0 and row.images_per_s > 0):
+        raise ValueError(f"{name}: rates must be positive, got {row.gflop_per_s} GFLOP/s, {row.images_per_s} img/s")
 
 
 def load_throughput(path: str | Path = THROUGHPUT_TABLE) -> Throughput:
     data = load_yaml(Path(path).read_text(), str(path))
     rows = tuple(Row(**row) for row in data["rows"])
     for row in rows:
-        if row.model not in MODELS:
-            raise ValueError(f"{path}: row of unknown model {row.model!r}")
+        check_row(row, str(path))
     return Throughput(rows, dict(data["job_start_s"]))
 
 
@@ -121,6 +170,12 @@ class Job:
     seconds: dict[str, float]
     basis: dict[str, str]
     disk: dict[str, float] = field(default_factory=dict)
+    #: the rows its rates came from, per device kind
+    rows: dict[str, tuple[Row, ...]] = field(default_factory=dict)
+    #: the AutoAttack cascade's shares it was priced with (CascadeShares.describe), if any
+    cascade: tuple[str, ...] = ()
+    #: whether it prices AutoAttack evaluations alone (the ratio report's AutoAttack row)
+    autoattack: bool = False
 
 
 def benchmark_of(log: str) -> str:
@@ -129,18 +184,30 @@ def benchmark_of(log: str) -> str:
     return f"{head}/{BENCHMARKS}/{tail.removesuffix('.log')}.tsv" if sep else log
 
 
-def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str) -> tuple[dict, dict]:
-    """(seconds, basis) per device of a job doing `work`: (FLOPs, bench task) pairs."""
-    seconds, basis = {}, {}
+def work_seconds(work: Sequence[tuple[float, str]], table: Throughput, model: str, device: str,
+                 precision: str = "fp32") -> tuple[float, str, tuple[Row, ...]]:
+    """(seconds, weakest basis, rows used) of `work`, (FLOPs, bench task) pairs, on `device`, no
+    process start: the training tasks in `precision`, the evaluations in fp32 (study.predict)."""
+    total, kinds, rows = 0.0, [], []
+    for flops, task in work:
+        row, kind = table.row(model, task, device, precision if task in TRAIN_TASKS else "fp32")
+        total += flops / (row.gflop_per_s * 1e9)
+        kinds.append(kind)
+        rows.append(row)
+    return total, next((k for k in (ASSUMED, SCALED) if k in kinds), TABLE), tuple(dict.fromkeys(rows))
+
+
+def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str,
+            precision: str = "fp32") -> tuple[dict, dict, dict]:
+    """(seconds, basis, rows) per device of a job doing `work`: (FLOPs, bench task) pairs."""
+    seconds, basis, rows = {}, {}, {}
     for device in DEVICES:
-        total, kinds = table.job_start_s.get(device, 0.0), []
-        for flops, task in work:
-            rate, kind = table.rate(model, task, device)
-            total += flops / rate
-            kinds.append(kind)
-        seconds[device] = total
-        basis[device] = next((k for k in (ASSUMED, SCALED) if k in kinds), TABLE)
-    return seconds, basis
+        total, basis[device], rows[device] = work_seconds(work, table, model, device, precision)
+        seconds[device] = table.job_start_s.get(device, 0.0) + total
+    return seconds, basis, rows
+
+
+TRAIN_TASKS = ("standard_epoch", "pgd10_at_epoch", "trades_epoch")
 
 
 def _train_task(run: RunConfig) -> tuple[str, int]:
@@ -152,10 +219,90 @@ def _train_task(run: RunConfig) -> tuple[str, int]:
     return ("pgd10_at_epoch", 2 * steps + 3) if steps else ("standard_epoch", 3)
 
 
-def _eval_work(ev: AnyEvaluation, images: int, forward: float) -> tuple[float, str]:
-    """(FLOPs, bench task) of an evaluation of `images` images: a forward and two per attack step."""
-    task = "autoattack_eval" if isinstance(ev, AutoAttackEvaluation) else "pgd20_eval"
-    return images * (1 + 2 * attack_steps(ev)) * forward, task
+#: AutoAttack's attacks in the order its cascade runs them (study.attacks.autoattack: the
+#: standard version's list; a custom version runs its `attacks` in the order given)
+STANDARD_ATTACKS = ("apgd-ce", "apgd-t", "fab-t", "square")
+
+#: What a model of each kind is expected to reach where no record of its own exists: (clean
+#: accuracy, robust accuracy, source). AutoAttack's first attack starts on the clean-correct
+#: share, every later one on the robust share: an upper bound, as the later attacks break a few
+#: more. Adversarial: CFA's Table 1 AT row at the last checkpoint (study.published, PreAct-ResNet-18,
+#: CIFAR-10); standard training: no robustness under an L-inf 8/255 attack (Xu et al. 2021, Fig. 1(a))
+#: and the clean accuracy of a standard PreAct-ResNet-18 (about 94%).
+EXPECTED_ACCURACY = {
+    "adversarial": (0.841, 0.430, "CFA Table 1's AT at the last checkpoint: clean 84.1%, AutoAttack 43.0%"),
+    "standard": (0.94, 0.0, "a standard CIFAR-10 model: clean about 94%, robust 0% (Xu et al. 2021, Fig. 1(a))"),
+}
+
+
+@dataclass(frozen=True)
+class CascadeShares:
+    """The share of a test set each attack of an AutoAttack cascade starts on, and its source."""
+
+    shares: tuple[tuple[str, float], ...]
+    source: str
+
+    def describe(self) -> str:
+        return ", ".join(f"{a} on {100 * f:.0f}%" for a, f in self.shares) + f" ({self.source})"
+
+
+def cascade_attacks(ev: AutoAttackEvaluation) -> tuple[str, ...]:
+    return tuple(ev.attacks) if ev.attacks else STANDARD_ATTACKS
+
+
+def attack_steps_each(ev: AutoAttackEvaluation) -> dict[str, int]:
+    """The gradient steps (a query a third of one) of each attack of the cascade on one image,
+    as study.config.evaluations counts their sum (attack_steps)."""
+    iters, targets, queries = ev.iterations, ev.targets, ev.queries
+    per = {"apgd-ce": iters, "apgd-dlr": iters, "apgd-t": iters * targets, "fab": iters,
+           "fab-t": iters * targets, "square": queries // 3}
+    return {a: per[a] for a in cascade_attacks(ev)}
+
+
+def shares_from_records(ev: AutoAttackEvaluation, broken_by: Sequence[str], source: str) -> CascadeShares:
+    """Each attack's starting share from per-sample `broken_by` ('clean', the attack that broke
+    the sample, or '' if robust): the samples not yet broken when it starts."""
+    if len(broken_by) == 0:
+        raise ValueError(f"{source}: no records to take the cascade's shares from")
+    broken_by = list(broken_by)
+    attacks = cascade_attacks(ev)
+    unknown = sorted({b for b in broken_by} - {"clean", "", *attacks})
+    if unknown:
+        raise ValueError(f"{source}: broken_by values {unknown} are no attack of this cascade; valid: "
+                         f"clean, '', {', '.join(attacks)}")
+    done, shares = {"clean"}, []
+    for attack in attacks:
+        shares.append((attack, sum(b not in done for b in broken_by) / len(broken_by)))
+        done.add(attack)
+    return CascadeShares(tuple(shares), source)
+
+
+def expected_shares(ev: AutoAttackEvaluation, kind: str) -> CascadeShares:
+    """Each attack's starting share where no record exists: the first attack on the expected
+    clean accuracy, the later ones on the expected robust accuracy (EXPECTED_ACCURACY)."""
+    if kind not in EXPECTED_ACCURACY:
+        raise ValueError(f"unknown kind of model {kind!r}; valid: {', '.join(EXPECTED_ACCURACY)}")
+    clean, robust, source = EXPECTED_ACCURACY[kind]
+    attacks = cascade_attacks(ev)
+    return CascadeShares(tuple((a, clean if i == 0 else robust) for i, a in enumerate(attacks)),
+                         f"expected: {source}")
+
+
+def autoattack_forwards(ev: AutoAttackEvaluation, shares: CascadeShares) -> float:
+    """Forward-equivalents per test image of the cascade: the clean pass, then two per step of
+    each attack on its starting share."""
+    steps = attack_steps_each(ev)
+    return 1 + 2 * sum(steps[a] * share for a, share in shares.shares)
+
+
+def eval_work(ev: AnyEvaluation, images: int, forward: float,
+               shares: CascadeShares | None = None) -> tuple[float, str]:
+    """(FLOPs, bench task) of an evaluation of `images` images: a forward and two per attack step
+    (AutoAttack: per step of each attack on its share of the images, `shares`)."""
+    if isinstance(ev, AutoAttackEvaluation):
+        per_image = autoattack_forwards(ev, shares) if shares is not None else 1 + 2 * attack_steps(ev)
+        return images * per_image * forward, "autoattack_eval"
+    return images * (1 + 2 * attack_steps(ev)) * forward, "pgd20_eval"
 
 
 def _checkpoint_bytes(run: RunSpec) -> float:
@@ -167,27 +314,34 @@ def _checkpoint_bytes(run: RunSpec) -> float:
     return params * kept
 
 
+def train_work(cfg: RunConfig, train: int | None = None) -> list[tuple[float, str]]:
+    """(FLOPs, bench task) of a run's training on `train` images (default: its data's): its
+    epochs, and each epoch's evaluation of `epoch_eval.per_class` images per class."""
+    images, _, _, side = data_facts(cfg)
+    train = images if train is None else train
+    forward = forward_gflops(cfg.model, side) * 1e9
+    task, per_image = _train_task(cfg)
+    work = [(cfg.epochs * train * per_image * forward, task)]
+    if cfg.epoch_eval.per_class:
+        per_epoch = cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes
+        steps = attack_steps(cfg.epoch_eval.attack) if cfg.epoch_eval.attack is not None else 0
+        work.append((cfg.epochs * per_epoch * (1 + 2 * steps) * forward, "pgd20_eval"))
+    return work
+
+
 def train_job(run: RunSpec, group: str, table: Throughput, results: str = "results",
               constructed: Mapping[str, int] | None = None) -> Job:
     """A run's training job; `constructed`: the images of each constructed dataset (kind-key),
     which a run trained on one sees instead of its dataset's."""
     cfg: RunConfig = run.run
-    train, _, _, side = data_facts(cfg)
+    train, *_ = data_facts(cfg)
     con = run.config.get("constructed")
     if con and constructed and f"{con['kind']}-{con['key']}" in constructed:
         train = constructed[f"{con['kind']}-{con['key']}"]
-    forward = forward_gflops(cfg.model, side) * 1e9
-    task, per_image = _train_task(cfg)
-    work = [(cfg.epochs * train * per_image * forward, task)]
-    if cfg.epoch_eval.per_class:
-        from study.data.registry import get_dataset_info
-
-        images = cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes
-        steps = attack_steps(cfg.epoch_eval.attack) if cfg.epoch_eval.attack is not None else 0
-        work.append((cfg.epochs * images * (1 + 2 * steps) * forward, "pgd20_eval"))
-    seconds, basis = _priced(work, table, cfg.model)
+    work = train_work(cfg, train)
+    seconds, basis, rows = _priced(work, table, cfg.model, cfg.precision)
     return Job("train", group, benchmark_of(f"{results}/logs/train/{run.run_id}.log"), seconds, basis,
-               {"checkpoints": _checkpoint_bytes(run)})
+               {"checkpoints": _checkpoint_bytes(run)}, rows)
 
 
 def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
@@ -199,33 +353,65 @@ def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
     return test
 
 
-def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results") -> list[Job]:
+def model_kind(run: RunSpec) -> str:
+    """The kind of model EXPECTED_ACCURACY holds for a run: adversarial where it trains against an
+    adversary, and a RobustBench zoo model (robust models, an upper bound for the zoo's `Standard`)."""
+    if isinstance(run.run, ZooRunConfig):
+        return "adversarial"
+    return "adversarial" if run.run.method_config.adversary is not None else "standard"
+
+
+def cascade_shares(run: RunSpec, ev: AutoAttackEvaluation, name: str, checkpoint: str,
+                   records: Path | None) -> CascadeShares:
+    """The shares an AutoAttack evaluation's cascade starts each attack on: from the run's own
+    record of it under `records` (a results folder's evaluations/) where it exists, else expected."""
+    if records is not None:
+        path = records / run.run_id / f"{record_name(name, checkpoint)}.parquet"
+        if path.is_file():
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            if "broken_by" in table.column_names:
+                return shares_from_records(ev, table.column("broken_by").to_pylist(),
+                                           f"this run's records, {path.name}")
+    return expected_shares(ev, model_kind(run))
+
+
+def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results",
+                  root: str | Path | None = None) -> list[Job]:
     """The evaluate jobs of a run (common.smk's EVALUATION_SETS): one per checkpoint for its
-    evaluations, a sharded evaluation of the last checkpoint one per shard."""
+    evaluations, a sharded evaluation of the last checkpoint one per shard. `root`: the project
+    folder whose records give the AutoAttack cascade's shares (None: the expected shares)."""
     from study.config import resolve_evaluation
 
     zoo = isinstance(run.run, ZooRunConfig)
-    root = f"{results}/zoo" if zoo else results
+    base = f"{results}/zoo" if zoo else results
     model = run.config.get("model") if not zoo else max(MODELS, key=lambda m: MODELS[m].gflops_32)
     _, _, _, side = data_facts(run.run)
     forward = (get_dataset_info(run.run.zoo.dataset).zoo_gflops if zoo else forward_gflops(model, side)) * 1e9
     evs = {e: EvaluationSpec.parse(resolve_evaluation(params, e, dataset=run.dataset)).config for e in run.evaluations}
     shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for e in run.evaluations}
-    logs = f"{root}/logs/evaluate/{run.run_id}"
+    logs = f"{base}/logs/evaluate/{run.run_id}"
+    records = Path(root) / base / "evaluations" if root is not None else None
     jobs = []
     for cp in run.checkpoints:
+        shares = {e: cascade_shares(run, ev, e, cp, records) for e, ev in evs.items()
+                  if isinstance(ev, AutoAttackEvaluation)}
         names = sorted(e for e in run.evaluations if cp != "last" or shards[e] <= 1)
         if names:
-            work = [_eval_work(evs[e], _test_images(run, evs[e]), forward) for e in names]
-            seconds, basis = _priced(work, table, model)
-            records = sum(_test_images(run, evs[e]) for e in names) * RECORD_BYTES
+            work = [eval_work(evs[e], _test_images(run, evs[e]), forward, shares.get(e)) for e in names]
+            seconds, basis, rows = _priced(work, table, model)
+            images = sum(_test_images(run, evs[e]) for e in names) * RECORD_BYTES
             jobs.append(Job("evaluate", group, benchmark_of(f"{logs}/{record_name('+'.join(names), cp)}.log"),
-                            seconds, basis, {"records": records}))
+                            seconds, basis, {"records": images}, rows,
+                            tuple(shares[e].describe() for e in names if e in shares),
+                            all(e in shares for e in names)))
         for e in (e for e in run.evaluations if cp == "last" and shards[e] > 1):
             images = math.ceil(_test_images(run, evs[e]) / shards[e])
-            seconds, basis = _priced([_eval_work(evs[e], images, forward)], table, model)
+            seconds, basis, rows = _priced([eval_work(evs[e], images, forward, shares.get(e))], table, model)
             jobs += [Job("evaluate_shard", group, benchmark_of(f"{logs}/shards/{e}/{i}-of-{shards[e]}.log"),
-                         seconds, basis, {"records": images * RECORD_BYTES}) for i in range(shards[e])]
+                         seconds, basis, {"records": images * RECORD_BYTES}, rows,
+                         (shares[e].describe(),) if e in shares else (), e in shares) for i in range(shards[e])]
     return jobs
 
 
@@ -251,8 +437,10 @@ def prepare_jobs(runs: Sequence[RunSpec], table: Throughput, results: str = "res
 
 
 def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], table: Throughput,
-              results: str = "results") -> list[Job]:
-    """Every priced job of the plan; a run counts under the first of its groups, a zoo model under `zoo`."""
+              results: str = "results", root: str | Path | None = None) -> list[Job]:
+    """Every priced job of the plan; a run counts under the first of its groups, a zoo model under
+    `zoo`. `root`: the project folder whose evaluation records price AutoAttack's cascade (None:
+    the expected shares alone, as the generated docs are priced)."""
     from study.config import constructions
     from study.data.registry import get_dataset_info
 
@@ -264,9 +452,9 @@ def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], 
     for run in runs:
         group = run.groups[0] if run.groups else "other"
         jobs.append(train_job(run, group, table, results, constructed))
-        jobs += evaluate_jobs(run, group, params, table, results)
+        jobs += evaluate_jobs(run, group, params, table, results, root)
     for run in zoo:
-        jobs += evaluate_jobs(run, "zoo", params, table, results)
+        jobs += evaluate_jobs(run, "zoo", params, table, results, root)
     return jobs
 
 
@@ -345,16 +533,14 @@ GPU_DAY_HOURS = 24.0
 
 def gpu_day_line(total: Totals, device: str = "h100") -> str:
     """Whether one H100 day holds the priced jobs run one after another, and, where it does not,
-    the factor on the priced rates (and the sustained rate, where they are assumed) that would."""
+    the factor on the priced rates that would."""
     hours = total.hours[device]
     if hours <= GPU_DAY_HOURS:
         return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) holds it by this estimate: {_hours(hours)}, "
                 "one job after another.")
     factor = hours / GPU_DAY_HOURS
-    rate = (f" ({ASSUMED_GPU_FLOPS * factor / 1e12:.0f} TFLOP/s sustained where the rate is assumed)"
-            if total.basis[device] == ASSUMED else "")
     return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) does not hold it by this estimate: {factor:.1f} GPU-days one job "
-            f"after another; a day holds it at {factor:.1f}x the rates priced here{rate}.")
+            f"after another; a day holds it at {factor:.1f}x the rates priced here.")
 
 
 def _hours(h: float) -> str:
@@ -397,14 +583,27 @@ def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
     lines += ["", header("rule")]
     lines += [line(name, t) for name, t in by_rule(jobs).items()]
     lines += [gpu_day_line(total), ""]
-    hardware = sorted({f"{r.device}: {r.hardware}, torch {r.torch}, commit {r.commit}, {r.date}" for r in table.rows})
-    lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the measured rate of the "
-              "model nearest in FLOPs), (a) assumed: no measured row for the device kind, "
-              f"{ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s sustained (study.resources.GPU_FLOPS); unmarked: the "
-              f"model's own row of {THROUGHPUT_TABLE}",
-              "not priced: checks, corruptions, constructions, tables, figures (see docs/usage.md)",
-              *(f"measured on {h}" for h in hardware)]
+    lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the rate of the "
+              "model nearest in FLOPs), (a) a rate assumed, its assumption below; unmarked: the model's own "
+              f"measured row of {THROUGHPUT_TABLE}",
+              "not priced: checks, corruptions, constructions, tables, figures (see docs/usage.md)"]
+    lines += rate_lines(jobs, table)
     return "\n".join(lines)
+
+
+def rate_lines(jobs: Sequence[Job], table: Throughput) -> list[str]:
+    """The basis of each rate the price used (its row's provenance), the process starts, and the
+    shares AutoAttack's cascades were priced with."""
+    used = {row: None for job in jobs for rows in job.rows.values() for row in rows}
+    lines = ["rates used (per device kind, the rows of the throughput table):"]
+    lines += [f"- {row.provenance()}" for row in sorted(used, key=lambda r: (r.device, r.model, r.task, r.precision))]
+    lines.append("- process start per job: " + ", ".join(f"{d} {s:g} s" for d, s in table.job_start_s.items())
+                 + f" ({THROUGHPUT_TABLE}, job_start_s)")
+    shares = sorted({c for job in jobs for c in job.cascade})
+    if shares:
+        lines.append("AutoAttack priced as its cascade runs (each attack on the share still robust when it starts):")
+        lines += [f"- {c}" for c in shares]
+    return lines
 
 
 def summary_line(total: Totals) -> str:
@@ -419,7 +618,7 @@ def price(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root
     """The priced jobs of a plan in the project folder `root`, its benchmark files applied
     (`measured`: on the device kind of this machine, where the table prices that kind)."""
     throughput = load_throughput(Path(root) / (table or THROUGHPUT_TABLE))
-    jobs = plan_jobs(params, runs, zoo, throughput)
+    jobs = plan_jobs(params, runs, zoo, throughput, root=root if measured else None)
     device = local_device()
     if measured and device in DEVICES:
         apply_measurements(jobs, root, device)
@@ -511,6 +710,10 @@ def _rule_of(benchmark: Path, base: Path) -> str:
     return parts[0] if len(parts) > 1 else benchmark.stem
 
 
+#: the ratio report's row of the jobs that price AutoAttack alone (counted in their rule's row too)
+AUTOATTACK_ROW = "of which AutoAttack (cascade rule)"
+
+
 def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[str, dict[str, float]]:
     """(Markdown, {rule: ratio}) of the estimate on `device` over the seconds the jobs' benchmark
     files measured under `root`, per rule and in total; the rules the estimate does not price
@@ -519,6 +722,7 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
     est: dict[str, float] = {}
     measured: dict[str, float] = {}
     counts: dict[str, int] = {}
+    aa = [0.0, 0.0, 0]  # AutoAttack's jobs: estimated s, measured s, jobs
     priced = set()
     for job in jobs:
         seconds = read_benchmark(root / job.benchmark)
@@ -528,6 +732,11 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
         est[job.rule] = est.get(job.rule, 0.0) + job.seconds[device]
         measured[job.rule] = measured.get(job.rule, 0.0) + seconds
         counts[job.rule] = counts.get(job.rule, 0) + 1
+        if job.autoattack:
+            # AutoAttack's jobs again on their own: the cascade rule's ratio, part of its rule's row
+            aa[0] += job.seconds[device]
+            aa[1] += seconds
+            aa[2] += 1
     other: dict[str, float] = {}
     # the shared jobs' (results/benchmarks), and those of the zoo and of each preset's summary jobs
     # (results/zoo/benchmarks, results/<preset>/benchmarks)
@@ -544,6 +753,9 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
     for rule in est:
         lines.append(f"| {rule} | {counts[rule]} | {est[rule]:.1f} | {measured[rule]:.1f} "
                      f"| {ratios.get(rule, float('nan')):.2f} |")
+    if aa[2] and aa[1] > 0:
+        ratios[AUTOATTACK_ROW] = aa[0] / aa[1]
+        lines.append(f"| {AUTOATTACK_ROW} | {aa[2]} | {aa[0]:.1f} | {aa[1]:.1f} | {ratios[AUTOATTACK_ROW]:.2f} |")
     lines.append(f"| total (priced) | {sum(counts.values())} | {total_est:.1f} | {total_measured:.1f} "
                  f"| {ratios.get('total', float('nan')):.2f} |")
     unpriced = sum(other.values())

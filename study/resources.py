@@ -4,14 +4,17 @@ study.data.registry, study.config.evaluations), so a SLURM job asks for what it 
 
 Costs are forward-pass GFLOPs at 32x32 input (each model's row of study.models.registry), checked
 against `count_flops` by the tests, and
-scale with the image area (every architecture ends in global pooling). The throughput is a
-conservative sustained figure for one data-centre GPU; the safety factor covers slower cards.
+scale with the image area (every architecture ends in global pooling). The minutes are the price
+study.cost gives the job on one H100 (the same FLOP convention and the same rows of
+workflow/throughput.yaml, their provenance named there), times SAFETY, plus five minutes of start.
 A job that still runs out of time loses at most one epoch: the retry resumes from checkpoint.pt.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from pathlib import Path
 
 from study.config.evaluations import AnyEvaluation, evaluation_kind
 from study.config.spec import require
@@ -23,12 +26,13 @@ from study.models.registry import MODELS
 # (train_per_class: null) are estimated from the row's full splits.
 DEFAULT_TRAIN_SIZE = 100_000
 DEFAULT_TEST_SIZE = 50_000
-# sustained FLOP/s of one GPU on these small-image networks in the engine's default fp32
-# (channels_last): an assumption, no GPU row of workflow/throughput.yaml measures it yet
-GPU_FLOPS = 8e12
-SAFETY = 2.0
+#: the device kind whose rows of the throughput table (study.cost) the requests are priced on
+SLURM_DEVICE = "h100"
+#: requests are SAFETY x the H100 price: a cluster's card may be slower than the H100 measured (an
+#: A100 has about half its tensor throughput, a V100 a quarter), the rates of evaluations and of
+#: bf16 are assumed rows, and the measured engine was the one before the step rewrite
+SAFETY = 4.0
 MAX_MINUTES = 2880        # a typical cluster wall-time limit; longer runs continue on the retry
-BACKWARD = 3.0            # forward + backward ~ 3 forward passes
 
 
 def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
@@ -63,22 +67,25 @@ def forward_gflops(model: str, side: int) -> float:
     return MODELS[model].gflops_32 * (side / 32) ** 2
 
 
-def _minutes(flops: float, floor: int) -> int:
-    return int(min(MAX_MINUTES, max(floor, math.ceil(SAFETY * flops / GPU_FLOPS / 60) + 5)))
+@functools.cache
+def _table():  # noqa: ANN202 - study.cost.Throughput, imported late (study.cost imports this module)
+    from study.cost import THROUGHPUT_TABLE, load_throughput
+
+    return load_throughput(Path(__file__).resolve().parents[1] / THROUGHPUT_TABLE)
+
+
+def _minutes(seconds: float, floor: int) -> int:
+    return int(min(MAX_MINUTES, max(floor, math.ceil(SAFETY * seconds / 60) + 5)))
 
 
 def train_minutes(run: RunConfig) -> int:
-    """Wall-time request of a training run: epochs x (train set x attack steps + per-epoch evaluation)."""
+    """Wall-time request of a training run: SAFETY x its training job's price on SLURM_DEVICE
+    (study.cost.train_work: its epochs and per-epoch evaluations, at the table's rates)."""
+    from study.cost import train_work, work_seconds
+
     require(run, RunConfig, "train_minutes")
-    train, _, _, side = _facts(run)
-    fwd = forward_gflops(run.model, side) * 1e9
-    adversary = run.method_config.adversary
-    steps = adversary.steps if adversary is not None else 0
-    attack = run.epoch_eval.attack
-    eval_steps = attack_steps(attack) if attack is not None else 0
-    eval_images = run.epoch_eval.per_class * 10  # classes do not change the order of magnitude
-    per_epoch = train * BACKWARD * (1 + steps) * fwd + eval_images * (1 + BACKWARD * eval_steps) * fwd
-    return _minutes(run.epochs * per_epoch, floor=15)
+    seconds, _, _ = work_seconds(train_work(run), _table(), run.model, SLURM_DEVICE, run.precision)
+    return _minutes(seconds, floor=15)
 
 
 def attack_steps(ev: AnyEvaluation) -> int:
@@ -90,18 +97,25 @@ def attack_steps(ev: AnyEvaluation) -> int:
 
 
 def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: int = 1) -> int:
+    """Wall-time request of one evaluation (of one of `shards` shards): SAFETY x its price on
+    SLURM_DEVICE, AutoAttack charged as every attack on every image (the scheduler's upper bound;
+    study.cost prices its cascade)."""
+    from study.cost import eval_work, work_seconds
+
     require(run, (RunConfig, ZooRunConfig), "evaluate_minutes")
     require(ev, AnyEvaluation, "evaluate_minutes")
     _, test, _, side = _facts(run)
+    info = get_dataset_info(run.dataset)
     if ev.test_per_class:
-        test = min(test, ev.test_per_class * 100)
+        test = min(test, ev.test_per_class * info.num_classes)
     test = math.ceil(test / shards)
-    steps = attack_steps(ev)
+    zoo = isinstance(run, ZooRunConfig)
     # a RobustBench zoo model (study.config.zoo): the upper bound of its dataset's row, which the
-    # scheduler may overshoot
-    gflops = (get_dataset_info(run.zoo.dataset).zoo_gflops if isinstance(run, ZooRunConfig)
-              else forward_gflops(run.model, side))
-    return _minutes(test * (1 + BACKWARD * steps) * gflops * 1e9, floor=10)
+    # scheduler may overshoot, priced at the rate of the largest model of the registry
+    gflops = get_dataset_info(run.zoo.dataset).zoo_gflops if zoo else forward_gflops(run.model, side)
+    model = max(MODELS, key=lambda m: MODELS[m].gflops_32) if zoo else run.model
+    seconds, _, _ = work_seconds([eval_work(ev, test, gflops * 1e9)], _table(), model, SLURM_DEVICE)
+    return _minutes(seconds, floor=10)
 
 
 def mem_mb(run: RunConfig | ZooRunConfig, floor: int = 8000) -> int:
