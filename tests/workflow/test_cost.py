@@ -408,3 +408,21 @@ def test_slurm_requests_are_the_h100_price_times_the_stated_safety_factor():
     ev = EvaluationSpec.parse(resolve_evaluation(params, "pgd20", dataset="cifar10")).config
     seconds, _, _ = work_seconds([eval_work(ev, 10_000 // 4, 1.11e9)], table, "preact_resnet18", SLURM_DEVICE)
     assert resources.evaluate_minutes(run.run, ev, shards=4) == max(10, math.ceil(SAFETY * seconds / 60) + 5)
+
+
+def test_a_bench_report_gives_an_fp32_and_a_bf16_row_of_each_task():
+    """tools.bench.throughput: the headline (fp32) engine and the fastest compile setting of each
+    other precision, each its own row; the fp32 row names no precision (the default)."""
+    from tools.bench.throughput import rows
+
+    side = {"images_per_s": 100.0, "flop_per_s": 2e12}
+    report = {"settings": {"model": "preact_resnet18", "train_images": 50000, "test_images": 1000},
+              "hardware": {"cpu_model": "EPYC", "threads": 16, "cuda_name": "NVIDIA H100", "torch": "2.11",
+                           "provenance": {"git_commit": "abcdef0123"}}, "started": "2026-12-01T10:00",
+              "tasks": {"pgd10_at_epoch": {"precision": "fp32", "engine": side, "engine_by_precision": {
+                  "bf16": {"off": {"images_per_s": 150.0, "flop_per_s": 3e12},
+                           "default": {"images_per_s": 180.0, "flop_per_s": 3.6e12}}}}}}
+    out = rows([report], "h100")
+    assert [(r["task"], r.get("precision", "fp32"), r["images_per_s"], r["gflop_per_s"]) for r in out] == [
+        ("pgd10_at_epoch", "bf16", 180.0, 3600.0), ("pgd10_at_epoch", "fp32", 100.0, 2000.0)]
+    assert all(r["commit"] == "abcdef0" and r["date"] == "2026-12-01" for r in out)
