@@ -314,18 +314,42 @@ def _checkpoint_bytes(run: RunSpec) -> float:
     return params * kept
 
 
+def validation_images(cfg: RunConfig, train: int) -> int:
+    """Images a run holds out of its `train` training images for its validation split."""
+    val = cfg.validation
+    if val is None:
+        return 0
+    if hasattr(val, "fraction"):
+        return round(train * val.fraction)
+    return min(train, val.per_class * get_dataset_info(cfg.dataset).num_classes)
+
+
 def train_work(cfg: RunConfig, train: int | None = None) -> list[tuple[float, str]]:
     """(FLOPs, bench task) of a run's training on `train` images (default: its data's): its
-    epochs, and each epoch's evaluation of `epoch_eval.per_class` images per class."""
+    epochs on the images its validation split leaves, and each epoch's class-wise evaluations
+    (study.train.records.class_accuracy: a clean pass, then the attack's (1 + 2s)F): of
+    `epoch_eval.per_class` test images per class, and of the validation split, once more for the
+    averaged model where the method averages weights (an upper bound: from the first epoch).
+    Not priced: WAT's extra validation losses."""
     images, _, _, side = data_facts(cfg)
     train = images if train is None else train
+    held = validation_images(cfg, train)
     forward = forward_gflops(cfg.model, side) * 1e9
     task, per_image = _train_task(cfg)
-    work = [(cfg.epochs * train * per_image * forward, task)]
+    work = [(cfg.epochs * (train - held) * per_image * forward, task)]
+
+    def class_accuracy(images: int, attack: AnyEvaluation | None) -> float:
+        return images * (1 + (1 + 2 * attack_steps(attack) if attack is not None else 0)) * forward
+
+    per_epoch = 0.0
     if cfg.epoch_eval.per_class:
-        per_epoch = cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes
-        steps = attack_steps(cfg.epoch_eval.attack) if cfg.epoch_eval.attack is not None else 0
-        work.append((cfg.epochs * per_epoch * (1 + 2 * steps) * forward, "pgd20_eval"))
+        per_epoch += class_accuracy(cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes,
+                                    cfg.epoch_eval.attack)
+    if held:
+        models = 2 if cfg.method_config.averaging is not None else 1
+        per_epoch += models * class_accuracy(held, cfg.epoch_eval.validation_attack or cfg.epoch_eval.attack)
+    if per_epoch:
+        work.append((cfg.epochs * per_epoch, "pgd20_eval"))
     return work
 
 

@@ -426,3 +426,21 @@ def test_a_bench_report_gives_an_fp32_and_a_bf16_row_of_each_task():
     assert [(r["task"], r.get("precision", "fp32"), r["images_per_s"], r["gflop_per_s"]) for r in out] == [
         ("pgd10_at_epoch", "bf16", 180.0, 3600.0), ("pgd10_at_epoch", "fp32", 100.0, 2000.0)]
     assert all(r["commit"] == "abcdef0" and r["date"] == "2026-12-01" for r in out)
+
+
+def test_training_is_priced_on_the_images_its_validation_split_leaves_and_validates_each_epoch():
+    """A reproduce run with CFA's 2% split and weight averaging (pgd_at_cfa), by hand: 200 epochs of
+    PGD-10 (23F) on 49,000 images; each epoch a clean pass and PGD-10 (1 + 1 + 20 = 22F) on 1,000
+    test images, and on the 1,000 validation images for the model and for its average."""
+    from study.cost import train_work, validation_images
+
+    params = _params("reproduce")
+    run = next(r.run for r in plan_runs(params) if r.config["method"] == "pgd_at_cfa")
+    forward = MODELS["preact_resnet18"].gflops_32 * 1e9
+    assert validation_images(run, 50_000) == 1_000
+    work = train_work(run)
+    assert work == [(pytest.approx(200 * 49_000 * 23 * forward), "pgd10_at_epoch"),
+                    (pytest.approx(200 * (1_000 + 2 * 1_000) * 22 * forward), "pgd20_eval")]
+    plain = next(r.run for r in plan_runs(params) if r.config["method"] == "standard")
+    assert validation_images(plain, 50_000) == 0
+    assert train_work(plain)[0] == (pytest.approx(200 * 50_000 * 3 * forward), "standard_epoch")
