@@ -276,7 +276,7 @@ def test_a_row_without_its_provenance_is_refused_in_one_line(tmp_path, change, m
 
 @pytest.mark.parametrize("preset", ["ci", "demo", "laptop", "paper", "reproduce"])
 def test_every_price_takes_each_rate_from_a_row_that_names_its_provenance(preset):
-    from study.cost import PROVENANCE
+    from study.workload import PROVENANCE
 
     params = _params(preset)
     table = load_throughput(ROOT / THROUGHPUT_TABLE)
@@ -321,7 +321,7 @@ def _custom_autoattack():
 
 
 def test_autoattack_is_charged_each_attack_on_the_share_still_robust_when_it_starts():
-    from study.cost import autoattack_forwards, eval_work, shares_from_records
+    from study.workload import autoattack_forwards, eval_work, shares_from_records
 
     ev = _custom_autoattack()
     # 10 images: 2 wrong before any attack, 3 broken by APGD-CE, 1 by APGD-T, 4 robust
@@ -337,7 +337,7 @@ def test_autoattack_is_charged_each_attack_on_the_share_still_robust_when_it_sta
 
 
 def test_autoattack_without_records_takes_the_expected_accuracies_and_says_so():
-    from study.cost import EXPECTED_ACCURACY, autoattack_forwards, expected_shares
+    from study.workload import EXPECTED_ACCURACY, autoattack_forwards, expected_shares
 
     ev = _custom_autoattack()
     clean, robust, source = EXPECTED_ACCURACY["adversarial"]
@@ -349,7 +349,7 @@ def test_autoattack_without_records_takes_the_expected_accuracies_and_says_so():
     with pytest.raises(ValueError, match=r"unknown kind of model 'robust'; valid: adversarial, standard"):
         expected_shares(ev, "robust")
     with pytest.raises(ValueError, match=r"broken_by values \['fab'\] are no attack of this cascade"):
-        from study.cost import shares_from_records
+        from study.workload import shares_from_records
 
         shares_from_records(ev, ["fab", ""], "hand")
 
@@ -359,8 +359,8 @@ def test_a_runs_own_autoattack_records_price_its_cascade(tmp_path):
     AutoAttack of its PGD-AT run): the job's price follows them, and says where they came from."""
     import pandas as pd
 
-    from study.cost import autoattack_forwards, shares_from_records
     from study.evaluate.records import write_records
+    from study.workload import autoattack_forwards, expected_shares, shares_from_records
 
     params = _params("ci")
     runs = plan_runs(params)
@@ -383,21 +383,20 @@ def test_a_runs_own_autoattack_records_price_its_cascade(tmp_path):
     shares = shares_from_records(ev, broken_by, "x")
     assert shares.shares == (("apgd-ce", 0.75), ("apgd-t", 0.125))
     start = table.job_start_s["cpu-2core"]
-    ratio = autoattack_forwards(ev, shares) / autoattack_forwards(ev, __import__("study.cost").cost.expected_shares(
-        ev, "adversarial"))
+    ratio = autoattack_forwards(ev, shares) / autoattack_forwards(ev, expected_shares(ev, "adversarial"))
     for a, b in zip(expected, measured, strict=True):
         assert b.seconds["cpu-2core"] - start == pytest.approx((a.seconds["cpu-2core"] - start) * ratio)
         assert b.cascade and "this run's records" in b.cascade[0]
 
 
 def test_slurm_requests_are_the_h100_price_times_the_stated_safety_factor():
-    """study.resources asks for SAFETY x what study.cost prices the job at on one H100 (the same
-    rows and FLOP convention), plus five minutes of start, within its floor and cap."""
+    """study.resources asks for SAFETY x what study.workload prices the job at on one H100 (the
+    rows and FLOP convention study.cost prices with), plus five minutes of start, within its floor and cap."""
     from study import resources
     from study.config import resolve_evaluation
     from study.config.spec import EvaluationSpec
-    from study.cost import eval_work, train_work, work_seconds
     from study.resources import MAX_MINUTES, SAFETY, SLURM_DEVICE
+    from study.workload import eval_work, train_work, work_seconds
 
     params = _params("reproduce")
     table = load_throughput(ROOT / THROUGHPUT_TABLE)
@@ -432,7 +431,7 @@ def test_training_is_priced_on_the_images_its_validation_split_leaves_and_valida
     """A reproduce run with CFA's 2% split and weight averaging (pgd_at_cfa), by hand: 200 epochs of
     PGD-10 (23F) on 49,000 images; each epoch a clean pass and PGD-10 (1 + 1 + 20 = 22F) on 1,000
     test images, and on the 1,000 validation images for the model and for its average."""
-    from study.cost import train_work, validation_images
+    from study.workload import train_work, validation_images
 
     params = _params("reproduce")
     run = next(r.run for r in plan_runs(params) if r.config["method"] == "pgd_at_cfa")
