@@ -443,3 +443,19 @@ def test_training_is_priced_on_the_images_its_validation_split_leaves_and_valida
     plain = next(r.run for r in plan_runs(params) if r.config["method"] == "standard")
     assert validation_images(plain, 50_000) == 0
     assert train_work(plain)[0] == (pytest.approx(200 * 50_000 * 3 * forward), "standard_epoch")
+
+
+def test_without_records_each_runs_cascade_takes_its_own_kinds_expected_accuracies():
+    """A standard model's AutoAttack stops after its first attack (nothing stays robust); an
+    adversarially trained one's runs on: the price says which expectation it took."""
+    from study.cost import model_kind
+    from study.workload import EXPECTED_ACCURACY
+
+    params = _params("ci")
+    runs = [r for r in plan_runs(params) if "autoattack" in r.evaluations]
+    assert {model_kind(r) for r in runs} == {"standard", "adversarial"}
+    jobs = plan_jobs(params, runs, [], load_throughput(ROOT / THROUGHPUT_TABLE))
+    for run in runs:
+        cascades = {c for j in jobs if run.run_id in j.benchmark for c in j.cascade}
+        source = EXPECTED_ACCURACY["standard" if run.config["method"] == "standard" else "adversarial"][2]
+        assert cascades and all(source in c for c in cascades), (run.run_id, cascades)
