@@ -2,15 +2,12 @@
 device-hours per experiment group and in total, on a CPU of 2 cores and on one H100, and the
 disk its checkpoints, records and prepared data take.
 
-Each model job is priced from the useful FLOPs it computes (the bench's convention,
-tools/bench/peak.py: forward F from the model's row of study.models.registry, scaled with the
-image area; training 3F, PGD-k training (2k+3)F, TRADES (2k+7)F, an evaluation (1+2s)F with s
-the attack's gradient steps, study.resources.attack_steps) at the rate the bench measured
-for that model, task and device kind: a row of the throughput table (workflow/throughput.yaml,
-every row naming the hardware, torch, commit and date that measured it). A model without a row
-of its own runs at the FLOP rate of the measured model nearest in FLOPs (`scaled from FLOPs`);
-a device kind without any row for the task at ASSUMED_GPU_FLOPS (`assumed`). Each job adds a
-process start (the table's `job_start_s`).
+Each model job is priced from the useful FLOPs it computes at the rates of the throughput table
+(study.workload: the bench's FLOP convention, the rows of workflow/throughput.yaml, every rate
+with its provenance, and AutoAttack priced as its cascade runs). `root` (price, plan_jobs) is the
+project whose per-sample records give AutoAttack's shares (`broken_by`); without it, the expected
+accuracies (study.workload.EXPECTED_ACCURACY). Each job adds a process start (the table's
+`job_start_s`); the price lists the row of every rate it used.
 
 Where a run left Snakemake benchmark files (results/benchmarks/<rule>/..., the mirror of the
 job's log path: every rule of workflow/rules writes one), the measured seconds replace the
@@ -35,20 +32,32 @@ from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation
 from study.config.plan import RunSpec, prepared_name
 from study.config.spec import EvaluationSpec
 from study.config.types import RunConfig, ZooRunConfig
-from study.config.yamlfile import load_yaml
-from study.data.registry import DATASETS, get_dataset_info
+from study.data.registry import get_dataset_info
 from study.io import replace_marked
 from study.models.registry import MODELS
 from study.record_names import record_name
-from study.resources import GPU_FLOPS, attack_steps, data_facts, forward_gflops
+from study.workload import (
+    ASSUMED,
+    MEASURED,
+    SCALED,
+    TABLE,
+    THROUGHPUT_TABLE,
+    CascadeShares,
+    Row,
+    Throughput,
+    data_facts,
+    eval_work,
+    expected_shares,
+    forward_gflops,
+    load_throughput,
+    shares_from_records,
+    train_work,
+    work_seconds,
+)
 
-THROUGHPUT_TABLE = "workflow/throughput.yaml"
 BENCHMARKS = "benchmarks"
 #: the device kinds priced: a CPU of 2 cores (this project's machine) and one H100
 DEVICES = ("cpu-2core", "h100")
-#: a GPU's sustained rate on these small-image networks where the table has no row for it
-#: (study.resources.GPU_FLOPS, the Slurm estimate's assumption)
-ASSUMED_GPU_FLOPS = GPU_FLOPS
 #: bytes of one per-sample record row (an image of an evaluation), measured on the demo's parquet files
 RECORD_BYTES = 70
 #: parameters of each architecture at 10 classes (tests/workflow/test_cost.py counts them with torch)
@@ -58,57 +67,6 @@ PARAMETERS = {"small_cnn": 94_762, "small_cnn_s2": 391_466, "resnet18": 11_173_9
               "googlenet": 5_871_914, "inception_v3": 21_806_058}
 #: zoo models' parameters (an upper bound, as study.data.registry's zoo_gflops: WideResNet-94-16)
 ZOO_PARAMETERS = 370_000_000
-
-MEASURED, TABLE, SCALED, ASSUMED = "measured", "table", "scaled from FLOPs", "assumed"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One measured throughput: images/s and useful GFLOP/s of a bench task, and who measured it."""
-
-    model: str
-    task: str
-    device: str
-    images_per_s: float
-    gflop_per_s: float
-    hardware: str
-    torch: str
-    commit: str
-    date: str
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Throughput:
-    rows: tuple[Row, ...]
-    job_start_s: Mapping[str, float]
-
-    def rate(self, model: str, task: str, device: str) -> tuple[float, str]:
-        """(useful FLOP/s, basis) of `task` for `model` on `device`: its row, else the row of the
-        model nearest in forward FLOPs, else ASSUMED_GPU_FLOPS on a GPU kind."""
-        rows = [r for r in self.rows if r.task == task and r.device == device]
-        exact = [r for r in rows if r.model == model]
-        if exact:
-            return max(r.gflop_per_s for r in exact) * 1e9, TABLE
-        if rows:
-            # a zoo model: the largest zoo cost of any dataset (an upper bound)
-            largest_zoo = max(d.zoo_gflops for d in DATASETS.values())
-            size = math.log(MODELS[model].gflops_32 if model in MODELS else largest_zoo)
-            near = min(rows, key=lambda r: abs(math.log(MODELS[r.model].gflops_32) - size))
-            return near.gflop_per_s * 1e9, SCALED
-        if device.startswith("cpu"):
-            raise ValueError(f"the throughput table has no {device} row for task {task!r}")
-        return ASSUMED_GPU_FLOPS, ASSUMED
-
-
-def load_throughput(path: str | Path = THROUGHPUT_TABLE) -> Throughput:
-    data = load_yaml(Path(path).read_text(), str(path))
-    rows = tuple(Row(**row) for row in data["rows"])
-    for row in rows:
-        if row.model not in MODELS:
-            raise ValueError(f"{path}: row of unknown model {row.model!r}")
-    return Throughput(rows, dict(data["job_start_s"]))
-
 
 @dataclass
 class Job:
@@ -121,6 +79,12 @@ class Job:
     seconds: dict[str, float]
     basis: dict[str, str]
     disk: dict[str, float] = field(default_factory=dict)
+    #: the rows its rates came from, per device kind
+    rows: dict[str, tuple[Row, ...]] = field(default_factory=dict)
+    #: the AutoAttack cascade's shares it was priced with (CascadeShares.describe), if any
+    cascade: tuple[str, ...] = ()
+    #: whether it prices AutoAttack evaluations alone (the ratio report's AutoAttack row)
+    autoattack: bool = False
 
 
 def benchmark_of(log: str) -> str:
@@ -129,33 +93,14 @@ def benchmark_of(log: str) -> str:
     return f"{head}/{BENCHMARKS}/{tail.removesuffix('.log')}.tsv" if sep else log
 
 
-def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str) -> tuple[dict, dict]:
-    """(seconds, basis) per device of a job doing `work`: (FLOPs, bench task) pairs."""
-    seconds, basis = {}, {}
+def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str,
+            precision: str = "fp32") -> tuple[dict, dict, dict]:
+    """(seconds, basis, rows) per device of a job doing `work`: (FLOPs, bench task) pairs."""
+    seconds, basis, rows = {}, {}, {}
     for device in DEVICES:
-        total, kinds = table.job_start_s.get(device, 0.0), []
-        for flops, task in work:
-            rate, kind = table.rate(model, task, device)
-            total += flops / rate
-            kinds.append(kind)
-        seconds[device] = total
-        basis[device] = next((k for k in (ASSUMED, SCALED) if k in kinds), TABLE)
-    return seconds, basis
-
-
-def _train_task(run: RunConfig) -> tuple[str, int]:
-    adversary = run.method_config.adversary
-    steps = adversary.steps if adversary is not None else 0
-    loss = run.method_config.loss
-    if loss is not None and loss.type == "trades":
-        return "trades_epoch", 2 * steps + 7
-    return ("pgd10_at_epoch", 2 * steps + 3) if steps else ("standard_epoch", 3)
-
-
-def _eval_work(ev: AnyEvaluation, images: int, forward: float) -> tuple[float, str]:
-    """(FLOPs, bench task) of an evaluation of `images` images: a forward and two per attack step."""
-    task = "autoattack_eval" if isinstance(ev, AutoAttackEvaluation) else "pgd20_eval"
-    return images * (1 + 2 * attack_steps(ev)) * forward, task
+        total, basis[device], rows[device] = work_seconds(work, table, model, device, precision)
+        seconds[device] = table.job_start_s.get(device, 0.0) + total
+    return seconds, basis, rows
 
 
 def _checkpoint_bytes(run: RunSpec) -> float:
@@ -172,22 +117,14 @@ def train_job(run: RunSpec, group: str, table: Throughput, results: str = "resul
     """A run's training job; `constructed`: the images of each constructed dataset (kind-key),
     which a run trained on one sees instead of its dataset's."""
     cfg: RunConfig = run.run
-    train, _, _, side = data_facts(cfg)
+    train, *_ = data_facts(cfg)
     con = run.config.get("constructed")
     if con and constructed and f"{con['kind']}-{con['key']}" in constructed:
         train = constructed[f"{con['kind']}-{con['key']}"]
-    forward = forward_gflops(cfg.model, side) * 1e9
-    task, per_image = _train_task(cfg)
-    work = [(cfg.epochs * train * per_image * forward, task)]
-    if cfg.epoch_eval.per_class:
-        from study.data.registry import get_dataset_info
-
-        images = cfg.epoch_eval.per_class * get_dataset_info(cfg.dataset).num_classes
-        steps = attack_steps(cfg.epoch_eval.attack) if cfg.epoch_eval.attack is not None else 0
-        work.append((cfg.epochs * images * (1 + 2 * steps) * forward, "pgd20_eval"))
-    seconds, basis = _priced(work, table, cfg.model)
+    work = train_work(cfg, train)
+    seconds, basis, rows = _priced(work, table, cfg.model, cfg.precision)
     return Job("train", group, benchmark_of(f"{results}/logs/train/{run.run_id}.log"), seconds, basis,
-               {"checkpoints": _checkpoint_bytes(run)})
+               {"checkpoints": _checkpoint_bytes(run)}, rows)
 
 
 def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
@@ -199,33 +136,65 @@ def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
     return test
 
 
-def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results") -> list[Job]:
+def model_kind(run: RunSpec) -> str:
+    """The kind of model EXPECTED_ACCURACY holds for a run: adversarial where it trains against an
+    adversary, and a RobustBench zoo model (robust models, an upper bound for the zoo's `Standard`)."""
+    if isinstance(run.run, ZooRunConfig):
+        return "adversarial"
+    return "adversarial" if run.run.method_config.adversary is not None else "standard"
+
+
+def cascade_shares(run: RunSpec, ev: AutoAttackEvaluation, name: str, checkpoint: str,
+                   records: Path | None) -> CascadeShares:
+    """The shares an AutoAttack evaluation's cascade starts each attack on: from the run's own
+    record of it under `records` (a results folder's evaluations/) where it exists, else expected."""
+    if records is not None:
+        path = records / run.run_id / f"{record_name(name, checkpoint)}.parquet"
+        if path.is_file():
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            if "broken_by" in table.column_names:
+                return shares_from_records(ev, table.column("broken_by").to_pylist(),
+                                           f"this run's records, {path.name}")
+    return expected_shares(ev, model_kind(run))
+
+
+def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results",
+                  root: str | Path | None = None) -> list[Job]:
     """The evaluate jobs of a run (common.smk's EVALUATION_SETS): one per checkpoint for its
-    evaluations, a sharded evaluation of the last checkpoint one per shard."""
+    evaluations, a sharded evaluation of the last checkpoint one per shard. `root`: the project
+    folder whose records give the AutoAttack cascade's shares (None: the expected shares)."""
     from study.config import resolve_evaluation
 
     zoo = isinstance(run.run, ZooRunConfig)
-    root = f"{results}/zoo" if zoo else results
+    base = f"{results}/zoo" if zoo else results
     model = run.config.get("model") if not zoo else max(MODELS, key=lambda m: MODELS[m].gflops_32)
     _, _, _, side = data_facts(run.run)
     forward = (get_dataset_info(run.run.zoo.dataset).zoo_gflops if zoo else forward_gflops(model, side)) * 1e9
     evs = {e: EvaluationSpec.parse(resolve_evaluation(params, e, dataset=run.dataset)).config for e in run.evaluations}
     shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for e in run.evaluations}
-    logs = f"{root}/logs/evaluate/{run.run_id}"
+    logs = f"{base}/logs/evaluate/{run.run_id}"
+    records = Path(root) / base / "evaluations" if root is not None else None
     jobs = []
     for cp in run.checkpoints:
+        shares = {e: cascade_shares(run, ev, e, cp, records) for e, ev in evs.items()
+                  if isinstance(ev, AutoAttackEvaluation)}
         names = sorted(e for e in run.evaluations if cp != "last" or shards[e] <= 1)
         if names:
-            work = [_eval_work(evs[e], _test_images(run, evs[e]), forward) for e in names]
-            seconds, basis = _priced(work, table, model)
-            records = sum(_test_images(run, evs[e]) for e in names) * RECORD_BYTES
+            work = [eval_work(evs[e], _test_images(run, evs[e]), forward, shares.get(e)) for e in names]
+            seconds, basis, rows = _priced(work, table, model)
+            images = sum(_test_images(run, evs[e]) for e in names) * RECORD_BYTES
             jobs.append(Job("evaluate", group, benchmark_of(f"{logs}/{record_name('+'.join(names), cp)}.log"),
-                            seconds, basis, {"records": records}))
+                            seconds, basis, {"records": images}, rows,
+                            tuple(shares[e].describe() for e in names if e in shares),
+                            all(e in shares for e in names)))
         for e in (e for e in run.evaluations if cp == "last" and shards[e] > 1):
             images = math.ceil(_test_images(run, evs[e]) / shards[e])
-            seconds, basis = _priced([_eval_work(evs[e], images, forward)], table, model)
+            seconds, basis, rows = _priced([eval_work(evs[e], images, forward, shares.get(e))], table, model)
             jobs += [Job("evaluate_shard", group, benchmark_of(f"{logs}/shards/{e}/{i}-of-{shards[e]}.log"),
-                         seconds, basis, {"records": images * RECORD_BYTES}) for i in range(shards[e])]
+                         seconds, basis, {"records": images * RECORD_BYTES}, rows,
+                         (shares[e].describe(),) if e in shares else (), e in shares) for i in range(shards[e])]
     return jobs
 
 
@@ -251,8 +220,10 @@ def prepare_jobs(runs: Sequence[RunSpec], table: Throughput, results: str = "res
 
 
 def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], table: Throughput,
-              results: str = "results") -> list[Job]:
-    """Every priced job of the plan; a run counts under the first of its groups, a zoo model under `zoo`."""
+              results: str = "results", root: str | Path | None = None) -> list[Job]:
+    """Every priced job of the plan; a run counts under the first of its groups, a zoo model under
+    `zoo`. `root`: the project folder whose evaluation records price AutoAttack's cascade (None:
+    the expected shares alone, as the generated docs are priced)."""
     from study.config import constructions
     from study.data.registry import get_dataset_info
 
@@ -264,9 +235,9 @@ def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], 
     for run in runs:
         group = run.groups[0] if run.groups else "other"
         jobs.append(train_job(run, group, table, results, constructed))
-        jobs += evaluate_jobs(run, group, params, table, results)
+        jobs += evaluate_jobs(run, group, params, table, results, root)
     for run in zoo:
-        jobs += evaluate_jobs(run, "zoo", params, table, results)
+        jobs += evaluate_jobs(run, "zoo", params, table, results, root)
     return jobs
 
 
@@ -345,16 +316,14 @@ GPU_DAY_HOURS = 24.0
 
 def gpu_day_line(total: Totals, device: str = "h100") -> str:
     """Whether one H100 day holds the priced jobs run one after another, and, where it does not,
-    the factor on the priced rates (and the sustained rate, where they are assumed) that would."""
+    the factor on the priced rates that would."""
     hours = total.hours[device]
     if hours <= GPU_DAY_HOURS:
         return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) holds it by this estimate: {_hours(hours)}, "
                 "one job after another.")
     factor = hours / GPU_DAY_HOURS
-    rate = (f" ({ASSUMED_GPU_FLOPS * factor / 1e12:.0f} TFLOP/s sustained where the rate is assumed)"
-            if total.basis[device] == ASSUMED else "")
     return (f"One H100 day ({GPU_DAY_HOURS:.0f} h) does not hold it by this estimate: {factor:.1f} GPU-days one job "
-            f"after another; a day holds it at {factor:.1f}x the rates priced here{rate}.")
+            f"after another; a day holds it at {factor:.1f}x the rates priced here.")
 
 
 def _hours(h: float) -> str:
@@ -397,14 +366,27 @@ def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
     lines += ["", header("rule")]
     lines += [line(name, t) for name, t in by_rule(jobs).items()]
     lines += [gpu_day_line(total), ""]
-    hardware = sorted({f"{r.device}: {r.hardware}, torch {r.torch}, commit {r.commit}, {r.date}" for r in table.rows})
-    lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the measured rate of the "
-              "model nearest in FLOPs), (a) assumed: no measured row for the device kind, "
-              f"{ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s sustained (study.resources.GPU_FLOPS); unmarked: the "
-              f"model's own row of {THROUGHPUT_TABLE}",
-              "not priced: checks, corruptions, constructions, tables, figures (see docs/usage.md)",
-              *(f"measured on {h}" for h in hardware)]
+    lines += ["marks: (m) measured by the jobs' benchmark files, (s) scaled from FLOPs (the rate of the "
+              "model nearest in FLOPs), (a) a rate assumed, its assumption below; unmarked: the model's own "
+              f"measured row of {THROUGHPUT_TABLE}",
+              "not priced: checks, corruptions, constructions, tables, figures (see docs/usage.md)"]
+    lines += rate_lines(jobs, table)
     return "\n".join(lines)
+
+
+def rate_lines(jobs: Sequence[Job], table: Throughput) -> list[str]:
+    """The basis of each rate the price used (its row's provenance), the process starts, and the
+    shares AutoAttack's cascades were priced with."""
+    used = {row: None for job in jobs for rows in job.rows.values() for row in rows}
+    lines = ["rates used (per device kind, the rows of the throughput table):"]
+    lines += [f"- {row.provenance()}" for row in sorted(used, key=lambda r: (r.device, r.model, r.task, r.precision))]
+    lines.append("- process start per job: " + ", ".join(f"{d} {s:g} s" for d, s in table.job_start_s.items())
+                 + f" ({THROUGHPUT_TABLE}, job_start_s)")
+    shares = sorted({c for job in jobs for c in job.cascade})
+    if shares:
+        lines.append("AutoAttack priced as its cascade runs (each attack on the share still robust when it starts):")
+        lines += [f"- {c}" for c in shares]
+    return lines
 
 
 def summary_line(total: Totals) -> str:
@@ -419,7 +401,7 @@ def price(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root
     """The priced jobs of a plan in the project folder `root`, its benchmark files applied
     (`measured`: on the device kind of this machine, where the table prices that kind)."""
     throughput = load_throughput(Path(root) / (table or THROUGHPUT_TABLE))
-    jobs = plan_jobs(params, runs, zoo, throughput)
+    jobs = plan_jobs(params, runs, zoo, throughput, root=root if measured else None)
     device = local_device()
     if measured and device in DEVICES:
         apply_measurements(jobs, root, device)
@@ -511,6 +493,10 @@ def _rule_of(benchmark: Path, base: Path) -> str:
     return parts[0] if len(parts) > 1 else benchmark.stem
 
 
+#: the ratio report's row of the jobs that price AutoAttack alone (counted in their rule's row too)
+AUTOATTACK_ROW = "of which AutoAttack (cascade rule)"
+
+
 def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[str, dict[str, float]]:
     """(Markdown, {rule: ratio}) of the estimate on `device` over the seconds the jobs' benchmark
     files measured under `root`, per rule and in total; the rules the estimate does not price
@@ -519,6 +505,7 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
     est: dict[str, float] = {}
     measured: dict[str, float] = {}
     counts: dict[str, int] = {}
+    aa = [0.0, 0.0, 0]  # AutoAttack's jobs: estimated s, measured s, jobs
     priced = set()
     for job in jobs:
         seconds = read_benchmark(root / job.benchmark)
@@ -528,6 +515,11 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
         est[job.rule] = est.get(job.rule, 0.0) + job.seconds[device]
         measured[job.rule] = measured.get(job.rule, 0.0) + seconds
         counts[job.rule] = counts.get(job.rule, 0) + 1
+        if job.autoattack:
+            # AutoAttack's jobs again on their own: the cascade rule's ratio, part of its rule's row
+            aa[0] += job.seconds[device]
+            aa[1] += seconds
+            aa[2] += 1
     other: dict[str, float] = {}
     # the shared jobs' (results/benchmarks), and those of the zoo and of each preset's summary jobs
     # (results/zoo/benchmarks, results/<preset>/benchmarks)
@@ -544,6 +536,9 @@ def ratio_report(jobs: Sequence[Job], root: str | Path, device: str) -> tuple[st
     for rule in est:
         lines.append(f"| {rule} | {counts[rule]} | {est[rule]:.1f} | {measured[rule]:.1f} "
                      f"| {ratios.get(rule, float('nan')):.2f} |")
+    if aa[2] and aa[1] > 0:
+        ratios[AUTOATTACK_ROW] = aa[0] / aa[1]
+        lines.append(f"| {AUTOATTACK_ROW} | {aa[2]} | {aa[0]:.1f} | {aa[1]:.1f} | {ratios[AUTOATTACK_ROW]:.2f} |")
     lines.append(f"| total (priced) | {sum(counts.values())} | {total_est:.1f} | {total_measured:.1f} "
                  f"| {ratios.get('total', float('nan')):.2f} |")
     unpriced = sum(other.values())

@@ -131,14 +131,25 @@ def set_tf32(setting: dict | None = None) -> dict:
     return tf32_flags()
 
 
+def cpu_supports_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX-512 BF16 or AMX, as oneDNN reports it): only
+    there is bf16 autocast faster than fp32 rather than an emulation of it."""
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def train_autocast(device: torch.device, precision: str = "fp32") -> contextlib.AbstractContextManager:
-    """bf16 autocast for training only where asked for and on a GPU; fp32 otherwise (the
-    reference codes train in fp32, and bf16 on a CPU is slow)."""
+    """bf16 autocast for training where asked for, on a GPU or on a CPU with native bf16 (the
+    parameters, BatchNorm's statistics, the perturbation and the loss stay fp32: autocast casts
+    only the convolutions' and matmuls' inputs); fp32 otherwise, as the reference codes train.
+    bf16 on a device that cannot run it is refused, not silently trained in fp32 under bf16's name."""
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
-    if precision == "bf16" and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if device.type == "cuda" or (device.type == "cpu" and cpu_supports_bf16()):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    raise ValueError(f"precision 'bf16' needs a GPU or a CPU with native bf16 (AVX-512 BF16 or AMX) and the "
+                     f"device is {describe(device)}; valid here: fp32")
 
 
 def host_to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:

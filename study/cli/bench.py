@@ -23,8 +23,9 @@ def add_bench(sub) -> None:
                    help="speed.compile settings to time the engine's training tasks with (the first is the headline)")
     p.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
                    help="train.precision settings to time the engine's training tasks with (the first is the "
-                        "headline; bf16: autocast, GPU only; evaluations are fp32); fp32 and bf16 together also "
-                        "compare their class-wise robust accuracy (bf16_matches_fp32)")
+                        "headline; bf16: autocast, on a GPU or a CPU with native bf16 (AVX-512 BF16, AMX); "
+                        "evaluations are fp32); fp32 and bf16 together also compare their class-wise robust "
+                        "accuracy (bf16_matches_fp32)")
     p.add_argument("--profile", action="store_true",
                    help="write a torch.profiler table of the PGD-10 AT step (per compile setting) beside --out")
     p.add_argument("--concurrent", type=int, default=None, metavar="K",

@@ -17,7 +17,7 @@ MAX_FUNCTION_LINES = 80
 LAYERS = [
     {"io", "device", "provenance", "checkpoints"},
     {"data", "models", "attacks", "metrics"},
-    {"run_directory", "config", "predict", "resources", "cost", "labels", "record_names"},
+    {"run_directory", "config", "predict", "workload", "resources", "cost", "labels", "record_names"},
     {"evaluate", "train", "features"},
     {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage"},
     {"cli"},

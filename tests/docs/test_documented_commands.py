@@ -36,7 +36,7 @@ SHELL_FENCES = {"bash", "sh", "console", "shell"}
 CLASSES = [
     (r"study (--help|[\w-]+ --help)", "run"),
     (r"study plan( --preset \w+)?", "run"),
-    (r"study plan --cost( --preset \w+)?", "run"),  # torch-free: seconds
+    (r"study plan --cost( --preset \w+)?( --config-overrides .+)?", "run"),  # torch-free: seconds
     # rewrites the file's generated prices (tests/workflow/test_cost.py checks both files)
     (r"study plan --cost --write (README|docs/usage)\.md", "parse"),
     (r"study preflight( --preset \w+)?", "run"),  # reads files only: under a second

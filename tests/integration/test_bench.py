@@ -199,9 +199,14 @@ def test_cli_bench_names_the_valid_tasks(tmp_path, capsys):
 
 
 
-def test_bf16_is_refused_on_a_cpu_in_one_line_naming_the_device_and_fp32(tmp_path, capsys):
-    """bf16 autocast is GPU-only here (study.device.train_autocast): a CPU bench refuses it before any work."""
+def test_bf16_is_refused_on_a_cpu_without_native_bf16_in_one_line_naming_the_device_and_fp32(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """bf16 autocast needs a GPU or a CPU with native bf16 (study.device.train_autocast): a bench on
+    another CPU refuses it before any work."""
+    import tools.bench.run
     from study.cli import main
+
+    monkeypatch.setattr(tools.bench.run, "cpu_supports_bf16", lambda: False)
 
     with pytest.raises(ValueError, match=r"device is cpu.*valid here: fp32"):
         run_bench(tmp_path / "x.json", tasks=["pgd20_eval"], device="cpu", precisions=["fp32", "bf16"],
@@ -273,3 +278,25 @@ def test_bf16_agrees_with_fp32_when_every_class_is_within_the_others_wilson_inte
     assert apart["matches"] is False
     assert [c["agree"] for c in apart["classes"]] == [True, False, True] and apart["worst_class"] == "1"
     assert "Wilson" in apart["rule"]
+
+
+def test_identical_accuracies_at_0_and_1_agree():
+    """A class every model gets right (or wrong) agrees with itself: the Wilson interval holds its
+    own estimate, where rounding alone put 1.0 above the upper bound 0.9999999999999999."""
+    from tools.bench.report import precision_agreement, wilson_interval
+
+    for p in (0.0, 1.0):
+        lo, hi = wilson_interval(p, 10)
+        assert lo <= p <= hi
+    assert precision_agreement([1.0, 0.0, 0.5], [1.0, 0.0, 0.5], [10, 10, 10])["matches"] is True
+
+
+@pytest.mark.skipif(not __import__("study.device").device.cpu_supports_bf16(), reason="this CPU has no native bf16")
+def test_a_cpu_bench_with_native_bf16_times_bf16_and_compares_it_with_fp32(tmp_path):
+    report = run_bench(tmp_path / "x.json", model="small_cnn", tasks=["pgd10_at_epoch"], device="cpu",
+                       precisions=["fp32", "bf16"], images=40, test_images=20, compile_modes=["off"], threads=1,
+                       progress=False)
+    assert report["settings"]["precisions"] == ["fp32", "bf16"]
+    assert "bf16" in report["tasks"]["pgd10_at_epoch"]["engine_by_precision"]
+    assert report["bf16_matches_fp32"] in (True, False)
+    assert "bf16_matches_fp32: " in (tmp_path / "x.md").read_text()

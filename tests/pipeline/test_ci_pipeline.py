@@ -269,15 +269,18 @@ def _cost_ratio_report(project: Path) -> str:
     rule and in total, written to results/cost_ratio.md and returned (the run's summary prints it:
     tests/pipeline/conftest.py). Asserted are only that every priced job left its benchmark file
     and that every ratio is finite and positive."""
-    from study.cost import THROUGHPUT_TABLE, load_throughput, plan_jobs, ratio_report
+    from study.cost import AUTOATTACK_ROW, THROUGHPUT_TABLE, load_throughput, plan_jobs, ratio_report
 
     params, runs, _ = _plan(project, "ci")
-    # (the zoo's jobs wait for its weights: no part of the ci DAG, tests/pipeline/test_zoo_jobs.py)
-    jobs = plan_jobs(params, runs, [], load_throughput(project / THROUGHPUT_TABLE))
+    # (the zoo's jobs wait for its weights: no part of the ci DAG, tests/pipeline/test_zoo_jobs.py);
+    # root: AutoAttack's cascade priced from the run's own records (broken_by), as `study plan --cost` does
+    jobs = plan_jobs(params, runs, [], load_throughput(project / THROUGHPUT_TABLE), root=project)
+    assert any(j.autoattack and "this run's records" in j.cascade[0] for j in jobs), "AutoAttack not priced by records"
     assert jobs, "the ci plan prices no job"
     missing = [j.benchmark for j in jobs if not (project / j.benchmark).is_file()]
     assert not missing, f"priced jobs without a benchmark file: {missing[:5]}"
     text, ratios = ratio_report(jobs, project, "cpu-2core")
     (project / "results/cost_ratio.md").write_text(text)
     assert ratios and all(math.isfinite(r) and r > 0 for r in ratios.values()), ratios
+    assert AUTOATTACK_ROW in ratios, text  # the cascade rule's own ratio
     return text

@@ -14,7 +14,7 @@ from typing import Literal
 
 import pytest
 
-from study import labels, resources
+from study import labels, resources, workload
 from study.cli import build_parser
 from study.config import ConfigError, EvaluationSpec, evaluations, load_params, plan_runs, resolve_evaluation
 from study.data import registry as data_registry
@@ -49,7 +49,7 @@ def test_a_model_row_is_planned_estimated_labelled_and_drawn(repo_root, ci_param
     assert runs, "the plan trains the new model"
     # the workflow's rule resources (common.smk: run_resource, train_priority) from the row's cost
     assert all(resources.train_minutes(r.run) >= 15 for r in runs)
-    assert resources.forward_gflops(with_new_model, 64) == pytest.approx(4 * NEW_MODEL.gflops_32)
+    assert workload.forward_gflops(with_new_model, 64) == pytest.approx(4 * NEW_MODEL.gflops_32)
     assert labels.model_name(with_new_model) == "Tiny Net"
     # the class-wise figures draw a panel of it (common.smk's FIGURE_PANELS)
     study = catalog.Study(plan=plan)
@@ -133,7 +133,7 @@ def test_an_evaluation_kind_row_is_checked_planned_estimated_labelled_and_parsed
     # the workflow's evaluate job (common.smk: the resolved evaluation, parsed; its time from the row's cost)
     job = EvaluationSpec.parse(resolve_evaluation(params, "noise", run.config["dataset"])).config
     assert type(job).__name__ == "NoiseJob" and job.draws == 30 and job.name == "noise"
-    assert resources.attack_steps(job) == 30
+    assert workload.attack_steps(job) == 30
     assert resources.evaluate_minutes(run.run, job) >= 10
     assert labels.eval_name("noise", noise) == "Gaussian noise, L2 0.5"
     # `study evaluate --evaluation` takes it; the row's attack function (what predict calls) resolves

@@ -39,6 +39,8 @@ def test_the_preset_step_calls_the_timing_tool_with_the_checks_sizes(tmp_path):
     assert step.outputs == [str(tmp_path / "preset" / "timing.md")]
     full = check.build_parts(["preset"], check.Sizes(), check.BUDGETS, tmp_path, {})[0].steps[0].argv
     assert "--eval-per-class" not in full and full[full.index("--device") + 1] == "cuda"
+    # on a GPU the current engine is timed in both training precisions
+    assert full[full.index("--precision"):full.index("--precision") + 3] == ["--precision", "fp32", "bf16"]
 
 
 def test_each_training_kind_of_the_reproduce_preset_is_timed_on_its_own_first_run(tmp_path):
@@ -58,14 +60,29 @@ def test_each_training_kind_of_the_reproduce_preset_is_timed_on_its_own_first_ru
     at = kinds["pgd10-ce"]
     assert at["optimizer"]["lr"] == 0.1 and at["schedule"]["name"] == "step"
     assert at["method_config"]["adversary"]["steps"] == 10
+    assert all("precision" not in cfg for cfg in kinds.values())  # fp32, whatever the preset trains in
+
+
+def test_each_kind_is_timed_in_each_precision_asked_for(tmp_path):
+    made = preset_epochs.commands("reproduce", Path("d.pt"), tmp_path, epochs=1, train_per_class=10, device="cuda",
+                                  precisions=("fp32", "bf16"))
+    labels = {name: cfg for name, cfg, _ in made}
+    assert set(labels) == {"standard", "pgd10-ce", "pgd10-trades", "standard-bf16", "pgd10-ce-bf16",
+                           "pgd10-trades-bf16"}
+    assert all(labels[n].get("precision", "fp32") == ("bf16" if n.endswith("-bf16") else "fp32") for n in labels)
+    with pytest.raises(ValueError, match=r"unknown precision\(s\) \['fp16'\]; valid: fp32, bf16"):
+        preset_epochs.commands("reproduce", Path("d.pt"), tmp_path, 1, 10, "cuda", precisions=("fp16",))
 
 
 def test_the_price_is_epochs_times_images_at_the_measured_rate():
-    rows, total = preset_epochs.price("reproduce", {"standard": 1e-4, "pgd10-ce": 1e-3, "pgd10-trades": 1e-3})
-    by_kind = {r["kind"]: r for r in rows}
+    rows, totals = preset_epochs.price("reproduce", {"standard": 1e-4, "pgd10-ce": 1e-3, "pgd10-trades": 1e-3,
+                                                      "standard-bf16": 5e-5, "pgd10-ce-bf16": 5e-4,
+                                                      "pgd10-trades-bf16": 5e-4}, ("fp32", "bf16"))
+    by_kind = {r["kind"]: r for r in rows if r["precision"] == "fp32"}
     assert by_kind["standard"]["runs"] == 3 and by_kind["standard"]["epoch_images"] == 3 * 200 * 50000
     assert by_kind["pgd10-ce"]["runs"] == 6 and by_kind["pgd10-ce"]["epoch_images"] == 6 * 200 * 49000
-    assert total == pytest.approx((3 * 200 * 50000 * 1e-4 + 12 * 200 * 49000 * 1e-3) / 3600)
+    assert totals["fp32"] == pytest.approx((3 * 200 * 50000 * 1e-4 + 12 * 200 * 49000 * 1e-3) / 3600)
+    assert totals["bf16"] == pytest.approx(totals["fp32"] / 2)
 
 
 def test_the_dry_run_prints_one_command_per_kind():
@@ -91,9 +108,9 @@ def test_the_timing_prices_the_preset_from_each_kinds_last_epoch(tmp_path, monke
     out = tmp_path / "preset"
     assert preset_epochs.main(["--data", "d.pt", "--out", str(out), "--epochs", "2", "--train-per-class", "500"]) == 0
     timing = json.loads((out / "timing.json").read_text())
-    by_kind = {r["kind"]: r for r in timing["kinds"]}
+    by_kind = {r["kind"]: r for r in timing["kinds"] if r["precision"] == "fp32"}
     # the last epoch over the run's training images: 5,000 (standard), 4,900 (2% held out)
     assert by_kind["standard"]["s_per_image"] == pytest.approx(10.0 / 5000)
     assert by_kind["pgd10-ce"]["s_per_image"] == pytest.approx(100.0 / 4900)
-    assert timing["total_hours"] == pytest.approx(sum(r["hours"] for r in timing["kinds"]))
+    assert timing["total_hours"] == {"fp32": pytest.approx(sum(r["hours"] for r in timing["kinds"]))}
     assert "Projected training" in (out / "timing.md").read_text()

@@ -13,7 +13,8 @@ from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdE
 from study.config.spec import EvaluationSpec
 from study.config.types import RunConfig, parse
 from study.models.registry import MODEL_NAMES, MODELS, build_model, count_flops
-from study.resources import attack_steps, evaluate_minutes, mem_mb, train_minutes
+from study.resources import evaluate_minutes, mem_mb, train_minutes
+from study.workload import attack_steps
 
 # `study` subcommands that load or train a model; their rules must declare gpu, mem_mb, runtime.
 MODEL_COMMAND = re.compile(r"study (train|evaluate[\w-]*|check|corruptions|construct)\b")

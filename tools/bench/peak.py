@@ -10,8 +10,9 @@ reached in that precision (`honest_peak`): a convolution may run faster than the
 (oneDNN's Winograd kernels do fewer multiplies than the direct count charges), and then the
 peak is that kernel's, said so in the report. A side's FLOP/s are divided by the peak of the precision it computes in
 (`peak_basis`): TF32 on CUDA where the TF32 switches are on for its convolutions or matmuls
-(PyTorch's default for cuDNN convolutions), bf16 for an engine run under bf16 autocast
-(`--precision bf16`, CUDA only), fp32 otherwise; a CPU has no TF32, so fp32.
+(PyTorch's default for cuDNN convolutions), bf16 for an engine run under bf16 autocast on a GPU
+(`--precision bf16`), fp32 otherwise; a CPU has no TF32, so fp32, and a CPU's bf16 run is divided by
+its fp32 peak (the bf16 peak of a CPU is not timed).
 
 FLOPs: one forward pass of the model costs F (`count_flops`: 2 x multiply-accumulates of
 the convolutions and linear layers). A backward pass costs ~2F when it computes both the
@@ -96,14 +97,15 @@ def combine_peaks(start: dict, end: dict) -> dict:
 
 BASIS_RULE = ("the precision a side computes in: tf32 on CUDA where torch.backends.cudnn.allow_tf32 or "
               "torch.backends.cuda.matmul.allow_tf32 is on while it runs (the run's train.tf32; PyTorch's default "
-              "turns it on for cuDNN convolutions), fp32 otherwise and always on a CPU (no TF32 there); bf16 for "
-              "the engine's runs under bf16 autocast (--precision bf16, CUDA only; the reference trains in fp32)")
+              "turns it on for cuDNN convolutions), fp32 otherwise and always on a CPU (no TF32 there, and its bf16 "
+              "peak is not timed: a CPU bf16 run's fraction is of the fp32 peak); bf16 for the engine's runs under "
+              "bf16 autocast on a GPU (--precision bf16; the reference trains in fp32)")
 
 
 def peak_basis(device: torch.device, tf32: dict | None = None, precision: str = "fp32") -> str:
     """The precision a side computes in (BASIS_RULE), from the TF32 switches in effect while it
     ran (`tf32`: {cudnn, matmul}, as study.device.tf32_flags gives them) and the run's training
-    precision (`bf16`: autocast, CUDA only)."""
+    precision (`bf16`: autocast)."""
     if device.type != "cuda":
         return "fp32"
     if precision == "bf16":

@@ -81,7 +81,9 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the interval holds its own estimate; at p = 0 or 1 rounding would leave p a hair outside
+    # (1.0 > 0.9999999999999999), and two identical accuracies would "disagree"
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def classwise_accuracy(pred: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[list[float], list[int]]:

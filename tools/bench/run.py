@@ -22,7 +22,15 @@ from study.config.types import LossPolicy, RunConfig, parse
 from study.data.prepared import load_prepared
 from study.data.splits import Splits, stratified_subset
 from study.data.synthetic import make_synthetic
-from study.device import PRECISIONS, describe, eval_batch_size, select_device, set_threads, tf32_flags
+from study.device import (
+    PRECISIONS,
+    cpu_supports_bf16,
+    describe,
+    eval_batch_size,
+    select_device,
+    set_threads,
+    tf32_flags,
+)
 from study.io import atomic_write_json, atomic_write_text
 from study.models.registry import MODEL_NAMES, build_model, count_flops
 from study.provenance import provenance
@@ -59,15 +67,15 @@ EVALUATION_PRECISION_NOTE = ("evaluations are fp32 by design (study.predict, doc
 
 
 def _check_precisions(precisions: Sequence[str], dev: torch.device | None = None) -> list[str]:
-    """The precisions, each once, in the order given; bf16 only on a GPU (study.device.train_autocast
-    trains in bf16 on CUDA only: on a CPU it would time fp32 under bf16's name)."""
+    """The precisions, each once, in the order given; bf16 only where study.device.train_autocast
+    runs it (a GPU, or a CPU with native bf16): elsewhere it is refused before any work."""
     precisions = list(dict.fromkeys([precisions] if isinstance(precisions, str) else precisions))
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad or not precisions:
         raise ValueError(f"unknown precision(s) {bad or precisions}; valid: {', '.join(PRECISIONS)}")
-    if dev is not None and dev.type != "cuda" and "bf16" in precisions:
-        raise ValueError(f"--precision bf16: bf16 autocast is GPU-only in this project and the device is "
-                         f"{describe(dev)}; valid here: fp32")
+    if dev is not None and dev.type != "cuda" and "bf16" in precisions and not cpu_supports_bf16():
+        raise ValueError(f"--precision bf16: bf16 autocast needs a GPU or a CPU with native bf16 (AVX-512 BF16 "
+                         f"or AMX) and the device is {describe(dev)}; valid here: fp32")
     return precisions
 
 
@@ -376,7 +384,7 @@ def run_bench(out: str | Path, *, data: str | Path | None = None, model: str = "
     step per mode beside `out`; `concurrent` K times K training processes sharing the device
     against one alone.
 
-    `precisions` (train.precision values; bf16 on a GPU only) times the engine's training tasks
+    `precisions` (train.precision values; bf16 on a GPU or a CPU with native bf16) times the engine's training tasks
     once per precision and compile setting, the first precision being the headline; evaluations
     are fp32 by design. Where both fp32 and bf16 train the PGD-10 AT model, the accuracy check
     compares their class-wise PGD-20 accuracy (`bf16_matches_fp32`, report.AGREEMENT_RULE)."""

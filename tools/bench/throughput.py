@@ -17,18 +17,30 @@ from pathlib import Path
 import yaml
 
 
+def _engine_sides(r: dict) -> list[tuple[str, dict]]:
+    """(training precision, engine record) of each precision a task ran in: its headline, and the
+    fastest compile setting of each other precision (`engine_by_precision`, e.g. bf16 beside fp32)."""
+    sides = [(r.get("precision", "fp32"), r["engine"])]
+    for precision, by_mode in (r.get("engine_by_precision") or {}).items():
+        timed = [c for c in by_mode.values() if c and not c.get("failed") and c.get("images_per_s")]
+        if timed:
+            sides.append((precision, max(timed, key=lambda c: c["images_per_s"])))
+    return sides
+
+
 def rows(reports: Sequence[dict], device: str, note: str = "") -> list[dict]:
-    """One row per (model, task): the report whose engine ran that task fastest."""
-    best: dict[tuple[str, str], tuple[dict, dict]] = {}
+    """One row per (model, task, training precision): the report whose engine ran it fastest."""
+    best: dict[tuple[str, str, str], tuple[dict, dict]] = {}
     for report in reports:
         for task, r in report["tasks"].items():
             if r.get("failed"):
                 continue
-            key = (report["settings"]["model"], task)
-            if key not in best or r["engine"]["images_per_s"] > best[key][1]["engine"]["images_per_s"]:
-                best[key] = (report, r)
+            for precision, engine in _engine_sides(r):
+                key = (report["settings"]["model"], task, precision)
+                if key not in best or engine["images_per_s"] > best[key][1]["images_per_s"]:
+                    best[key] = (report, engine)
     out = []
-    for (model, task), (report, r) in sorted(best.items()):
+    for (model, task, precision), (report, engine) in sorted(best.items()):
         hw = report["hardware"]
         repeats = sum(other["settings"]["model"] == model and "engine" in (other["tasks"].get(task) or {})
                       for other in reports)
@@ -36,8 +48,9 @@ def rows(reports: Sequence[dict], device: str, note: str = "") -> list[dict]:
         commit = str(prov.get("commit") or prov.get("git_commit") or "unknown")[:7]
         started = report.get("started") or prov.get("time") or time.strftime("%Y-%m-%d")
         out.append({"model": model, "task": task, "device": device,
-                    "images_per_s": round(r["engine"]["images_per_s"], 3),
-                    "gflop_per_s": round(r["engine"]["flop_per_s"] / 1e9, 2),
+                    **({"precision": precision} if precision != "fp32" else {}),
+                    "images_per_s": round(engine["images_per_s"], 3),
+                    "gflop_per_s": round(engine["flop_per_s"] / 1e9, 2),
                     "hardware": f"{hw['cpu_model']}, {hw['threads']} threads"
                                 + (f", {hw['cuda_name']}" if hw.get("cuda_name") else ""),
                     "torch": hw["torch"], "commit": commit, "date": str(started)[:10],

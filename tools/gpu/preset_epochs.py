@@ -7,7 +7,9 @@ PGD-AT, TRADES, ...), the first run of that kind is trained for `--epochs` epoch
 batch), on the data the check holds (the JPEG CIFAR-10 of gpu-bundle/: the machine has no network,
 so a preset's official archive is replaced by it, and said so). Its seconds per training image,
 read off `meta.json`'s epoch times where it wrote them and the job's wall time otherwise, price every
-run of that kind: epochs x training images. Written: <out>/timing.json and timing.md.
+run of that kind: epochs x training images. `--precision fp32 bf16` times each kind in each training
+precision (the label of a bf16 run ends in `-bf16`), so that the price is given in both. Written:
+<out>/timing.json and timing.md.
 
 Run by tools/gpu/check.py after part setup has installed the bundle; `--dry-run` prints the
 commands without running them (tests/workflow/test_gpu_check.py)."""
@@ -73,15 +75,33 @@ def timed_config(config: Mapping, epochs: int, train_per_class: int, variant: st
     return out
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
+def label(kind: str, precision: str) -> str:
+    """A timed run's name: its kind, `-bf16` added for a bf16 run."""
+    return kind if precision == "fp32" else f"{kind}-{precision}"
+
+
 def commands(preset: str, data: Path, out: Path, epochs: int, train_per_class: int, device: str,
-             variant: str = "jpeg", eval_per_class: int | None = None) -> list[tuple[str, dict, list[str]]]:
-    """(kind, shortened run config, `study train` argv) for the first run of each kind."""
+             variant: str = "jpeg", eval_per_class: int | None = None,
+             precisions: tuple[str, ...] = ("fp32",)) -> list[tuple[str, dict, list[str]]]:
+    """(label, shortened run config, `study train` argv) for the first run of each kind, in each
+    training precision of `precisions` (whatever the preset's own)."""
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"unknown precision(s) {bad or list(precisions)}; valid: {', '.join(PRECISIONS)}")
     made = []
     for kind, (config, _) in first_runs(preset).items():
-        cfg = timed_config(config, epochs, train_per_class, variant, eval_per_class)
-        argv = [sys.executable, "-m", "study.cli", "train", "--data", str(data), "--run-dir", str(out / kind),
-                "--run-config", json.dumps(cfg), "--device", device, "--compile", "auto", "--no-progress"]
-        made.append((kind, cfg, argv))
+        for precision in precisions:
+            cfg = timed_config(config, epochs, train_per_class, variant, eval_per_class)
+            cfg.pop("precision", None)  # fp32 is the default, and an fp32 run config names none
+            if precision != "fp32":
+                cfg["precision"] = precision
+            name = label(kind, precision)
+            argv = [sys.executable, "-m", "study.cli", "train", "--data", str(data), "--run-dir", str(out / name),
+                    "--run-config", json.dumps(cfg), "--device", device, "--compile", "auto", "--no-progress"]
+            made.append((name, cfg, argv))
     return made
 
 
@@ -96,17 +116,20 @@ def _epoch_seconds(run_dir: Path, wall: float, epochs: int) -> tuple[float, str]
     return wall / epochs, "wall time over the epochs (start-up included)"
 
 
-def price(preset: str, timed: Mapping[str, float]) -> tuple[list[dict], float]:
-    """Per kind: runs, epochs x images, measured s/image and projected GPU-hours; and the total."""
-    rows, total = [], 0.0
+def price(preset: str, timed: Mapping[str, float],
+          precisions: tuple[str, ...] = ("fp32",)) -> tuple[list[dict], dict[str, float]]:
+    """Per kind and precision: runs, epochs x images, measured s/image and projected GPU-hours;
+    and the total of each precision (every run of the preset trained in it)."""
+    rows, totals = [], dict.fromkeys(precisions, 0.0)
     for kind, (_, configs) in first_runs(preset).items():
         images = sum(int(c["epochs"]) * train_images(c) for c in configs)
-        per_image = timed.get(kind)
-        hours = images * per_image / 3600 if per_image is not None else float("nan")
-        total += hours if per_image is not None else 0.0
-        rows.append({"kind": kind, "runs": len(configs), "epoch_images": images, "s_per_image": per_image,
-                     "hours": hours})
-    return rows, total
+        for precision in precisions:
+            per_image = timed.get(label(kind, precision))
+            hours = images * per_image / 3600 if per_image is not None else float("nan")
+            totals[precision] += hours if per_image is not None else 0.0
+            rows.append({"kind": kind, "precision": precision, "runs": len(configs), "epoch_images": images,
+                         "s_per_image": per_image, "hours": hours})
+    return rows, totals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,11 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--eval-per-class", type=int, default=None,
                    help="test images per class of the per-epoch evaluation (default: the run's own)")
+    p.add_argument("--precision", nargs="+", default=["fp32"], choices=PRECISIONS,
+                   help="training precisions to time each kind in (fp32 bf16: both, for the price in each)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = p.parse_args(argv)
     out = Path(args.out)
+    precisions = tuple(dict.fromkeys(args.precision))
     made = commands(args.preset, Path(args.data), out, args.epochs, args.train_per_class, args.device,
-                    eval_per_class=args.eval_per_class)
+                    eval_per_class=args.eval_per_class, precisions=precisions)
     if args.dry_run:
         for kind, _, command in made:
             print(f"{kind}: {shlex.join(command)}")
@@ -142,16 +168,18 @@ def main(argv: list[str] | None = None) -> int:
         timed[kind] = seconds / train_images(cfg)
         lines.append(f"| {kind} | {wall:.1f} s for {args.epochs} epochs | {seconds:.1f} s per epoch ({how}) | "
                      f"{1 / timed[kind]:.0f} images/s |")
-    rows, total = price(args.preset, timed)
+    rows, totals = price(args.preset, timed, precisions)
     (out / "timing.json").write_text(json.dumps({"preset": args.preset, "epochs": args.epochs,
                                                  "train_per_class": args.train_per_class, "kinds": rows,
-                                                 "total_hours": total}, indent=1))
+                                                 "total_hours": totals}, indent=1))
     md = [f"### The {args.preset} preset's first epochs ({args.epochs} epochs on {args.train_per_class} "
           "images per class, the JPEG CIFAR-10)", "", "| training kind | job | epoch | throughput |",
-          "|---|---|---|---|", *lines, "", "| training kind | runs | epochs x images | projected GPU-hours |",
-          "|---|---|---|---|"]
-    md += [f"| {r['kind']} | {r['runs']} | {r['epoch_images']:,} | {r['hours']:.1f} |" for r in rows]
-    md += ["", f"Projected training: **{total:.1f} GPU-hours** one run at a time (evaluations not included)."]
+          "|---|---|---|---|", *lines, "",
+          "| training kind | precision | runs | epochs x images | projected GPU-hours |", "|---|---|---|---|---|"]
+    md += [f"| {r['kind']} | {r['precision']} | {r['runs']} | {r['epoch_images']:,} | {r['hours']:.1f} |"
+           for r in rows]
+    md += [""] + [f"Projected training in {p}: **{h:.1f} GPU-hours** one run at a time (evaluations not included)."
+                  for p, h in totals.items()]
     (out / "timing.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 1 if failed else 0
