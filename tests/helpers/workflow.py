@@ -194,8 +194,9 @@ def _figure_jobs(params, runs) -> dict[str, int]:
         **{fig: 1 for fig in DISCREPANCY_FIGURES},  # one experiment group each
         "fig07_epochs": panels(plain),
         "fig08_rank_agreement": sum(len(c) > 1 for c in configs.values()),  # datasets with configurations to compare
-        "fig09_confusion": panels(plain),
-        "fig10_logit_similarity": panels(plain),
+        # the records of the last checkpoint, which a run keeping only its paper's choice has not
+        "fig09_confusion": panels([r for r in plain if "last" in r.checkpoints]),
+        "fig10_logit_similarity": panels([r for r in plain if "last" in r.checkpoints]),
         "fig11_cfp": panels([r for r in tabled if r.config["method"] == "pgd_at"]),
         "fig12_features": 1 if params.get("features") else 0,
         "fig13_mitigation": panels([r for r in runs if _is_mitigation(r)], "all"),
