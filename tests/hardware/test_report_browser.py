@@ -68,7 +68,7 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
         # the finding, with the numbers of this run's table
         assert "Class-wise robustness: the finding" in landing
         assert f"weakest class is {robust.weakest} at {100 * robust.weakest_acc:.1f}%" in " ".join(landing.split())
-        assert "Verdicts:" in landing and "reduced recipe" in landing
+        assert "Claims: " in landing and "reduced recipe" in landing
         # the categories, in the study's order (numbered, so the report's alphabetical menu keeps it)
         ordered = sorted(page.evaluate("Object.keys(categories)"))
         assert ordered[0].endswith("Class-wise accuracy and robustness") and ordered[-1].endswith("Reproduction")
