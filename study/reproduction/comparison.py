@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from study.config import plan_runs
-from study.config.comparisons import Comparison
+from study.config.comparisons import Comparison, comparisons
 from study.published import BY_ID, PUBLISHED, Published
 from study.reproduction import verdicts
 from study.reproduction.matching import (
+    Plan,
     annotate,
     candidate_difference,
     candidates,
@@ -32,14 +32,13 @@ from study.reproduction.matching import (
     control_runs,
     control_substitution,
     cpu_recipe,
-    declared_pairs,
     distinct_runs,
-    equivalent_methods,
     flagged,
     notes,
     pair_text,
     paired,
     pairs_of,
+    plan_index,
     protocol_differences,
     protocol_of,
     redefinitions,
@@ -201,7 +200,7 @@ class Row:
 
 
 def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],
-               plan: Mapping) -> Row:
+               plan: Plan) -> Row:
     seeds = per_seed(rows)
     whole = whole_test_set(p, rows)
     classes: tuple[ClassAccuracy, ...] = ()
@@ -236,47 +235,29 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
                protocol=protocol_of(rows, plan))
 
 
-def _difference_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
-                    differences: tuple[str, ...], pair: Comparison, plan: Mapping) -> Row | None:
-    """The method minus its control along one declared pair, beside the published difference."""
+def _pair_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
+              differences: tuple[str, ...], pair: Comparison, plan: Plan) -> Row | None:
+    """The method minus its control along one declared pair, on the same data and evaluation at
+    the same checkpoint: beside a published difference (a difference row) or a claimed direction;
+    None where the runs have no such control."""
     method = str(rows["method"].iloc[0])
     base = control_runs(table, pair, rows)
     if base is None:
         return None
-    column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
-    ours, theirs = per_seed(rows), per_seed(base)
-    whole = whole_test_set(p, rows) and whole_test_set(p, base)
-    estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole, column)
-    flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
-    base_name = str(base["method"].iloc[0])
-    stated = (*differences, *redefinitions(params, p, method).all, *control_substitution(params, p, base_name),
-              *protocol_differences(p, rows, plan), *candidate_difference(params, rows, base, plan))
-    return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
-               flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
-               reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows, plan), pair=pair_text(pair))
-
-
-def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
-                   differences: tuple[str, ...], pair: Comparison, plan: Mapping) -> Row | None:
-    """A claim of a direction along one declared pair: our method minus its control, on the same
-    data and evaluation at the same checkpoint; None where the runs have no such control."""
-    method = str(rows["method"].iloc[0])
-    base = control_runs(table, pair, rows)
-    if base is None:
-        return None
-    whole = whole_test_set(p, rows) and whole_test_set(p, base)
     if p.statistic == "spread":
         estimate = spread_difference(rows, base)
     else:
         column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
         ours, theirs = per_seed(rows), per_seed(base)
+        whole = whole_test_set(p, rows) and whole_test_set(p, base)
         estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole, column)
     base_name = str(base["method"].iloc[0])
-    redefined = redefinitions(params, p, method)
-    substituted = () if base_name in equivalent_methods(params, [base_name], (p.control,)) else (
-        f"control {base_name}, not {p.control} (the preset substitutes it)",)
-    stated = (*differences, *redefined.all, *substituted, *candidate_difference(params, rows, base, plan))
+    published_control = p.control if p.direction else BY_ID[p.baseline].method
+    # a claim reads the study's own checkpoint, so no published protocol stands beside it
+    protocol = () if p.direction else protocol_differences(p, rows, plan)
+    stated = (*differences, *redefinitions(params, p, method).all,
+              *control_substitution(params, published_control, base_name), *protocol,
+              *candidate_difference(rows, base, plan))
     flags = "; ".join(f for f in (flagged(rows), flagged(base)) if f)
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
@@ -284,12 +265,12 @@ def _direction_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.
                protocol=protocol_of(rows, plan), pair=pair_text(pair))
 
 
-def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list[Comparison], plan: Mapping,
-                 build) -> list[Row]:
+def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list[Comparison],
+                 plan: Plan) -> list[Row]:
     """A row per declared pair of the closest run groups that some pair compares."""
     made = []
     for rows, differences in closest_groups(p, paired(candidates(table, params, p), pairs)):
-        made += [build(table, params, p, rows, differences, pair, plan) for pair in pairs_of(pairs, rows)]
+        made += [_pair_row(table, params, p, rows, differences, pair, plan) for pair in pairs_of(pairs, rows)]
     return [r for r in made if r is not None]
 
 
@@ -297,17 +278,18 @@ def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[R
     """(value rows, difference rows): every published value with each closest run group of ours,
     or one row without a run group (not in this preset); and every published value that has a
     baseline, as the method minus its control along a pair the plan declares."""
-    table = annotate(classwise, params)
-    pairs = declared_pairs(params)
-    plan = {spec.run_id: spec for spec in plan_runs(params)} if "group" not in classwise else {}
+    # a table that names its groups is a test's, whose runs no plan holds
+    plan = plan_index(params) if "group" not in classwise else {}
+    table = annotate(classwise, params, plan)
+    pairs = comparisons(params)
     values: list[Row] = []
     deltas: list[Row] = []
     for p in PUBLISHED:
         if p.direction:
-            values += _paired_rows(table, params, p, pairs, plan, _direction_row) or [Row(p)]
+            values += _paired_rows(table, params, p, pairs, plan) or [Row(p)]
             continue
         groups = distinct_runs(closest_groups(p, candidates(table, params, p)))
         values += [_value_row(params, p, g, d, plan) for g, d in groups] or [Row(p)]
         if p.baseline is not None:
-            deltas += _paired_rows(table, params, p, pairs, plan, _difference_row) or [Row(p, difference_of="-")]
+            deltas += _paired_rows(table, params, p, pairs, plan) or [Row(p, difference_of="-")]
     return values, deltas

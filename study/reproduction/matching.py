@@ -30,11 +30,13 @@ from typing import NamedTuple
 import pandas as pd
 
 from study.config import ConfigError, EvaluationSpec, plan_runs, resolve_evaluation, resolve_method
-from study.config.comparisons import Comparison, comparisons, covers
+from study.config.comparisons import Comparison, covers
 from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.config.methods import method_entry, resolved_method
+from study.config.plan import RunSpec
+from study.config.protocols import first_eligible_epoch
 from study.metrics.trust import not_counted
-from study.published import BY_ID, PUBLISHED_EPOCHS, Published
+from study.published import PUBLISHED_EPOCHS, Published
 from study.record_names import split_record_name, table_checkpoints
 from study.run_directory import SETTING_COLUMNS
 
@@ -70,25 +72,34 @@ def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | No
     return None, math.nan
 
 
-def run_groups(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
+#: the plan's runs by run id, as the report reads them
+Plan = Mapping[str, RunSpec]
+
+
+def plan_index(params: Mapping) -> dict[str, RunSpec]:
+    """The plan's runs by run id."""
+    return {spec.run_id: spec for spec in plan_runs(params)}
+
+
+def run_groups(classwise: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     """The class-wise table with its rows' experiment group (`group`), a row per group of the runs
     the plan shares between groups. A table that names its rows' group keeps it (a test's); a run
     the plan does not hold is a one-line ConfigError (the table is another preset's)."""
     if "group" in classwise:
         return classwise
-    planned = {spec.run_id: list(spec.groups) for spec in plan_runs(params)}
-    unknown = sorted(set(classwise["run_id"]) - set(planned))
+    unknown = sorted(set(classwise["run_id"]) - set(plan))
     if unknown:
         raise ConfigError(f"run {unknown[0]} of the class-wise table is not in this preset's plan "
                           f"({len(unknown)} such): build the tables of the preset the report is for")
-    table = classwise.assign(group=classwise["run_id"].map(planned))
+    table = classwise.assign(group=classwise["run_id"].map(lambda run_id: list(plan[run_id].groups)))
     return table.explode("group", ignore_index=True)
 
 
-def annotate(classwise: pd.DataFrame, params: Mapping) -> pd.DataFrame:
+def annotate(classwise: pd.DataFrame, params: Mapping, plan: Plan | None = None) -> pd.DataFrame:
     """The class-wise table with each row's experiment group, its configured evaluation, its kind
-    and PGD steps."""
-    classwise = run_groups(classwise, params)
+    and PGD steps. `plan`: the plan's runs by id (plan_index), where the caller has it already."""
+    if "group" not in classwise:
+        classwise = run_groups(classwise, plan if plan is not None else plan_index(params))
     table = classwise.assign(checkpoint=table_checkpoints(classwise))
     table["evaluation"] = table["eval"].map(lambda name: split_record_name(name)[0])
     keys = list(zip(table["evaluation"], table["dataset"].astype(str), strict=True))
@@ -234,7 +245,13 @@ def index_sd(per_class: int, mean: float = 0.5, worst: float = 0.25, classes: in
     return math.sqrt(mean * (1 - mean) / (classes * per_class) + worst * (1 - worst) / per_class)
 
 
-def protocol_of(rows: pd.DataFrame, plan: Mapping[str, object] | None = None) -> str:
+def run_spec(rows: pd.DataFrame, plan: Plan | None) -> RunSpec | None:
+    """The plan's spec of the run group's first run; None where the plan does not hold it (a table
+    a test builds)."""
+    return (plan or {}).get(str(rows["run_id"].iloc[0]))
+
+
+def protocol_of(rows: pd.DataFrame, plan: Plan | None = None) -> str:
     """How the rows' checkpoint was chosen (PROTOCOLS); for the published protocol, on how many test
     images per class against CFA's whole test set (the runs' train.epoch_eval.per_class, where the
     plan holds the runs), and the pick among the kept checkpoints, stated as the inference it is."""
@@ -242,8 +259,8 @@ def protocol_of(rows: pd.DataFrame, plan: Mapping[str, object] | None = None) ->
     text = PROTOCOLS.get(checkpoint, checkpoint)
     if checkpoint != PUBLISHED_CHECKPOINT:
         return text
-    spec = (plan or {}).get(str(rows["run_id"].iloc[0]))
-    per_class = (spec.config.get("epoch_eval") or {}).get("per_class") if spec is not None else None  # type: ignore[attr-defined]
+    spec = run_spec(rows, plan)
+    per_class = (spec.config.get("epoch_eval") or {}).get("per_class") if spec is not None else None
     if per_class is None or int(per_class) >= CFA_TEST_PER_CLASS:
         return text + _PICK_INFERRED
     share = int(per_class) / CFA_TEST_PER_CLASS
@@ -254,8 +271,7 @@ def protocol_of(rows: pd.DataFrame, plan: Mapping[str, object] | None = None) ->
             f"biased upwards" + _PICK_INFERRED)
 
 
-def protocol_differences(p: Published, rows: pd.DataFrame, plan: Mapping[str, object] | None = None
-                         ) -> tuple[str, ...]:
+def protocol_differences(p: Published, rows: pd.DataFrame, plan: Plan | None = None) -> tuple[str, ...]:
     """A published best value chosen on the test set beside ours chosen on a validation split: a
     value chosen on the test set is biased upwards, so the two are not compared as equal. Ours
     chosen on the test set by another paper's index (CFA's where TRIX reports the best worst class)
@@ -264,9 +280,9 @@ def protocol_differences(p: Published, rows: pd.DataFrame, plan: Mapping[str, ob
     if p.checkpoint == "best" and checkpoint != PUBLISHED_CHECKPOINT:
         paper = p.recipe.selection or "on the test set"
         return (f"best checkpoint chosen on our validation split; the paper's {paper}",)
-    spec = (plan or {}).get(str(rows["run_id"].iloc[0]))
+    spec = run_spec(rows, plan)
     if p.checkpoint == "best" and spec is not None and p.recipe.selection_index is not None:
-        ours = (spec.config.get("published_selection") or {}).get("index")  # type: ignore[attr-defined]
+        ours = (spec.config.get("published_selection") or {}).get("index")
         if ours != p.recipe.selection_index:
             return (f"published checkpoint chosen by the index {ours}, not the paper's {p.recipe.selection_index}",)
     return ()
@@ -314,9 +330,9 @@ def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
     return Redefinitions(attack, start)
 
 
-def control_substitution(params: Mapping, p: Published, control: str) -> tuple[str, ...]:
-    """A difference row whose control is not the published row's baseline method (by policies)."""
-    published = BY_ID[p.baseline].method
+def control_substitution(params: Mapping, published: str, control: str) -> tuple[str, ...]:
+    """A row whose control is not the published one (by policies): the control of a difference's
+    baseline row, or of a claim."""
     if control in equivalent_methods(params, [control], (published,)):
         return ()
     return (f"control {control}, not {published} (the preset substitutes it)",)
@@ -373,11 +389,6 @@ def setting(rows: pd.DataFrame, versus: pd.DataFrame | None = None) -> str:
     return ", ".join(parts)
 
 
-def declared_pairs(params: Mapping) -> list[Comparison]:
-    """The comparisons the plan declares (study.config.comparisons), the only pairs the report forms."""
-    return comparisons(params)
-
-
 def pairs_of(pairs: list[Comparison], rows: pd.DataFrame) -> list[Comparison]:
     """The declared pairs whose method is the run group's, in its experiment group."""
     first = rows.iloc[0]
@@ -417,30 +428,27 @@ def pair_text(pair: Comparison) -> str:
     return text
 
 
-def candidate_epochs(params: Mapping, rows: pd.DataFrame, plan: Mapping[str, object]) -> int | None:
+def candidate_epochs(rows: pd.DataFrame, plan: Plan) -> int | None:
     """How many epochs the run group's checkpoint was chosen among: the last is one; `best` every
     epoch from train.selection's first eligible; `published` the same under train.published_selection.
     None where the plan does not hold the runs (a table a test builds)."""
-    from study.config.protocols import first_eligible_epoch
-
     first = rows.iloc[0]
     checkpoint = str(first["checkpoint"])
     if checkpoint == "last":
         return 1
-    spec = plan.get(str(first["run_id"]))
+    spec = run_spec(rows, plan)
     if spec is None:
         return None
-    config = spec.config  # type: ignore[attr-defined]
+    config = spec.config
     key = "published_selection" if checkpoint == PUBLISHED_CHECKPOINT else "selection"
     from_epoch = float((config.get(key) or {}).get("from_epoch", 0.0))
     epochs = int(config["epochs"])
     return epochs - first_eligible_epoch(epochs, from_epoch) + 1
 
 
-def candidate_difference(params: Mapping, rows: pd.DataFrame, base: pd.DataFrame,
-                         plan: Mapping[str, object]) -> tuple[str, ...]:
+def candidate_difference(rows: pd.DataFrame, base: pd.DataFrame, plan: Plan) -> tuple[str, ...]:
     """Where a claim's two arms chose their checkpoint among different numbers of epochs, in words."""
-    ours, theirs = candidate_epochs(params, rows, plan), candidate_epochs(params, base, plan)
+    ours, theirs = candidate_epochs(rows, plan), candidate_epochs(base, plan)
     if ours is None or theirs is None or ours == theirs:
         return ()
     checkpoint = str(rows["checkpoint"].iloc[0])

@@ -14,7 +14,7 @@ from helpers.class_rows import plan_classwise
 
 from study.config import read_yaml
 from study.config.comparisons import comparisons, preset_params
-from study.config.params import typed_params
+from study.config.params import available_presets, typed_params
 from study.published import BY_ID, CLAIM_EPOCHS, PUBLISHED, Published
 from study.reproduction import compare
 from study.reproduction.comparison import CONTEXT, Row
@@ -25,12 +25,13 @@ from study.reproduction.matching import (
     checkpoint_order,
     equivalent_methods,
     index_sd,
+    plan_index,
 )
 from study.reproduction.render import _summary, table
 from study.reproduction.statistics import Estimate
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESETS = sorted(p.stem for p in (ROOT / "workflow/presets").glob("*.yaml"))
+PRESETS = available_presets(ROOT / "workflow/presets")
 _REPORTS: dict[str, tuple] = {}
 
 
@@ -136,16 +137,10 @@ def test_claims_read_the_studys_own_checkpoint_and_state_unequal_candidates():
     (at_best,) = [r for r in values if r.published.id == "cfa_at_best_autoattack_mean" and r.estimate is not None]
     assert at_best.protocol.startswith("published")
     (frl,) = [r for r in values if r.published.id == "claim_frl_reweight_autoattack_worst"]
-    frl_epochs = candidate_epochs(params, _rows(params, "frl_reweight"), _plan(params))
-    at_epochs = candidate_epochs(params, _rows(params, "at"), _plan(params))
+    frl_epochs = candidate_epochs(_rows(params, "frl_reweight"), plan_index(params))
+    at_epochs = candidate_epochs(_rows(params, "at"), plan_index(params))
     assert (frl_epochs, at_epochs) == (60, 100)  # 120 epochs from the 61st; 200 from the 101st
     assert f"best checkpoint chosen among {frl_epochs} epochs for frl_reweight, {at_epochs} for at" in frl.differences
-
-
-def _plan(params):
-    from study.config import plan_runs
-
-    return {spec.run_id: spec for spec in plan_runs(params)}
 
 
 def _rows(params, method):
@@ -183,7 +178,7 @@ def test_the_summary_counts_claims_once_whatever_their_rows():
 
 def test_a_claims_scale_is_measured_against_its_own_methods_published_recipe():
     bare = preset_params(None, ROOT / "params.yaml", ROOT / "workflow/presets")
-    plan = _plan(bare)
+    plan = plan_index(bare)
     for method, epochs in CLAIM_EPOCHS.items():
         assert {spec.config["epochs"] for spec in plan.values() if spec.config.get("method") == method} == {epochs}
     _, _, values, _ = _report("paper")
@@ -194,7 +189,7 @@ def test_a_claims_scale_is_measured_against_its_own_methods_published_recipe():
 
 def test_the_published_protocol_states_its_test_subset_and_its_inferred_pick():
     params, frame, values, _ = _report("reproduce")
-    per_class = {spec.config["epoch_eval"]["per_class"] for spec in _plan(params).values()
+    per_class = {spec.config["epoch_eval"]["per_class"] for spec in plan_index(params).values()
                  if "published" in spec.checkpoints}
     (n,) = per_class
     rows = [r for r in values if r.estimate is not None and r.protocol.startswith("published")]
