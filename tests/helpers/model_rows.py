@@ -1,0 +1,24 @@
+"""A row of the model table (study.models.registry.MODELS) against the model it builds: the
+parameter count (at 10 classes and 3 input channels) and the feature width the row states are
+the built model's, or the row is wrong."""
+
+from __future__ import annotations
+
+import torch
+
+from study.models.registry import ModelSpec, build_model
+
+
+def row_mismatches(spec: ModelSpec) -> list[str]:
+    """What `spec` states that its built model contradicts (empty: the row is right). Built on
+    the meta device: shapes only, so even WRN-28-10 is checked in milliseconds."""
+    with torch.device("meta"):
+        model = build_model(spec.name, 10, 3, 32)
+        width = model.features(torch.zeros(1, 3, 32, 32)).shape[1]
+    parameters = sum(p.numel() for p in model.parameters())
+    found = {"parameters": parameters, "feature_dim (features' width)": width,
+             "feature_dim (model.feature_dim)": model.feature_dim, "feature_dim (fc's input)": model.fc.in_features}
+    stated = {"parameters": spec.parameters, "feature_dim (features' width)": spec.feature_dim,
+              "feature_dim (model.feature_dim)": spec.feature_dim, "feature_dim (fc's input)": spec.feature_dim}
+    return [f"{spec.name}: the row states {key} {stated[key]}, the built model has {found[key]}"
+            for key in found if found[key] != stated[key]]
