@@ -77,10 +77,7 @@ def data_facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
 def forward_gflops(model: str, side: int) -> float:
     """Forward GFLOPs per image of `side` x `side` pixels: the model row's (study.models.registry) at 32x32,
     scaled with the image area."""
-    if model not in MODELS:
-        raise ValueError(f"no cost estimate for model {model!r}: it is no row of study.models.registry "
-                         f"(known: {', '.join(sorted(MODELS))})")
-    return MODELS[model].gflops_32 * (side / 32) ** 2
+    return model_spec(model).gflops_32 * (side / 32) ** 2
 
 
 #: Parameters of a model of the zoo (RobustBench), whose size no row of study.models.registry
