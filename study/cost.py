@@ -34,7 +34,6 @@ from study.config.spec import EvaluationSpec
 from study.config.types import RunConfig, ZooRunConfig
 from study.data.registry import get_dataset_info
 from study.io import replace_marked
-from study.models.registry import MODELS
 from study.record_names import record_name
 from study.workload import (
     ASSUMED,
@@ -45,10 +44,11 @@ from study.workload import (
     CascadeShares,
     Row,
     Throughput,
+    checkpoint_bytes,
     data_facts,
     eval_work,
+    evaluated_model,
     expected_shares,
-    forward_gflops,
     load_throughput,
     shares_from_records,
     train_work,
@@ -60,13 +60,6 @@ BENCHMARKS = "benchmarks"
 DEVICES = ("cpu-2core", "h100")
 #: bytes of one per-sample record row (an image of an evaluation), measured on the demo's parquet files
 RECORD_BYTES = 70
-#: parameters of each architecture at 10 classes (tests/workflow/test_cost.py counts them with torch)
-PARAMETERS = {"small_cnn": 94_762, "small_cnn_s2": 391_466, "resnet18": 11_173_962, "preact_resnet18": 11_172_170,
-              "lenet": 62_006, "vgg16": 14_724_042, "vgg19": 20_035_018, "resnet50": 23_520_842,
-              "wrn_28_10": 36_479_194, "densenet121": 6_956_298, "densenet169": 12_493_322,
-              "googlenet": 5_871_914, "inception_v3": 21_806_058}
-#: zoo models' parameters (an upper bound, as study.data.registry's zoo_gflops: WideResNet-94-16)
-ZOO_PARAMETERS = 370_000_000
 
 @dataclass
 class Job:
@@ -103,15 +96,6 @@ def _priced(work: Sequence[tuple[float, str]], table: Throughput, model: str,
     return seconds, basis, rows
 
 
-def _checkpoint_bytes(run: RunSpec) -> float:
-    params = PARAMETERS.get(run.config.get("model"), ZOO_PARAMETERS) * 4
-    if isinstance(run.run, ZooRunConfig):
-        return params
-    # model.pt, checkpoint.pt (weights and momentum), and each extra checkpoint kept
-    kept = 1 + 2 + bool(run.config.get("validation")) + bool(run.config.get("published_selection"))
-    return params * kept
-
-
 def train_job(run: RunSpec, group: str, table: Throughput, results: str = "results",
               constructed: Mapping[str, int] | None = None) -> Job:
     """A run's training job; `constructed`: the images of each constructed dataset (kind-key),
@@ -124,7 +108,7 @@ def train_job(run: RunSpec, group: str, table: Throughput, results: str = "resul
     work = train_work(cfg, train)
     seconds, basis, rows = _priced(work, table, cfg.model, cfg.precision)
     return Job("train", group, benchmark_of(f"{results}/logs/train/{run.run_id}.log"), seconds, basis,
-               {"checkpoints": _checkpoint_bytes(run)}, rows)
+               {"checkpoints": checkpoint_bytes(run.run)}, rows)
 
 
 def _test_images(run: RunSpec, ev: AnyEvaluation) -> int:
@@ -167,11 +151,8 @@ def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, 
     folder whose records give the AutoAttack cascade's shares (None: the expected shares)."""
     from study.config import resolve_evaluation
 
-    zoo = isinstance(run.run, ZooRunConfig)
-    base = f"{results}/zoo" if zoo else results
-    model = run.config.get("model") if not zoo else max(MODELS, key=lambda m: MODELS[m].gflops_32)
-    _, _, _, side = data_facts(run.run)
-    forward = (get_dataset_info(run.run.zoo.dataset).zoo_gflops if zoo else forward_gflops(model, side)) * 1e9
+    base = f"{results}/zoo" if isinstance(run.run, ZooRunConfig) else results
+    model, forward = evaluated_model(run.run)
     evs = {e: EvaluationSpec.parse(resolve_evaluation(params, e, dataset=run.dataset)).config for e in run.evaluations}
     shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for e in run.evaluations}
     logs = f"{base}/logs/evaluate/{run.run_id}"

@@ -1,14 +1,14 @@
-"""Scheduler estimates (minutes, host memory) for training and evaluation jobs, from the model's
-cost, the dataset's size and the attack's steps (each a row of its table: study.models.registry,
-study.data.registry, study.config.evaluations), so a SLURM job asks for what it needs.
+"""Scheduler requests (minutes, host memory) of training and evaluation jobs, derived from the
+price of study.workload, the one cost model study.cost prices a plan with: the model's row of
+study.models.registry (its forward GFLOPs at 32x32, scaled with the image area, and its parameter
+count), the dataset's size and the attack's steps (each a row of its table: study.data.registry,
+study.config.evaluations), so a SLURM job asks for what it needs.
 
-Costs are forward-pass GFLOPs at 32x32 input (each model's row of study.models.registry), checked
-against `count_flops` by the tests, and
-scale with the image area (every architecture ends in global pooling). The minutes are the job's
-work priced on one H100 by study.workload (the FLOP convention and the rows of
-workflow/throughput.yaml that study.cost prices a plan with, their provenance named there), times
-SAFETY, plus five minutes of start.
-A job that still runs out of time loses at most one epoch: the retry resumes from checkpoint.pt.
+The minutes are the job's work priced on one H100 (the FLOP convention and the rows of
+workflow/throughput.yaml, their provenance named there) times SAFETY, plus five minutes of start;
+AutoAttack is charged as every attack on every image, the cascade's upper bound (the price takes
+its expected shares). A job that still runs out of time loses at most one epoch: the retry
+resumes from checkpoint.pt.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from study.config.evaluations import AnyEvaluation
 from study.config.spec import require
 from study.config.types import RunConfig, ZooRunConfig
 from study.data.registry import get_dataset_info
-from study.models.registry import MODELS
 from study.workload import (
+    PARAMETER_BYTES,
     THROUGHPUT_TABLE,
     Throughput,
     data_facts,
     eval_work,
-    forward_gflops,
+    evaluated_model,
     load_throughput,
+    model_parameters,
     train_work,
     work_seconds,
 )
@@ -65,25 +66,28 @@ def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: i
     study.cost prices its cascade)."""
     require(run, (RunConfig, ZooRunConfig), "evaluate_minutes")
     require(ev, AnyEvaluation, "evaluate_minutes")
-    _, test, _, side = data_facts(run)
-    info = get_dataset_info(run.dataset)
+    _, test, _, _ = data_facts(run)
     if ev.test_per_class:
-        test = min(test, ev.test_per_class * info.num_classes)
+        test = min(test, ev.test_per_class * get_dataset_info(run.dataset).num_classes)
     test = math.ceil(test / shards)
-    zoo = isinstance(run, ZooRunConfig)
-    # a RobustBench zoo model (study.config.zoo): the upper bound of its dataset's row, which the
-    # scheduler may overshoot, priced at the rate of the largest model of the registry
-    gflops = get_dataset_info(run.zoo.dataset).zoo_gflops if zoo else forward_gflops(run.model, side)
-    model = max(MODELS, key=lambda m: MODELS[m].gflops_32) if zoo else run.model
-    seconds, _, _ = work_seconds([eval_work(ev, test, gflops * 1e9)], _table(), model, SLURM_DEVICE)
+    model, forward = evaluated_model(run)
+    seconds, _, _ = work_seconds([eval_work(ev, test, forward)], _table(), model, SLURM_DEVICE)
     return _minutes(seconds, floor=10)
 
 
+#: host bytes of a model job per parameter of its model: its weights and the optimizer's momentum
+#: (PARAMETER_BYTES each), twice: the live state and the copy a checkpoint is saved or loaded from
+HOST_BYTES_PER_PARAMETER = 2 * 2 * PARAMETER_BYTES
+
+
 def mem_mb(run: RunConfig | ZooRunConfig, floor: int = 8000) -> int:
-    """Host memory: the uint8 train and test sets (loaded, then copied to the device) plus the runtime."""
+    """Host memory: the uint8 train and test sets (loaded, then copied to the device), the model's
+    state (HOST_BYTES_PER_PARAMETER of each of its parameters, study.workload.model_parameters:
+    its row's count, a zoo model's upper bound) plus the runtime."""
     train, test, channels, side = data_facts(require(run, (RunConfig, ZooRunConfig), "mem_mb"))
     data_mb = (train + test) * channels * side * side / 2**20
-    return int(max(floor, 6000 + 4 * data_mb))
+    model_mb = model_parameters(run) * HOST_BYTES_PER_PARAMETER / 2**20
+    return int(max(floor, 6000 + 4 * data_mb + model_mb))
 
 
 #: Threads of a model job when Snakemake was given no core count (a cluster executor: each job

@@ -17,6 +17,10 @@ image, then each attack on the share of images still robust when it starts, from
 records (`broken_by`) where they exist, else from the expected accuracies of the kind of model
 (EXPECTED_ACCURACY).
 
+A job's bytes come from the model's size: a trained run's parameter count is its row's
+(study.models.registry), a zoo model's the stated upper bound ZOO_PARAMETERS; its checkpoints
+(checkpoint_bytes) are the disk the price counts, and the scheduler's memory request holds them.
+
 Torch-free: Snakemake's DAG reads it through study.resources.
 """
 
@@ -31,8 +35,8 @@ from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation, evalua
 from study.config.spec import require
 from study.config.types import RunConfig, SyntheticData, ZooRunConfig
 from study.config.yamlfile import load_yaml
-from study.data.registry import DATASETS, get_dataset_info
-from study.models.registry import MODELS
+from study.data.registry import get_dataset_info
+from study.models.registry import MODELS, model_spec
 
 THROUGHPUT_TABLE = "workflow/throughput.yaml"
 MEASURED, TABLE, SCALED, ASSUMED = "measured", "table", "scaled from FLOPs", "assumed"
@@ -73,10 +77,47 @@ def data_facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
 def forward_gflops(model: str, side: int) -> float:
     """Forward GFLOPs per image of `side` x `side` pixels: the model row's (study.models.registry) at 32x32,
     scaled with the image area."""
-    if model not in MODELS:
-        raise ValueError(f"no cost estimate for model {model!r}: it is no row of study.models.registry "
-                         f"(known: {', '.join(sorted(MODELS))})")
-    return MODELS[model].gflops_32 * (side / 32) ** 2
+    return model_spec(model).gflops_32 * (side / 32) ** 2
+
+
+#: Parameters of a model of the zoo (RobustBench), whose size no row of study.models.registry
+#: states: an upper bound, the largest model RobustBench lists, WideResNet-94-16 (366M
+#: parameters, Wang et al. 2023, "Better Diffusion Models Further Improve Adversarial Training"),
+#: as study.data.registry's `zoo_gflops` bounds its forward cost.
+ZOO_PARAMETERS = 370_000_000
+#: bytes of a parameter, and of each tensor of the optimizer's state, in fp32
+PARAMETER_BYTES = 4
+
+
+def model_parameters(run: RunConfig | ZooRunConfig) -> int:
+    """Parameters of a run's model: a trained run's from its model's row of study.models.registry
+    (the run-config check admits no model without one; `model_spec` names the valid ones), a zoo
+    model's the upper bound ZOO_PARAMETERS."""
+    if isinstance(run, ZooRunConfig):
+        return ZOO_PARAMETERS
+    return model_spec(run.model).parameters
+
+
+def checkpoint_bytes(run: RunConfig | ZooRunConfig) -> int:
+    """Bytes of a run's checkpoint files: a zoo model's weights; a trained run's model.pt,
+    checkpoint.pt (weights and momentum), and each extra checkpoint it keeps (model_best.pt with a
+    validation split, model_published.pt with the published protocol)."""
+    weights = model_parameters(run) * PARAMETER_BYTES
+    if isinstance(run, ZooRunConfig):
+        return weights
+    kept = 1 + 2 + (run.validation is not None) + (run.published_selection is not None)
+    return weights * kept
+
+
+def evaluated_model(run: RunConfig | ZooRunConfig) -> tuple[str, float]:
+    """(the model whose rows of the throughput table price a run's evaluations, forward FLOPs per
+    test image). A zoo model: its dataset's upper bound (study.data.registry's `zoo_gflops`) at
+    the rate of the registry's largest model in FLOPs; the scheduler may overshoot."""
+    _, _, _, side = data_facts(run)
+    if isinstance(run, ZooRunConfig):
+        largest = max(MODELS, key=lambda m: MODELS[m].gflops_32)
+        return largest, get_dataset_info(run.zoo.dataset).zoo_gflops * 1e9
+    return run.model, forward_gflops(run.model, side) * 1e9
 
 
 def attack_steps(ev: AnyEvaluation) -> int:
@@ -135,9 +176,8 @@ class Throughput:
         if exact:
             best = max(exact, key=lambda r: r.gflop_per_s)
             return best, ASSUMED if best.basis == "assumed" else TABLE
-        # a zoo model: the largest zoo cost of any dataset (an upper bound)
-        largest_zoo = max(d.zoo_gflops for d in DATASETS.values())
-        size = math.log(MODELS[model].gflops_32 if model in MODELS else largest_zoo)
+        # every priced model is a row of the registry (a zoo model is priced as the largest: evaluated_model)
+        size = math.log(model_spec(model).gflops_32)
         near = min(same, key=lambda r: abs(math.log(MODELS[r.model].gflops_32) - size))
         return near, ASSUMED if near.basis == "assumed" else SCALED
 

@@ -18,12 +18,23 @@ from collections.abc import Mapping
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from study.config.core import ConfigError
 from study.config.evaluations import ByKind, Evaluation, EvaluationOverride
 from study.config.fields import Checkpoint, Config, EvalBatch, Fraction, Norm, PositiveInt
+from study.models.registry import MODELS
 
 # ---------------------------------------------------------------- closed sets of names
 
@@ -695,6 +706,18 @@ class Constructed(Config):
     source_run: str
 
 
+def _known_model(name: str) -> str:
+    if name not in MODELS:
+        raise PydanticCustomError("unknown_model", "{name} is not one of {valid}",
+                                  {"name": repr(name), "valid": ", ".join(MODELS)})
+    return name
+
+
+#: a model with a row in the model table (study.models.registry.MODELS): a trained run's price,
+#: its job requests and its build read that row, so a run config cannot name a model without one
+ModelName = Annotated[str, AfterValidator(_known_model)]
+
+
 class RunConfig(Config):
     """The resolved, self-contained configuration of one training run (`study plan --json`'s
     `config`, `study train --run-config`, a run's config.json)."""
@@ -702,7 +725,7 @@ class RunConfig(Config):
     dataset: str
     data_variant: str
     train_per_class: PositiveInt | None = None
-    model: str
+    model: ModelName
     method: str
     method_config: Method
     optimizer: OptimizerSettings
@@ -882,6 +905,8 @@ def describe_errors(err: ValidationError, data: Any, tp: Any) -> str:
             path = (*path, "type")
             text = ("missing (required)" if value is _MISSING else f"{value!r} is not valid") + \
                 f"; valid: {', '.join(dict.fromkeys(types))}"
+        elif e["type"] == "unknown_model":  # a name the model table holds no row of; the valid ones
+            text = e["msg"]
         elif e["type"] == "extra_forbidden":
             valid = _valid_keys(tp, path, parent)
             text = "unknown key" + (f" (valid keys: {', '.join(valid)})" if valid else "")

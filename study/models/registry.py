@@ -8,8 +8,9 @@ Every registered model follows one contract, which later code relies on:
 * ``model.fc`` -> the final ``nn.Linear``; ``model(x) == model.fc(model.features(x))``.
 
 Adding an architecture means writing a module that follows the contract and adding one
-``ModelSpec`` row to ``_ROWS``: its name, module and factory, display label, cost and smallest
-input; the params check, the run-config check, the labels and the job estimates read that row.
+``ModelSpec`` row to ``_ROWS``: its name, module and factory, display label, forward cost,
+parameter count, feature width and smallest input; the params check, the run-config check, the
+labels, the price and the job requests read that row, and nothing else names the model.
 
 The table names each architecture's module and factory instead of importing them: the
 plan (the params check, Snakemake's DAG) reads ``MODELS`` without importing torch,
@@ -31,8 +32,10 @@ if TYPE_CHECKING:
 class ModelSpec:
     """An architecture: ``study.models.<module>.<factory>(num_classes, in_channels, normalize)``
     creates it; ``label`` is what figures and tables call it (study.labels); ``gflops_32`` its
-    forward GFLOPs per 32x32 RGB image (10 classes, ``count_flops``; the tests check it), from
-    which study.resources estimates a job's time.
+    forward GFLOPs per 32x32 RGB image (10 classes, ``count_flops``), from which study.workload
+    prices a job's time; ``parameters`` its parameter count at 10 classes and 3 input channels,
+    from which study.workload prices its checkpoints' bytes and its host memory; ``feature_dim``
+    the width of ``model.features(x)``. The tests build every row's model and check all three.
 
     ``min_image_size`` is the smallest side the architecture accepts; all models end in
     global pooling, so every size from there up works.
@@ -43,6 +46,8 @@ class ModelSpec:
     factory: str
     label: str
     gflops_32: float
+    parameters: int
+    feature_dim: int
     min_image_size: int
 
     @property
@@ -52,29 +57,49 @@ class ModelSpec:
 
 _ROWS = (
     # Three 2x2 max-pools / three stride-2 stages each shrink the input by 8 overall.
-    ModelSpec("small_cnn", "small_cnn", "SmallCNN", "Small CNN", 0.021, min_image_size=8),
+    ModelSpec("small_cnn", "small_cnn", "SmallCNN", "Small CNN", 0.021,
+              parameters=94_762, feature_dim=128, min_image_size=8),
     # A stride-2 stem, then three 2x2 max-pools: 16 px at least.
-    ModelSpec("small_cnn_s2", "small_cnn", "StridedSmallCNN", "Small CNN-S2", 0.029, min_image_size=16),
-    ModelSpec("resnet18", "resnet", "resnet18", "ResNet-18", 1.11, min_image_size=8),
-    ModelSpec("preact_resnet18", "preact_resnet", "preact_resnet18", "PreAct-ResNet-18", 1.11, min_image_size=8),
+    ModelSpec("small_cnn_s2", "small_cnn", "StridedSmallCNN", "Small CNN-S2", 0.029,
+              parameters=391_466, feature_dim=256, min_image_size=16),
+    ModelSpec("resnet18", "resnet", "resnet18", "ResNet-18", 1.11,
+              parameters=11_173_962, feature_dim=512, min_image_size=8),
+    ModelSpec("preact_resnet18", "preact_resnet", "preact_resnet18", "PreAct-ResNet-18", 1.11,
+              parameters=11_172_170, feature_dim=512, min_image_size=8),
     # Pool, 5x5 valid conv, pool: the second conv needs a map of at least 5 px.
-    ModelSpec("lenet", "lenet", "LeNet", "LeNet", 0.0017, min_image_size=10),
+    ModelSpec("lenet", "lenet", "LeNet", "LeNet", 0.0017,
+              parameters=62_006, feature_dim=84, min_image_size=10),
     # Max-pools rounding up reach 1 px from any size.
-    ModelSpec("vgg16", "vgg", "vgg16", "VGG-16", 0.63, min_image_size=8),
-    ModelSpec("vgg19", "vgg", "vgg19", "VGG-19", 0.80, min_image_size=8),
-    ModelSpec("resnet50", "resnet", "resnet50", "ResNet-50", 2.60, min_image_size=8),
-    ModelSpec("wrn_28_10", "preact_resnet", "wrn_28_10", "WRN-28-10", 10.49, min_image_size=8),
-    ModelSpec("densenet121", "densenet", "densenet121", "DenseNet-121", 1.78, min_image_size=8),
-    ModelSpec("densenet169", "densenet", "densenet169", "DenseNet-169", 2.12, min_image_size=8),
-    ModelSpec("googlenet", "inception", "GoogLeNet", "GoogLeNet", 2.89, min_image_size=8),
+    ModelSpec("vgg16", "vgg", "vgg16", "VGG-16", 0.63,
+              parameters=14_724_042, feature_dim=512, min_image_size=8),
+    ModelSpec("vgg19", "vgg", "vgg19", "VGG-19", 0.80,
+              parameters=20_035_018, feature_dim=512, min_image_size=8),
+    ModelSpec("resnet50", "resnet", "resnet50", "ResNet-50", 2.60,
+              parameters=23_520_842, feature_dim=2048, min_image_size=8),
+    ModelSpec("wrn_28_10", "preact_resnet", "wrn_28_10", "WRN-28-10", 10.49,
+              parameters=36_479_194, feature_dim=640, min_image_size=8),
+    ModelSpec("densenet121", "densenet", "densenet121", "DenseNet-121", 1.78,
+              parameters=6_956_298, feature_dim=1024, min_image_size=8),
+    ModelSpec("densenet169", "densenet", "densenet169", "DenseNet-169", 2.12,
+              parameters=12_493_322, feature_dim=1664, min_image_size=8),
+    ModelSpec("googlenet", "inception", "GoogLeNet", "GoogLeNet", 2.89,
+              parameters=5_871_914, feature_dim=1024, min_image_size=8),
     # Two unpadded stride-2 3x3 reductions: 8 -> 3 -> 1.
-    ModelSpec("inception_v3", "inception", "InceptionV3", "Inception-v3", 7.26, min_image_size=8),
+    ModelSpec("inception_v3", "inception", "InceptionV3", "Inception-v3", 7.26,
+              parameters=21_806_058, feature_dim=2048, min_image_size=8),
 )
 #: the architectures the study trains, by name
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _ROWS}
 
 #: their names, in the order of the table
 MODEL_NAMES: tuple[str, ...] = tuple(MODELS)
+
+
+def model_spec(name: str) -> ModelSpec:
+    """The row of model `name`; ValueError naming the valid names where the table holds none."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODELS)}")
+    return MODELS[name]
 
 
 def build_model(
@@ -90,9 +115,7 @@ def build_model(
     ``mean``/``std`` are the per-channel dataset statistics applied by the model's first
     layer; ``None`` means mean 0 / std 1 (no normalization).
     """
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODELS)}")
-    spec = MODELS[name]
+    spec = model_spec(name)
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     if in_channels < 1:

@@ -9,12 +9,17 @@ a job's time estimate: the functions workflow/rules/common.smk calls), the label
 
 import copy
 import json
+import sys
+import types
 from pathlib import Path
 from typing import Literal
 
 import pytest
+import torch
+from helpers.model_rows import row_mismatches
+from torch import nn
 
-from study import labels, resources, workload
+from study import cost, labels, resources, workload
 from study.cli import build_parser
 from study.config import ConfigError, EvaluationSpec, evaluations, load_params, plan_runs, resolve_evaluation
 from study.data import registry as data_registry
@@ -23,11 +28,35 @@ from study.figures import catalog, panels
 from study.models import registry
 from tools.params_schema import schema_text
 
-NEW_MODEL = registry.ModelSpec("tiny_net", "small_cnn", "SmallCNN", "Tiny Net", 0.01, min_image_size=8)
+
+class TinyNet(nn.Module):
+    """A model no row of the table builds: one 3x3 convolution of 8 channels, pooled, then `fc`
+    (the registry's contract); 314 parameters at 10 classes and 3 channels, its own size."""
+
+    def __init__(self, num_classes: int, in_channels: int, normalize: nn.Module) -> None:
+        super().__init__()
+        self.normalize = normalize
+        self.conv = nn.Conv2d(in_channels, 8, 3, padding=1)
+        self.feature_dim = 8
+        self.fc = nn.Linear(8, num_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.flatten(nn.functional.adaptive_avg_pool2d(torch.relu(self.conv(self.normalize(x))), 1), 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.features(x))
+
+
+NEW_MODEL = registry.ModelSpec("tiny_net", "tiny_net", "TinyNet", "Tiny Net", 0.00044,
+                               parameters=314, feature_dim=8, min_image_size=8)
 
 
 @pytest.fixture
 def with_new_model(monkeypatch):
+    """Its module (study/models/tiny_net.py, as a module object) and its one row."""
+    module = types.ModuleType("study.models.tiny_net")
+    module.TinyNet = TinyNet
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(registry.MODELS, NEW_MODEL.name, NEW_MODEL)
     return NEW_MODEL.name
 
@@ -50,11 +79,30 @@ def test_a_model_row_is_planned_estimated_labelled_and_drawn(repo_root, ci_param
     # the workflow's rule resources (common.smk: run_resource, train_priority) from the row's cost
     assert all(resources.train_minutes(r.run) >= 15 for r in runs)
     assert workload.forward_gflops(with_new_model, 64) == pytest.approx(4 * NEW_MODEL.gflops_32)
+    assert row_mismatches(NEW_MODEL) == []  # the row states the size of the model it builds
     assert labels.model_name(with_new_model) == "Tiny Net"
     # the class-wise figures draw a panel of it (common.smk's FIGURE_PANELS)
     study = catalog.Study(plan=plan)
     keys = catalog.FIGURES["fig01_classwise_standard"].panels(study)
     assert any(key[1] == with_new_model for key in keys)
+
+
+def test_a_model_row_is_priced_by_its_own_size(repo_root, ci_params, with_new_model):
+    plan = plan_runs(_with_model_in_baseline(repo_root, ci_params, with_new_model))
+    table = workload.load_throughput(repo_root / workload.THROUGHPUT_TABLE)
+    # the same method's run of the new model and of the baseline's own (small_cnn): only the model differs
+    new, old = ([r for r in plan if r.groups[0] == "baseline" and r.run.method == "standard" and r.run.model == m]
+                for m in (with_new_model, "small_cnn"))
+    assert len(new) == len(old) == 1
+    (new,), (old,) = new, old
+    disk = {r.run.model: cost.train_job(r, "baseline", table).disk["checkpoints"] for r in (new, old)}
+    # model.pt and checkpoint.pt (weights and momentum), 4 bytes a parameter of the row; not small_cnn's, not the zoo's
+    assert disk == {with_new_model: 3 * 4 * 314, "small_cnn": 3 * 4 * registry.MODELS["small_cnn"].parameters}
+    # the host memory request holds its state, 16 bytes a parameter, beside the data and the runtime
+    train, test, channels, side = workload.data_facts(new.run)
+    data_mb = (train + test) * channels * side * side / 2**20
+    for run, parameters in ((new, 314), (old, registry.MODELS["small_cnn"].parameters)):
+        assert resources.mem_mb(run.run, floor=0) == int(6000 + 4 * data_mb + parameters * 16 / 2**20)
 
 
 def _draw_new(table: Path, out_stem: str | Path, **_) -> list[Path]:
@@ -159,6 +207,7 @@ def test_a_dataset_row_is_planned_estimated_and_labelled(repo_root, ci_params, m
     assert runs and all(r.config["data_variant"] == "default" for r in runs)
     # the job estimates read the row's sizes: the full training split and its test split
     run = next(r.run for r in runs if r.config["method"] == "standard")
-    assert resources.mem_mb(run, floor=0) == int(6000 + 4 * (5_000 + 1_000) * 16 * 16 / 2**20)
+    parameters = registry.MODELS[run.model].parameters
+    assert resources.mem_mb(run, floor=0) == int(6000 + 4 * (5_000 + 1_000) * 16 * 16 / 2**20 + parameters * 16 / 2**20)
     assert labels.dataset_name(NEW_DATASET.name) == "Tiny Digits"
     assert labels.dataset_name(f"{NEW_DATASET.name}_d_r") == "Tiny Digits (D_R)"
