@@ -37,7 +37,7 @@ def set_threads(threads: int | None) -> None:
     set that variable: K jobs sharing a machine then compile with K x threads workers, not K x cores."""
     n = max(1, threads or os.cpu_count() or 1)
     torch.set_num_threads(n)
-    if threads and _USER_COMPILE_THREADS is None:
+    if threads and USER_COMPILE_THREADS is None:
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(n)
         inductor = sys.modules.get("torch._inductor.config")  # read once, at its import
         if inductor is not None:
@@ -59,12 +59,13 @@ def set_numerics_threads(device: str | torch.device, threads: int) -> int:
 
 
 #: TORCHINDUCTOR_COMPILE_THREADS as the user set it before this process changed it (None: not set)
-_USER_COMPILE_THREADS = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+USER_COMPILE_THREADS = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
 #: Set by the workflow (common.smk) from the profile's gpu_slots: how many jobs share one GPU.
 GPU_SLOTS_ENV = "STUDY_GPU_SLOTS"
 #: An explicit per-process share of the GPU's memory (0 < f <= 1), overriding 1 / STUDY_GPU_SLOTS.
 GPU_MEMORY_FRACTION_ENV = "STUDY_GPU_MEMORY_FRACTION"
-_gpu_share: dict = {}
+#: The share share_gpu set in this process (gpu_share reads it for meta.json); empty before.
+process_gpu_share: dict = {}
 
 
 def gpu_memory_fraction(environ: Mapping[str, str] | None = None) -> tuple[float | None, str]:
@@ -94,17 +95,17 @@ def share_gpu(device: torch.device) -> dict:
         share["applied"] = True
     else:
         share["applied"] = False
-    _gpu_share.clear()
-    _gpu_share.update(share)
+    process_gpu_share.clear()
+    process_gpu_share.update(share)
     return share
 
 
 def gpu_share() -> dict | None:
     """The share `share_gpu` set in this process, with the compile workers' bound (None before
     any device was selected)."""
-    if not _gpu_share:
+    if not process_gpu_share:
         return None
-    return {**_gpu_share, "compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")}
+    return {**process_gpu_share, "compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")}
 
 
 PRECISIONS = ("fp32", "bf16")

@@ -41,7 +41,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _headline_rows(classwise: pd.DataFrame) -> pd.DataFrame:
+def headline_rows(classwise: pd.DataFrame) -> pd.DataFrame:
     """The last-checkpoint rows of models trained on a real dataset by standard training or PGD-AT:
     CIFAR-10 where the table has it (the study's dataset), else its first dataset; the model that
     has a PGD-AT run."""
@@ -70,7 +70,7 @@ def class_range(rows: pd.DataFrame, method: str, evaluation: str) -> ClassRange 
                       float(by_class["acc"].mean()))
 
 
-def _attack(rows: pd.DataFrame) -> str | None:
+def headline_attack(rows: pd.DataFrame) -> str | None:
     """The PGD evaluation of PGD-AT's runs that the finding quotes: PGD-20 where evaluated, else the
     PGD evaluation with the most steps in its name."""
     names = sorted({e for e in rows[rows["method"] == ADVERSARIAL]["eval"] if e.startswith("pgd")})
@@ -113,11 +113,11 @@ def _category_link(name: str) -> str:
 def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_page: str,
                headline_figures: Sequence[str], categories: Sequence[str], preset: str) -> str:
     """The landing text as reStructuredText."""
-    rows = _headline_rows(classwise)
+    rows = headline_rows(classwise)
     first = rows.iloc[0]
     dataset, model = str(first["dataset"]), str(first["model"])
     seeds = int(rows["seed"].nunique()) if "seed" in rows else 1
-    attack = _attack(rows)
+    attack = headline_attack(rows)
     robust = class_range(rows, ADVERSARIAL, attack) if attack else None
     adv_clean, std_clean = class_range(rows, ADVERSARIAL, "clean"), class_range(rows, STANDARD, "clean")
     title = "Class-wise robustness: the finding"

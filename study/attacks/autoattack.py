@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from study.device import eval_batch_size
+
+if TYPE_CHECKING:  # imported where an attack is built
+    from pyautoattack import AutoAttack
 
 STANDARD_ATTACKS = ("apgd-ce", "apgd-t", "fab-t", "square")
 AA_ATTACKS = ("apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "square")
@@ -39,7 +42,7 @@ def attack_list(cfg: Any) -> list[str]:
     return list(cfg.attacks)
 
 
-def _build(model: nn.Module, cfg: Any, num_classes: int, device: torch.device):
+def build_autoattack(model: nn.Module, cfg: Any, num_classes: int, device: torch.device) -> AutoAttack:
     """pyautoattack's attack objects for an `autoattack` or `square` evaluation (typed settings)."""
     from pyautoattack import AutoAttack
 
@@ -67,7 +70,7 @@ def autoattack_batch(
     with torch.no_grad():
         logits = model(x)
     robust = logits.argmax(1) == y
-    aa = _build(model, cfg, logits.shape[1], x.device)
+    aa = build_autoattack(model, cfg, logits.shape[1], x.device)
     names = np.array([ROBUST, CLEAN, *attacks], dtype=object)
     # code k: names[k]; 0 robust, 1 clean, 2 + i: attacks[i]
     code = torch.where(robust, 0, 1)

@@ -40,7 +40,7 @@ def _to_uint8(x: torch.Tensor) -> torch.Tensor:
     return (x.clamp(0, 1) * 255).round().to(torch.uint8)
 
 
-def _chunk(
+def construct_chunk(
     kind: str,
     model: nn.Module,
     images: torch.Tensor,
@@ -52,6 +52,9 @@ def _chunk(
     generator: torch.Generator,
     device: torch.device,
 ) -> dict:
+    """One chunk of a construction: the images at `chunk_idx` moved toward the representation
+    of the images at `starts` (representation kinds) or relabelled and attacked toward the new
+    labels, as uint8 with the chunk's statistics (what build_constructed saves per chunk)."""
     x = to_float(images[chunk_idx].to(device))
     y = labels[chunk_idx].to(device)
     if kind in REPRESENTATION_KINDS:
@@ -119,8 +122,8 @@ def build_constructed(
                 continue
         sl = slice(c * size, (c + 1) * size)
         gen = torch.Generator(device=device).manual_seed(seed * 1_000_003 + c)
-        blob = _chunk(kind, model, splits.train_x, splits.train_y, subset[sl], starts_all[sl],
-                      len(splits.class_names), settings, gen, device)
+        blob = construct_chunk(kind, model, splits.train_x, splits.train_y, subset[sl], starts_all[sl],
+                               len(splits.class_names), settings, gen, device)
         blob["key"], blob["source_model_sha256"] = key, made_by
         atomic_torch_save(blob, path)
         chunks.append(blob)

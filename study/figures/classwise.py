@@ -295,14 +295,14 @@ def plot_classwise(
         handles = {h.get_label(): h for ax in axes[0 if not stacked else slice(None, None, 2), :].ravel()
                    for h in ax.get_legend_handles_labels()[0]}
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=_legend_columns(list(handles), fig.get_figwidth()), frameon=False, title=context["note"],
+                   ncols=legend_columns(list(handles), fig.get_figwidth()), frameon=False, title=context["note"],
                    title_fontsize=8)
         fig.suptitle(with_recipe(display_title(title) if title is not None else _default_title(table), recipe,
                                  fig.get_figwidth()))
     return fig
 
 
-def _legend_columns(labels: list[str], width_in: float, at_most: int = 5) -> int:
+def legend_columns(labels: list[str], width_in: float, at_most: int = 5) -> int:
     """As many legend columns as fit the figure's width (a legend wider than the figure is cut
     off at its edges): about 11 characters of legend text an inch, each entry with its marker."""
     columns = min(len(labels), at_most)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
     import pandas as pd
+    from matplotlib.figure import Figure
 
 from study.labels import dataset_name, eval_name, method_name, model_name
 
@@ -65,7 +66,10 @@ def counted_rows(table: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, pd.DataF
     return counted, flagged
 
 
-def _discrepancy(table: pd.DataFrame, by: str, evaluations, title: str | None):
+def discrepancy_figure(table: pd.DataFrame, by: str, evaluations: Sequence[str] | None,
+                       title: str | None) -> Figure:
+    """The discrepancy figure of `table`'s counted rows, one bar group per value of `by` (dataset,
+    model or setting); `evaluations`: those drawn (all by default). draw_discrepancy saves it."""
     from study.figures.discrepancy import plot_discrepancy
     from study.figures.style import table_recipe
     from study.figures.trust import left_out_note
@@ -103,4 +107,4 @@ def draw_discrepancy(table: Path, out_stem: str | Path, *, runs: Sequence[str] |
     from study.figures.style import save_figure
 
     rows = read_table(table, runs, "discrepancy")
-    return save_figure(_discrepancy(rows, by or "dataset", evaluations, title), out_stem)
+    return save_figure(discrepancy_figure(rows, by or "dataset", evaluations, title), out_stem)

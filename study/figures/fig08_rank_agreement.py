@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the figure catalog imports this module; pandas is imported where a figure is drawn
     import pandas as pd
+    from matplotlib.figure import Figure
 
 from study.figures.fig04_06_discrepancy import counted_rows, read_table, setting_label, with_roles
 from study.labels import dataset_name, eval_name, eval_norm, method_name, model_name
 
 
-def _rank(table: pd.DataFrame, dataset: str | None, evaluations, title: str | None):
+def rank_agreement_figure(table: pd.DataFrame, dataset: str | None, evaluations: Sequence[str] | None,
+                          title: str | None) -> Figure:
+    """The rank-agreement figure of `table`'s configurations on `dataset` (its only one by
+    default), a panel per threat model of `evaluations`; draw_rank_agreement saves it."""
     from study.figures.explain import plot_rank_agreement
     from study.figures.style import display_title, table_recipe
     from study.figures.trust import left_out_note
@@ -86,4 +90,4 @@ def draw_rank_agreement(table: Path, out_stem: str | Path, *, dataset: str | Non
     from study.figures.style import save_figure
 
     rows = read_table(table, runs, "rank_agreement")
-    return save_figure(_rank(rows, dataset, evaluations, title), out_stem)
+    return save_figure(rank_agreement_figure(rows, dataset, evaluations, title), out_stem)

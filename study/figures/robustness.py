@@ -32,7 +32,7 @@ from study.labels import corruption_name, eval_label, eval_name, method_name, no
 from study.metrics.seeds import seed_summary
 
 
-def _pooled(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def pooled_accuracy(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Accuracy per `by` group: each run's counts pooled over the severities shown, then the mean over
     runs (seeds) with its interval over seeds and test images (Wilson for one run)."""
     runs = ["run_id"] if "run_id" in rows.columns else []
@@ -93,7 +93,7 @@ def plot_corruptions(rows: pd.DataFrame, title: str, *, caveat: str | None = AUT
     style.table_recipe of the runs drawn, a note where they were trained below the published recipe)."""
     classes = rows.drop_duplicates("class").sort_values("class")["class_name"].tolist()
     corruptions = list(dict.fromkeys(rows["corruption"]))
-    pooled = _pooled(rows, ["corruption", "class", "class_name"])
+    pooled = pooled_accuracy(rows, ["corruption", "class", "class_name"])
     grid = pooled.pivot(index="class_name", columns="corruption", values="acc").loc[classes, corruptions]
     note = resolve_caveat(caveat, lambda: _epochs_caveat(rows))
     recipe = resolve_caveat(recipe, lambda: table_recipe(rows))

@@ -35,6 +35,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -69,7 +70,7 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 # Declared schemas of the two torchvision ops that torchvision registers without checking
-# that its compiled extension loaded (see _import_robustbench); kept alive while the process runs.
+# that its compiled extension loaded (see import_robustbench); kept alive while the process runs.
 _TORCHVISION_SCHEMAS: list[Any] = []
 
 
@@ -131,7 +132,7 @@ def _declare_torchvision_ops() -> None:
     _TORCHVISION_SCHEMAS.append(lib)
 
 
-def _import_torchvision() -> None:
+def import_torchvision() -> None:
     """torchvision, importable even where its compiled ops do not match torch (a CUDA
     torchvision wheel beside a CPU torch): it then fails on two fake-op registrations that
     it makes unguarded; with their schemas declared, its pure-Python parts import (models,
@@ -147,7 +148,7 @@ def _import_torchvision() -> None:
         import torchvision  # noqa: F401
 
 
-def _import_robustbench():
+def import_robustbench() -> ModuleType:
     """`robustbench.utils`, imported where robustbench 1.1.1's own imports fail: its
     evaluation module imports `autoattack` (fra31/auto-attack, not on PyPI), the code that
     PyPI ships as `pyautoattack` (a dependency of robustbench and of this project)."""
@@ -159,7 +160,7 @@ def _import_robustbench():
 
         sys.modules.setdefault("autoattack", pyautoattack)
         sys.modules.setdefault("autoattack.state", pyautoattack.state)
-    _import_torchvision()
+    import_torchvision()
     with warnings.catch_warnings():  # timm's and pkg_resources' deprecation notes, on every import
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -279,7 +280,7 @@ def _load_torchvision(entry: ZooEntry, weights_dir: str | os.PathLike | None) ->
     """torchvision's `entry.name` with the state dict of its file, checked key by key,
     behind the ImageNet normalization."""
     path = _torchvision_file(entry, weights_dir)
-    _import_torchvision()
+    import_torchvision()
     import torchvision.models
 
     try:
@@ -318,7 +319,7 @@ def check_zoo_weights(
                            path, entry)
         return [_torchvision_file(entry, weights_dir)]
     model_dir = resolve_weights_dir(weights_dir)
-    utils = _import_robustbench()
+    utils = import_robustbench()
     record = _zoo_record(utils, entry)
     files = zoo_files(entry, model_dir, record)
     missing = [p for p in files if not p.is_file()]
@@ -337,7 +338,7 @@ def check_zoo_weights(
 def _good_copy(entry: ZooEntry) -> str:
     if entry.source == "torchvision":
         return f"{TORCHVISION_URL_BASE}/{Path(str(entry.file)).name}"
-    return _official_copy(entry, _zoo_record(_import_robustbench(), entry))
+    return _official_copy(entry, _zoo_record(import_robustbench(), entry))
 
 
 def checked_zoo_weights(
@@ -397,7 +398,7 @@ def load_zoo_model(
         if entry.source == "torchvision":
             network = _load_torchvision(entry, weights_dir)
         else:
-            network = _robustbench_network(_import_robustbench(), entry, weights_dir)
+            network = _robustbench_network(import_robustbench(), entry, weights_dir)
     except UNREADABLE as err:
         path = resolve_weights_dir(weights_dir) / checked[0].relative
         raise unsafe_file_error(path if len(checked) == 1 else path.parent, entry.describe(), _good_copy(entry),

@@ -55,7 +55,7 @@ GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 RUN_GROUP = ["group", *GROUP]
 
 
-def _evaluation_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
+def published_threat_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
     """clean, pgd or autoattack (at the published L-inf 8/255) with the PGD step count; None otherwise."""
     try:
         ev = EvaluationSpec.parse(resolve_evaluation(params, name, dataset), f"evaluation {name!r}").config
@@ -103,7 +103,7 @@ def annotate(classwise: pd.DataFrame, params: Mapping, plan: Plan | None = None)
     table = classwise.assign(checkpoint=table_checkpoints(classwise))
     table["evaluation"] = table["eval"].map(lambda name: split_record_name(name)[0])
     keys = list(zip(table["evaluation"], table["dataset"].astype(str), strict=True))
-    kinds = {key: _evaluation_kind(params, *key) for key in set(keys)}
+    kinds = {key: published_threat_kind(params, *key) for key in set(keys)}
     table["kind"] = [kinds[key][0] for key in keys]
     table["steps"] = [kinds[key][1] for key in keys]
     if "checks_not_passed" not in table:  # tables built without checks.json

@@ -21,7 +21,7 @@ from study.reproduction.render import (
     _recipe_text,
     _runs_text,
     _source,
-    _summary,
+    verdict_summary,
 )
 from study.reproduction.verdicts import VERDICTS
 
@@ -45,13 +45,13 @@ def _verdict_class(row: Row) -> str:
     return row.verdict_word if row.verdict_word in VERDICTS else "other"
 
 
-def _group_key(row: Row) -> tuple:
+def group_key(row: Row) -> tuple[str, str, str]:
     """What a run group's rows share: the runs and how they differ from the published recipe."""
     return (_runs_text(row), row.protocol, _recipe_text(row) if row.setting else "-")
 
 
 def _group_header(row: Row) -> str:
-    runs, protocol, recipe = _group_key(row)
+    runs, protocol, recipe = group_key(row)
     return (f'<div class="group"><b>Our runs:</b> {escape(runs)}'
             f' &nbsp; <b>protocol:</b> {escape(protocol or "-")}'
             f'<br><b>recipe differences:</b> {escape(recipe)}</div>')
@@ -73,7 +73,7 @@ def section_html(rows: list[Row]) -> list[str]:
     missing = [r for r in rows if r not in shown]
     groups: dict[tuple, list[Row]] = {}
     for row in shown:
-        groups.setdefault(_group_key(row), []).append(row)
+        groups.setdefault(group_key(row), []).append(row)
     lines = []
     for members in groups.values():
         lines += [_group_header(members[0]), "<table>",
@@ -93,7 +93,7 @@ def render_html(values: list[Row], deltas: list[Row], preset: str, commit: str, 
              f"<style>{_STYLE}</style></head><body>", f"<h1>{title}</h1>",
              f"<p>Preset <code>{escape(preset)}</code>, commit <code>{escape(commit)}</code>, {escape(day)}. "
              "Sources: docs/study.md#published-numbers (each value with the place it was read in).</p>",
-             f'<p id="verdicts"><b>{escape(_summary(values + deltas))}</b></p>',
+             f'<p id="verdicts"><b>{escape(verdict_summary(values + deltas))}</b></p>',
              f'<details><summary>How to read a row</summary><p class="note">{escape(_HOW_TO_READ)}</p>'
              f"<p class=\"note\">{REDUCED_MARK}: a run group trained at a reduced scale.</p></details>"]
     for section in SECTIONS:

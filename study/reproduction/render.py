@@ -178,7 +178,7 @@ def _claim_verdict(rows: list[Row]) -> str:
     return rows[0].verdict_word.split(":")[0]
 
 
-def _summary(rows: list[Row]) -> str:
+def verdict_summary(rows: list[Row]) -> str:
     """The published values and claims counted, each once whatever its number of rows (one row per
     run group of ours): agrees, inconclusive, differs (at full and reduced scale together; a
     difference by its size) or mixed across its rows; then those shown as context and those not
@@ -220,7 +220,7 @@ def render(values: list[Row], deltas: list[Row], preset: str, commit: str, day: 
     lines = ["# Reproduction: our numbers beside the published ones", "",
              f"- preset: `{preset}`", f"- commit: `{commit}`", f"- date: {day}",
              "- sources: docs/study.md#published-numbers (each value with the place it was read in)", "",
-             _summary(values + deltas), "", _HOW_TO_READ, ""]
+             verdict_summary(values + deltas), "", _HOW_TO_READ, ""]
     for section in SECTIONS:
         rows = [r for r in values if r.published.id in section.ids]
         lines += [f"## {section.title}", "", *table(rows), ""]

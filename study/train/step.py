@@ -136,7 +136,7 @@ class TrainStep:
         self.requested, self.mode = mode, resolve_compile(mode, state.dev)
         # the module the step calls: the run's model, or (region `model`) its compiled wrapper
         self.model: torch.nn.Module = state.model
-        prepare, self._update = PARAM_UPDATES[opt_name]
+        prepare, self.update_params = PARAM_UPDATES[opt_name]
         prepare(state.optimizer)
         self.params = list(state.optimizer.param_groups[0]["params"])
         self.before, self.after = bn_forwards(adv, state.policies.loss.needs_clean)
@@ -147,7 +147,7 @@ class TrainStep:
             self.regions = CompiledRegions(self, backend)
             self.fn = self.regions
         else:  # `default`: the whole step or an error
-            self.regions, self.fn = None, _compile(self.step, "step", backend)
+            self.regions, self.fn = None, compile_region(self.step, "step", backend)
 
     @property
     def ran(self) -> str:
@@ -205,7 +205,7 @@ class TrainStep:
         loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
         grads = torch.autograd.grad(loss, self.params)
         with torch.no_grad():
-            self._update(self.state.optimizer, self.params, list(grads), lr)
+            self.update_params(self.state.optimizer, self.params, list(grads), lr)
             # Forwards with the updated weights (the references' train-accuracy logs).
             with train_autocast(self.state.dev, precision):
                 for name in self.after:
@@ -327,7 +327,7 @@ class CompiledRegions:
         self.step, self.backend = step, backend
         self.region, self.reasons = REGIONS[0], []
         self._seen: set[tuple[int, ...]] = set()
-        self._fn = _compile(step.step, "step", backend)
+        self._fn = compile_region(step.step, "step", backend)
 
     def __call__(self, x: torch.Tensor, *args) -> None:
         shape = tuple(x.shape)
@@ -359,7 +359,7 @@ class CompiledRegions:
         step = self.step
         step.model = step.state.model
         if self.region == "model":
-            step.model = _compile(step.state.model, "model", self.backend)
+            step.model = compile_region(step.state.model, "model", self.backend)
         self._fn = step.step
 
 
@@ -406,7 +406,7 @@ def _short(exc: BaseException) -> str:
     return f"{text}: {lines[0][:160] if lines else ''}".rstrip(": ")
 
 
-def _compile(fn: Callable, region: str, backend: str | Callable | None) -> Callable:
+def compile_region(fn: Callable, region: str, backend: str | Callable | None) -> Callable:
     """`region` `step`: the whole step, one graph (fullgraph=True: a graph break is an error);
     `model`: the model alone, graph breaks allowed (as the fastest CIFAR-10 trainers compile)."""
     import torch._dynamo

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.workflow import BIN, _copy_project, _env
+from helpers.workflow import BIN, command_env, copy_project
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKDOWN = ["README.md", "docs/*.md", "data/README*", "results/README*"]
@@ -193,7 +193,7 @@ def test_dvc_commands_parse_and_their_stages_run_existing_targets(tmp_path):
     assert stages
     rules_text = "\n".join(p.read_text() for p in [ROOT / "Snakefile", *(ROOT / "workflow/rules").glob("*.smk")])
     rules = set(re.findall(r"^(?:local)?rule (\w+):", rules_text, re.M))
-    project = _copy_project(tmp_path)
+    project = copy_project(tmp_path)
     for name, stage in stages.items():
         # `python -m study.stage TARGET...` runs Snakemake on the targets (study/stage.py)
         argv = _argv(stage["cmd"].split("&&")[0])
@@ -211,7 +211,7 @@ def test_dvc_commands_parse_and_their_stages_run_existing_targets(tmp_path):
             assert "${preset}" in target, f"dvc.yaml stage {name}: no target {target!r}"
             file = target.replace("${preset}", "ci")
             proc = subprocess.run([BIN / "snakemake", "-n", "--cores", "1", "--config", "preset=ci", "--", file],
-                                  cwd=project, capture_output=True, text=True, timeout=120, env=_env())
+                                  cwd=project, capture_output=True, text=True, timeout=120, env=command_env())
             assert proc.returncode == 0, f"dvc.yaml stage {name}: no rule makes {file}: {proc.stderr[-1500:]}"
 
 
@@ -268,12 +268,12 @@ def test_snakemake_commands_dry_run(tmp_path, monkeypatch):
         """The group's first command, with the targets of all its commands (one DAG)."""
         i, group = i_group
         (tmp_path / f"p{i}").mkdir()
-        project = _copy_project(tmp_path / f"p{i}")
+        project = copy_project(tmp_path / f"p{i}")
         targets = list(dict.fromkeys(t for cmd in group for t in _split_snakemake(cmd.argv)[2]))
         argv = _dry_run_argv(group[0])
         argv = argv[:argv.index("--") + 1] + targets
-        proc = subprocess.run([BIN / "snakemake", *argv], cwd=project, env=_env(), capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run([BIN / "snakemake", *argv], cwd=project, env=command_env(), capture_output=True,
+                              text=True, timeout=300)
         return group, proc
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -283,7 +283,7 @@ def test_snakemake_commands_dry_run(tmp_path, monkeypatch):
         where = "\n".join(cmd.where() for cmd in group)
         assert proc.returncode == 0 and "This was a dry-run" in out, f"{where}:\n{out[-3000:]}"
     (tmp_path / "parse").mkdir()
-    project = _copy_project(tmp_path / "parse")
+    project = copy_project(tmp_path / "parse")
     monkeypatch.chdir(project)
     for group in groups.values():
         for cmd in group[1:]:

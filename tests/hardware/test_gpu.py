@@ -127,7 +127,7 @@ def test_evaluation_records_do_not_depend_on_the_batch_size(norm, standard_run, 
 
 
 def test_our_autoattack_is_the_librarys_on_cuda(standard_run, synthetic_splits, ci_params):
-    from study.attacks.autoattack import _build, attack_list, autoattack_batch
+    from study.attacks.autoattack import attack_list, autoattack_batch, build_autoattack
     from study.config import resolve_evaluation
     from study.config.spec import EvaluationSpec
     from study.data.augment import to_float
@@ -138,7 +138,7 @@ def test_our_autoattack_is_the_librarys_on_cuda(standard_run, synthetic_splits, 
     x = to_float(synthetic_splits.test_x[:30]).to(DEVICE)
     y = synthetic_splits.test_y[:30].to(DEVICE)
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))
-    aa = _build(model, ev, len(synthetic_splits.class_names), x.device)
+    aa = build_autoattack(model, ev, len(synthetic_splits.class_names), x.device)
     aa.attacks_to_run = attack_list(ev)
     _, pred = aa.run_standard_evaluation(x, y, batch_size=ev.batch_size)
     assert (broken_by == "").tolist() == (pred == y).cpu().numpy().tolist()

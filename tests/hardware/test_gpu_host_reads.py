@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.host_reads import _state
+from helpers.host_reads import host_read_state
 
 from study.config import EvaluationSpec, resolve_evaluation
 from study.train.epoch import EpochPolicyState
@@ -19,7 +19,7 @@ def test_no_synchronisation_in_the_cuda_loops(tmp_path, synthetic_splits, tiny_r
     from study.train.epoch import train_batches
 
     cfg = {**tiny_run_config, "epochs": 1}
-    state = _state(cfg, synthetic_splits, tmp_path, 3, cfp=True, device="cuda")
+    state = host_read_state(cfg, synthetic_splits, tmp_path, 3, cfp=True, device="cuda")
     step = TrainStep(state, "off")
     policy_state = EpochPolicyState.of(state)
     model, _ = load_trained_model(standard_run, "cuda")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-from helpers.step_compile import _close, _state, _steps
+from helpers.step_compile import all_close, method_state, run_steps
 
 from study.train.optim import build_optimizer, build_scheduler
 from study.train.step import (
@@ -30,7 +30,8 @@ def test_inductor_compiles_the_pgd_at_step_whole_and_matches_eager(ci_params, sy
                                 test_x=synthetic_splits.test_x[:, :, :8, :8].contiguous())
     states = []
     for mode in ("off", "auto"):
-        state = _state(ci_params, small, "pgd_at", tmp_path / mode, train_per_class=2, batch_size=8, validation=None)
+        state = method_state(ci_params, small, "pgd_at", tmp_path / mode, train_per_class=2, batch_size=8,
+                             validation=None)
         state.adversary.cfg = state.adversary.cfg.model_copy(update={"steps": 1})  # the typed config is frozen
         torch.manual_seed(0)
         state.model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
@@ -38,12 +39,12 @@ def test_inductor_compiles_the_pgd_at_step_whole_and_matches_eager(ci_params, sy
                                           torch.nn.Linear(8, state.num_classes))
         state.optimizer = build_optimizer(state.model.parameters(), state.run.optimizer)
         state.scheduler = build_scheduler(state.optimizer, state.run.schedule, 1, 1)
-        totals, step = _steps(state, mode, None, 2)
+        totals, step = run_steps(state, mode, None, 2)
         states.append((state, totals, step))
     (eager, a, _), (compiled, b, step) = states
     assert step.ran == "step" and step.record()["reason"] is None
     assert a.count.sum() == 16 and torch.equal(a.count, b.count)
     for name in ("loss", "correct", "confusion"):
-        assert _close(getattr(a, name), getattr(b, name)), name
+        assert all_close(getattr(a, name), getattr(b, name)), name
     for (key, pa), pb in zip(eager.model.state_dict().items(), compiled.model.state_dict().values(), strict=True):
-        assert _close(pa, pb), key
+        assert all_close(pa, pb), key

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.workflow import BIN, _copy_project, _run
+from helpers.workflow import BIN, copy_project, run_command
 
-from study.front_page import _attack, _headline_rows, class_range
+from study.front_page import class_range, headline_attack, headline_rows
 from study.reproduction.comparison import (
     CONTEXT,
     DIFFERENCE_VERDICTS,
@@ -37,13 +37,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    project = _copy_project(tmp_path_factory.mktemp("report"))
+    project = copy_project(tmp_path_factory.mktemp("report"))
     shutil.copytree(Path(__file__).resolve().parents[2] / "study", project / "study",
                     ignore=shutil.ignore_patterns("__pycache__"))
     # as `make report PRESET=ci` builds it: what the report shows (rule report_inputs), then the report
     common = [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config", "preset=ci"]
-    _run([*common, "--", "report_inputs"], project)
-    _run([*common, "--report", "results/ci/report.html", "--", "report_inputs"], project)
+    run_command([*common, "--", "report_inputs"], project)
+    run_command([*common, "--report", "results/ci/report.html", "--", "report_inputs"], project)
     return project
 
 
@@ -56,8 +56,8 @@ def test_the_report_opens_on_the_finding_and_every_figure_renders(report):
     pngs = [f for f in figures if f.endswith(".png")]
     assert pngs, "the manifest lists no figure"
     classwise = pd.read_csv(report / "results/ci/tables/classwise.csv")
-    rows = _headline_rows(classwise)
-    robust = class_range(rows, "pgd_at", _attack(rows))
+    rows = headline_rows(classwise)
+    robust = class_range(rows, "pgd_at", headline_attack(rows))
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

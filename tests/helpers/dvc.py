@@ -16,7 +16,7 @@ PROJECT_FILES = ["Snakefile", "params.yaml", "dvc.yaml", "workflow", ".gitignore
                  "results/params.resolved.yaml"]
 
 
-def _env() -> dict:
+def dvc_env() -> dict:
     import os
 
     env = dict(os.environ)
@@ -26,15 +26,15 @@ def _env() -> dict:
     return env
 
 
-def _run(args, cwd, ok=True, timeout=1500) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=_env(), capture_output=True, text=True,
+def run_process(args, cwd, ok=True, timeout=1500) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=dvc_env(), capture_output=True, text=True,
                           timeout=timeout)
     if ok:
         assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc
 
 
-def _git_project(dest: Path, with_study: bool = True) -> Path:
+def git_project(dest: Path, with_study: bool = True) -> Path:
     """A copy of the project as a git repository whose commit holds the study's params.yaml."""
     for name in PROJECT_FILES:
         src = ROOT / name
@@ -42,18 +42,18 @@ def _git_project(dest: Path, with_study: bool = True) -> Path:
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
     if with_study:
         shutil.copytree(ROOT / "study", dest / "study", ignore=shutil.ignore_patterns("__pycache__"))
-    _run(["git", "init", "-q"], dest)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], dest)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "study"], dest)
+    run_process(["git", "init", "-q"], dest)
+    run_process(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], dest)
+    run_process(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "study"], dest)
     return dest
 
 
 def dvc_project(dest: Path) -> tuple[Path, Path]:
-    """`_git_project` with DVC initialised (analytics off) and committed; the project and DVC's command."""
-    project = _git_project(dest)
+    """`git_project` with DVC initialised (analytics off) and committed; the project and DVC's command."""
+    project = git_project(dest)
     dvc = BIN / "dvc"
-    _run([dvc, "init", "-q"], project)
-    _run([dvc, "config", "core.analytics", "false"], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
+    run_process([dvc, "init", "-q"], project)
+    run_process([dvc, "config", "core.analytics", "false"], project)
+    run_process(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
+    run_process(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dvc"], project)
     return project, dvc

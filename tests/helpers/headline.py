@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.workflow import BIN, _copy_project, _env
+from helpers.workflow import BIN, command_env, copy_project
 from helpers.zoo import place_random_weights
 from study.models.weights import WEIGHTS_ENV, WEIGHTS_URL_BASE_ENV
 from study.models.zoo import ZooEntry
@@ -52,7 +52,7 @@ def weights_server(tmp_path_factory):
     server.shutdown()
 
 
-def _preset(project: Path, name: str, zoo_models: list[dict], **zoo) -> None:
+def write_headline_preset(project: Path, name: str, zoo_models: list[dict], **zoo) -> None:
     """The ci preset cut to what the headline needs: two trained runs on 32 px synthetic data
     (RobustBench's CIFAR architectures take 32 px), figures 1-2 and the zoo's 15-17."""
     presets = project / "workflow" / "presets"
@@ -68,7 +68,7 @@ def _preset(project: Path, name: str, zoo_models: list[dict], **zoo) -> None:
     (presets / f"{name}.yaml").write_text(yaml.safe_dump(overlay))
 
 
-def _on_synthetic(entry: ZooEntry) -> dict:
+def on_synthetic(entry: ZooEntry) -> dict:
     return {"dataset": entry.dataset, "threat_model": entry.threat_model, "name": entry.name, "data": "synthetic"}
 
 
@@ -77,13 +77,13 @@ def headline_project(tmp_path, monkeypatch):
     """A copy of the project with its default workflow profile and none of the data or weights
     variables of the machine's environment."""
     (tmp_path / "project").mkdir()
-    project = _copy_project(tmp_path / "project")
+    project = copy_project(tmp_path / "project")
     shutil.copytree(Path(__file__).resolve().parents[2] / "profiles", project / "profiles")
     for var in (WEIGHTS_ENV, WEIGHTS_URL_BASE_ENV, "STUDY_DATA_MIRROR", "STUDY_DATA_URL_BASE"):
         monkeypatch.delenv(var, raising=False)
     return project
 
 
-def _snakemake(project: Path, *args: str, env: dict | None = None, timeout: int = 900):
-    return subprocess.run([BIN / "snakemake", *args], cwd=project, env={**_env(), **(env or {})},
+def run_snakemake(project: Path, *args: str, env: dict | None = None, timeout: int = 900):
+    return subprocess.run([BIN / "snakemake", *args], cwd=project, env={**command_env(), **(env or {})},
                           capture_output=True, text=True, timeout=timeout)

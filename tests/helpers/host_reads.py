@@ -11,7 +11,7 @@ from study.train.policies import CFPTargets
 from study.train.setup import setup_run
 
 
-def _state(cfg, splits, run_dir, batches: int, cfp: bool, device: str = "cpu"):
+def host_read_state(cfg, splits, run_dir, batches: int, cfp: bool, device: str = "cpu"):
     """A fresh run state whose epoch has `batches` batches (FAIR-TAT's CFP targets with `cfp`)."""
     state = setup_run(ConfigSpec.parse(cfg), splits, run_dir, device)
     state.spec = ConfigSpec.parse({**cfg, "batch_size": math.ceil(state.x_train.shape[0] / batches)})

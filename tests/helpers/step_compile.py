@@ -24,7 +24,7 @@ def _group(params: dict, method: str) -> dict:
     return params["experiments"][0]
 
 
-def _state(params: dict, splits, method: str, run_dir, optimizer: dict | None = None, **overrides):
+def method_state(params: dict, splits, method: str, run_dir, optimizer: dict | None = None, **overrides):
     cfg = run_config(params, _group(params, method), "small_cnn", method, 0)
     # FRL adapts to validation statistics: a held-out split wherever the group has none.
     cfg = {**copy.deepcopy(cfg), "batch_size": 24, "init_from": None,
@@ -37,7 +37,7 @@ def _state(params: dict, splits, method: str, run_dir, optimizer: dict | None = 
     return state
 
 
-def _steps(state, mode: str, backend: str | None, steps: int) -> tuple[EpochTotals, TrainStep]:
+def run_steps(state, mode: str, backend: str | None, steps: int) -> tuple[EpochTotals, TrainStep]:
     step = TrainStep(state, mode, backend=backend)
     tables = EpochPolicyState.of(state).tables(state)
     totals = EpochTotals.zeros(state.num_classes, state.dev)
@@ -49,5 +49,5 @@ def _steps(state, mode: str, backend: str | None, steps: int) -> tuple[EpochTota
     return totals, step
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+def all_close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.allclose(a.double(), b.double(), rtol=1e-4, atol=1e-5)

@@ -33,14 +33,14 @@ NOT_IN_CI_DAG |= {"zoo_run", "zoo_tables", "zoo_robustness_tables", "zoo_all", *
 DISCREPANCY_FIGURES = ("fig04_discrepancy_datasets", "fig05_discrepancy_models", "fig06_discrepancy_optimization")
 
 
-def _env():
+def command_env():
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("STUDY_DATA_MIRROR", None)
     return env
 
 
-def _copy_project(dest: Path) -> Path:
+def copy_project(dest: Path) -> Path:
     for name in WORKFLOW_FILES:
         src = ROOT / name
         if src.is_dir():
@@ -50,26 +50,26 @@ def _copy_project(dest: Path) -> Path:
     return dest
 
 
-def _run(args, cwd, timeout=900):
+def run_command(args, cwd, timeout=900):
     t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(args, cwd=cwd, env=command_env(), capture_output=True, text=True, timeout=timeout)
     # where a slow test spends its time (shown by pytest -s, or beside a failure)
     print(f"[{time.perf_counter() - t0:6.1f} s] {' '.join(str(a) for a in args[:6])}", file=sys.stderr)
     assert proc.returncode == 0, f"{' '.join(map(str, args))} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
 
 
-def _dry_run(args: list, cwd: Path, env: dict | None = None) -> Dag:
+def project_dry_run(args: list, cwd: Path, env: dict | None = None) -> Dag:
     """`snakemake -n ARGS` in the project copy `cwd`, read as Snakemake describes its DAG."""
-    return dry_run(args, cwd, env=_env() if env is None else {**_env(), **env})
+    return dry_run(args, cwd, env=command_env() if env is None else {**command_env(), **env})
 
 
-def _outputs(dag: Dag) -> set[str]:
+def dag_outputs(dag: Dag) -> set[str]:
     """Every file a job of the DAG writes."""
     return {f for job in dag.jobs for f in job.output}
 
 
-def _job_counts(output: str) -> dict[str, int]:
+def job_counts(output: str) -> dict[str, int]:
     table = output[output.index("Job stats:"):]
     counts = {}
     for line in table.splitlines()[3:]:
@@ -80,18 +80,18 @@ def _job_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def _rules(project) -> set[str]:
-    out = _run([BIN / "snakemake", "--list-rules", "--config", "preset=ci"], project)
+def rule_names(project) -> set[str]:
+    out = run_command([BIN / "snakemake", "--list-rules", "--config", "preset=ci"], project)
     return {line.strip() for line in out.splitlines() if re.fullmatch(r"\w+", line.strip())}
 
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    return _copy_project(tmp_path_factory.mktemp("project"))
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
-def _plan(project, preset):
+def plan_preset(project, preset):
     from study.config import constructions, load_params, plan_runs
 
     params = load_params(project / "params.yaml", {"preset": preset}, presets_dir=project / "workflow/presets",
@@ -100,13 +100,13 @@ def _plan(project, preset):
     return params, runs, (constructions(params, runs) if params.get("features") else [])
 
 
-def _is_mitigation(run) -> bool:
+def is_mitigation(run) -> bool:
     return any(g.startswith("mitigation") for g in run.groups)
 
 
-def _plain(runs):
+def plain_runs(runs):
     """The runs of the class-wise figures: on the original data, outside the mitigation groups."""
-    return [r for r in runs if not r.config.get("constructed") and not _is_mitigation(r)]
+    return [r for r in runs if not r.config.get("constructed") and not is_mitigation(r)]
 
 
 def _of_groups(runs, groups, datasets=None):
@@ -114,7 +114,7 @@ def _of_groups(runs, groups, datasets=None):
             and (datasets is None or r.dataset in datasets)]
 
 
-def _robustness_runs(params, runs):
+def robustness_runs(params, runs):
     """(runs of the robustness groups: figures 3 and 11; runs checked, at each of their
     checkpoints: those and the mitigation runs; runs of the corruption groups on its datasets)."""
     rob = params["robustness"]
@@ -123,11 +123,11 @@ def _robustness_runs(params, runs):
     if "groups" in rob["checks"]:
         checked = _of_groups(runs, rob["checks"]["groups"])
     else:
-        checked = tabled + [r for r in runs if _is_mitigation(r) and r not in tabled]
+        checked = tabled + [r for r in runs if is_mitigation(r) and r not in tabled]
     return tabled, checked, _of_groups(runs, cc.get("groups") or rob["groups"], cc.get("datasets", []))
 
 
-def _shards(params) -> dict[str, int]:
+def evaluation_shards(params) -> dict[str, int]:
     return {name: int(ev.get("shards", 1)) for name, ev in params["evaluations"].items()}
 
 
@@ -137,16 +137,16 @@ def _whole(run, checkpoint: str, shards: dict[str, int]) -> list[str]:
     return sorted(e for e in run.evaluations if checkpoint != "last" or shards.get(e, 1) == 1)
 
 
-def _evaluate_jobs(params, runs) -> tuple[int, int]:
+def evaluate_jobs(params, runs) -> tuple[int, int]:
     """(evaluate, merge_shards) jobs of a plan: one per (run, checkpoint) for all its evaluations
     but a sharded one of the last checkpoint, which has one per shard and a merge."""
-    shards = _shards(params)
+    shards = evaluation_shards(params)
     whole = sum(bool(_whole(r, c, shards)) for r in runs for c in r.checkpoints)
     last = [e for r in runs if "last" in r.checkpoints for e in r.evaluations if shards.get(e, 1) > 1]
     return whole + sum(shards[e] for e in last), len(last)
 
 
-def _evaluate_count(counts: dict[str, int]) -> int:
+def evaluate_count(counts: dict[str, int]) -> int:
     """Jobs of the evaluate rules (one rule per set of evaluations, evaluate_shard) in job stats."""
     return sum(n for rule, n in counts.items()
                if rule.startswith("evaluate_") and rule != "evaluate_all")
@@ -157,12 +157,12 @@ def _evaluate_count(counts: dict[str, int]) -> int:
 TRAIN_RULES = ("train", "train_validated", "train_published", "train_validated_published")
 
 
-def _train_count(counts: dict[str, int]) -> int:
+def train_count(counts: dict[str, int]) -> int:
     """Training jobs in job stats (TRAIN_RULES)."""
     return sum(counts.get(rule, 0) for rule in TRAIN_RULES)
 
 
-def _zoo(params):
+def zoo_plan(params):
     from study.config.zoo import plan_zoo, zoo_checked, zoo_corrupted
 
     zoo = plan_zoo(params)
@@ -172,14 +172,14 @@ def _zoo(params):
 def _zoo_panels(params) -> int:
     """Zoo figures: one panel per (dataset, threat model) with its robust evaluation."""
     robust = (params.get("zoo") or {}).get("figure_evaluations") or {}
-    return len({(r.dataset, r.config["zoo"]["threat_model"]) for r in _zoo(params)[0]
+    return len({(r.dataset, r.config["zoo"]["threat_model"]) for r in zoo_plan(params)[0]
                 if robust.get(r.config["zoo"]["threat_model"]) in r.evaluations})
 
 
-def _figure_jobs(params, runs) -> dict[str, int]:
+def figure_jobs(params, runs) -> dict[str, int]:
     """Jobs per figure rule: one per panel (what the figure draws, from docs/study.md#figures)."""
-    plain = _plain(runs)
-    tabled, _, corrupted = _robustness_runs(params, runs)
+    plain = plain_runs(runs)
+    tabled, _, corrupted = robustness_runs(params, runs)
     configs: dict[str, set] = {}
     for r in plain:
         configs.setdefault(r.dataset, set()).add((r.config["model"], r.config["method"], setting_tuple(r.run)))
@@ -199,19 +199,19 @@ def _figure_jobs(params, runs) -> dict[str, int]:
         "fig10_logit_similarity": panels([r for r in plain if "last" in r.checkpoints]),
         "fig11_cfp": panels([r for r in tabled if r.config["method"] == "pgd_at"]),
         "fig12_features": 1 if params.get("features") else 0,
-        "fig13_mitigation": panels([r for r in runs if _is_mitigation(r)], "all"),
-        "fig13_policy_epochs": panels([r for r in runs if _is_mitigation(r)], "all"),
+        "fig13_mitigation": panels([r for r in runs if is_mitigation(r)], "all"),
+        "fig13_policy_epochs": panels([r for r in runs if is_mitigation(r)], "all"),
         "fig14_corruptions": panels(corrupted),
         **{fig: _zoo_panels(params) for fig in ZOO_FIGURES},
     }
     return {fig: n for fig, n in jobs.items() if fig in params["figures"] and n}
 
 
-def _expected_logs(params, runs) -> set[str]:
+def expected_logs(params, runs) -> set[str]:
     """The logs that training and evaluation must leave: one per run, one per (run, checkpoint)
     evaluate job (its evaluations joined by +), a sharded one's per shard and its merge's."""
     logs = {f"results/logs/train/{r.run_id}.log" for r in runs}
-    shards = _shards(params)
+    shards = evaluation_shards(params)
     for r in runs:
         where = f"results/logs/evaluate/{r.run_id}"
         for c in r.checkpoints:
@@ -223,10 +223,10 @@ def _expected_logs(params, runs) -> set[str]:
     return logs
 
 
-def _stats(output: str) -> dict[str, int]:
+def job_stats(output: str) -> dict[str, int]:
     """Jobs per rule over every Snakemake invocation in `output` (DVC runs one per stage)."""
     counts: dict[str, int] = {}
     for start in (m.start() for m in re.finditer("Job stats:", output)):
-        for rule, n in _job_counts(output[start:]).items():
+        for rule, n in job_counts(output[start:]).items():
             counts[rule] = counts.get(rule, 0) + n
     return counts

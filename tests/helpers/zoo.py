@@ -3,7 +3,7 @@
 
 import torch
 
-from study.models.zoo import ZooEntry, _import_robustbench
+from study.models.zoo import ZooEntry, import_robustbench
 
 ENTRY = ZooEntry("cifar10", "Linf", "Wong2020Fast")  # PreAct-ResNet-18: the cheapest real zoo entry
 
@@ -11,7 +11,7 @@ ENTRY = ZooEntry("cifar10", "Linf", "Wong2020Fast")  # PreAct-ResNet-18: the che
 def place_random_weights(folder, entry=ENTRY, seed=0):
     """robustbench's own architecture of `entry`, seeded random weights, saved where its
     model_dir layout expects them (nested and prefixed, as its checkpoints are)."""
-    utils = _import_robustbench()  # first: it makes robustbench importable here (study/models/zoo.py)
+    utils = import_robustbench()  # first: it makes robustbench importable here (study/models/zoo.py)
     from robustbench.model_zoo.enums import BenchmarkDataset, ThreatModel
 
     torch.manual_seed(seed)

@@ -4,7 +4,7 @@ tests/conftest.py): the zoo's DAG and its jobs run in it."""
 import pytest
 import yaml
 
-from helpers.workflow import _copy_project
+from helpers.workflow import copy_project
 from helpers.zoo import place_random_weights
 
 #: The ci preset with 32 px synthetic images: RobustBench's CIFAR architectures take no other size.
@@ -14,7 +14,7 @@ PRESET = "ci32"
 @pytest.fixture(scope="module")
 def zoo_project(tmp_path_factory):
     """(a copy of the project with the ci32 preset, a folder of random zoo weights)."""
-    project = _copy_project(tmp_path_factory.mktemp("project"))
+    project = copy_project(tmp_path_factory.mktemp("project"))
     presets = project / "workflow" / "presets"
     overlay = yaml.safe_load((presets / "ci.yaml").read_text())
     overlay["data"]["synthetic"]["image_size"] = 32

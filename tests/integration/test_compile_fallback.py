@@ -56,8 +56,8 @@ def eager_run(small_cfg, synthetic_splits, tmp_path, one_thread):
 def _auto_run(cfg, splits, run_dir, monkeypatch, step_backend, model_backend):
     """train_run with `auto` as `default` on the CPU, each region compiled by its backend."""
     monkeypatch.setitem(step_module.AUTO_COMPILE, "cpu", "default")
-    real = step_module._compile
-    monkeypatch.setattr(step_module, "_compile", lambda fn, region, backend:
+    real = step_module.compile_region
+    monkeypatch.setattr(step_module, "compile_region", lambda fn, region, backend:
                         real(fn, region, step_backend if region == "step" else model_backend))
     torch._dynamo.reset()
     train_run(cfg, splits, run_dir, device="cpu", progress=False, compile_mode="auto")
@@ -105,8 +105,8 @@ def test_auto_that_compiles_records_the_whole_step(small_cfg, synthetic_splits, 
 
 def test_an_explicit_default_that_does_not_compile_is_an_error(small_cfg, synthetic_splits, tmp_path, monkeypatch):
     """`default` is the whole step or nothing (the check that the step stays one graph)."""
-    real = step_module._compile
-    monkeypatch.setattr(step_module, "_compile", lambda fn, region, backend: real(fn, region, FailingBackend()))
+    real = step_module.compile_region
+    monkeypatch.setattr(step_module, "compile_region", lambda fn, region, backend: real(fn, region, FailingBackend()))
     torch._dynamo.reset()
     with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="injected"):
         train_run(small_cfg, synthetic_splits, tmp_path / "run", device="cpu", progress=False, compile_mode="default")

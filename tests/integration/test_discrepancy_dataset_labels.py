@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from study.figures.fig04_06_discrepancy import _discrepancy
+from study.figures.fig04_06_discrepancy import discrepancy_figure
 from study.metrics import classwise_table
 
 NAMES = [f"c{i}" for i in range(5)]
@@ -35,5 +35,5 @@ def _categories(fig) -> set[str]:
 
 
 def test_dataset_categories_name_their_robust_evaluation_or_nothing():
-    assert _categories(_discrepancy(_table(False), "dataset", ["pgd20"], None)) == {"CIFAR-10\n(PGD-20, L∞)"}
-    assert _categories(_discrepancy(_table(True), "dataset", ["pgd20"], None)) == {"CIFAR-10"}
+    assert _categories(discrepancy_figure(_table(False), "dataset", ["pgd20"], None)) == {"CIFAR-10\n(PGD-20, L∞)"}
+    assert _categories(discrepancy_figure(_table(True), "dataset", ["pgd20"], None)) == {"CIFAR-10"}

@@ -536,11 +536,11 @@ def test_evaluation_labels_follow_the_settings_of_the_dataset():
 def test_the_classwise_legend_fits_the_figure_width():
     """Four long evaluation labels (clean, PGD-20, AutoAttack, Square) in one row ran past the
     edges of figure 2; the legend takes as many columns as fit its width."""
-    from study.figures.classwise import _legend_columns
+    from study.figures.classwise import legend_columns
 
     labels = ["clean accuracy", "robustness (PGD-20, L∞)", "robustness (AutoAttack, L∞)", "robustness (Square, L∞)"]
-    columns = _legend_columns(labels, width_in=8.0)
+    columns = legend_columns(labels, width_in=8.0)
     assert 1 < columns < len(labels)
     rows = [labels[i:i + columns] for i in range(0, len(labels), columns)]
     assert max(sum(len(label) + 6 for label in row) for row in rows) <= 11 * 8.0
-    assert _legend_columns(labels[:2], width_in=8.0) == 2  # short legends stay on one row
+    assert legend_columns(labels[:2], width_in=8.0) == 2  # short legends stay on one row

@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 
 from study.figures.epochs import plot_epochs
 from study.figures.features import feature_rows, plot_feature_classwise
-from study.figures.fig04_06_discrepancy import _discrepancy
-from study.figures.fig08_rank_agreement import _rank
+from study.figures.fig04_06_discrepancy import discrepancy_figure
+from study.figures.fig08_rank_agreement import rank_agreement_figure
 from study.figures.mitigation import plot_policy_epochs
 from study.figures.robustness import plot_cfp, plot_corruptions, plot_frl_errors
 from study.metrics.intervals import wilson_interval
@@ -198,11 +198,12 @@ def test_discrepancy_figures_name_a_reduced_recipe_of_the_runs_summarised(by):
                 {**_run(other, run_id="c", method="standard"), **second},
                 {**_run(other, run_id="d", method="pgd_at"), **second}]
 
-    assert _says_reduced(_discrepancy(_classwise(runs(DEMO)), by, ["pgd20"], None), "2 epochs", "3,000 training images")
-    assert _says_nothing(_discrepancy(_classwise(runs(PUBLISHED)), by, ["pgd20"], None))
+    assert _says_reduced(discrepancy_figure(_classwise(runs(DEMO)), by, ["pgd20"], None), "2 epochs",
+                         "3,000 training images")
+    assert _says_nothing(discrepancy_figure(_classwise(runs(PUBLISHED)), by, ["pgd20"], None))
     # the runs of one category at the published recipe do not hide those of the other
-    assert _says_reduced(_discrepancy(_classwise(runs(PUBLISHED, {"epochs": 30, "train_per_class": math.nan})), by,
-                               ["pgd20"], None), "30-200 epochs")
+    reduced = runs(PUBLISHED, {"epochs": 30, "train_per_class": math.nan})
+    assert _says_reduced(discrepancy_figure(_classwise(reduced), by, ["pgd20"], None), "30-200 epochs")
 
 
 def test_a_run_the_checks_left_out_is_not_described():
@@ -210,7 +211,7 @@ def test_a_run_the_checks_left_out_is_not_described():
     table = _classwise([_run(PUBLISHED, run_id="a", method="standard"),
                         {**_run(DEMO, run_id="b", method="standard"), "model": "lenet"}])
     table.loc[table["run_id"] == "b", "check_status"] = "fail"
-    assert _says_nothing(_discrepancy(table, "model", ["pgd20"], None))
+    assert _says_nothing(discrepancy_figure(table, "model", ["pgd20"], None))
 
 
 def test_rank_agreement_figure_names_a_reduced_recipe():
@@ -218,10 +219,10 @@ def test_rank_agreement_figure_names_a_reduced_recipe():
         return [_run(recipe, run_id="a", method="standard"), _run(recipe, run_id="b", method="pgd_at"),
                 _run(recipe, run_id="c", method="standard", model="lenet")]
 
-    fig = _rank(_classwise(runs(DEMO)), "cifar10", ["pgd20"], None)
+    fig = rank_agreement_figure(_classwise(runs(DEMO)), "cifar10", ["pgd20"], None)
     assert _says_reduced(fig, "2 epochs", "3,000 training images per class")
     assert _title(fig).startswith("CIFAR-10: do the same classes lead and lag?")
-    assert _says_nothing(_rank(_classwise(runs(PUBLISHED)), "cifar10", ["pgd20"], None))
+    assert _says_nothing(rank_agreement_figure(_classwise(runs(PUBLISHED)), "cifar10", ["pgd20"], None))
 
 
 # ---------------------------------------------------------------- figure 12: constructed datasets

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 import torch
-from helpers.host_reads import _state
+from helpers.host_reads import host_read_state
 
 from study.config import EvaluationSpec, resolve_evaluation
 from study.predict import predict
@@ -66,7 +66,7 @@ def counted_reads():
 
 
 def _epoch_reads(cfg, splits, run_dir, batches: int, cfp: bool) -> Counter:
-    state = _state(cfg, splits, run_dir, batches, cfp)
+    state = host_read_state(cfg, splits, run_dir, batches, cfp)
     step = TrainStep(state, "off")
     policy_state = EpochPolicyState.of(state)
     with counted_reads() as counts:

@@ -14,7 +14,7 @@ import pandas as pd
 from study.config.params import load_params
 from study.config.plan import plan_runs
 from study.figures import panels
-from study.figures.fig08_rank_agreement import _rank
+from study.figures.fig08_rank_agreement import rank_agreement_figure
 from study.metrics import classwise_table
 
 NAMES = [f"c{i}" for i in range(5)]
@@ -46,7 +46,7 @@ def _matrices(fig) -> dict[str, list[str]]:
 def test_a_configuration_alone_under_its_threat_model_is_named_not_ranked():
     table = _table([("standard", {}, ("clean", "pgd20")), ("pgd_at", {}, ("clean", "pgd20")),
                     ("trades", {}, ("clean", "pgd_l2_05"))])
-    fig = _rank(table, "cifar10", ["pgd20", "pgd_l2_05"], None)
+    fig = rank_agreement_figure(table, "cifar10", ["pgd20", "pgd_l2_05"], None)
     drawn = _matrices(fig)
     assert list(drawn) == ["clean accuracy", "robustness (PGD-20, L∞)"]
     assert len(fig.axes[0].images[0].get_array()) == 3 and len(fig.axes[1].images[0].get_array()) == 2
@@ -57,7 +57,7 @@ def test_a_configuration_alone_under_its_threat_model_is_named_not_ranked():
 def test_settings_that_differ_in_epochs_or_images_per_class_are_two_configurations():
     for changes, word in (({"epochs": 2}, "2 epochs"), ({"train_per_class": 50}, "50/class")):
         table = _table([("standard", {}, ("clean",)), ("standard", changes, ("clean",))])
-        fig = _rank(table, "cifar10", [], None)
+        fig = rank_agreement_figure(table, "cifar10", [], None)
         (ranked,) = _matrices(fig).values()
         assert len(fig.axes[0].images[0].get_array()) == 2, changes
         assert any(word in name for name in "\n".join(t.get_text() for t in fig.texts + fig.axes[0].texts
@@ -95,5 +95,6 @@ def test_every_presets_planned_figure_8_has_a_matrix_to_draw():
         planned = panels.rank_agreement(plan)
         assert planned, preset
         for key, (ids, options) in planned.items():
-            fig = _rank(_planned_table([by_id[i] for i in ids]), options["dataset"], options["evaluations"], None)
+            fig = rank_agreement_figure(_planned_table([by_id[i] for i in ids]), options["dataset"],
+                                        options["evaluations"], None)
             assert max(len(ax.images[0].get_array()) for ax in fig.axes if ax.images) >= 2, (preset, key)

@@ -27,8 +27,8 @@ from study.reproduction.comparison import Row
 from study.reproduction.matching import (
     PUBLISHED_CHECKPOINT,
     STAND_IN,
-    _evaluation_kind,
     equivalent_methods,
+    published_threat_kind,
 )
 from study.run_directory import identity
 
@@ -97,7 +97,7 @@ def _planned(params, runs: list[RunSpec], method: str, p: Published) -> bool:
         if not equivalent_methods(params, [run.method], (method,)) or method_entry(params, run.method).init_from:
             continue
         if checkpoints & set(spec.checkpoints) and any(
-                _evaluation_kind(params, e, run.dataset)[0] in kinds for e in spec.evaluations):
+                published_threat_kind(params, e, run.dataset)[0] in kinds for e in spec.evaluations):
             return True
     return False
 

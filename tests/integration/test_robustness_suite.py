@@ -128,7 +128,7 @@ def test_corruption_records_tables_and_figures(standard_run, synthetic_splits, r
 def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_run, synthetic_splits, ci_params):
     """Our cascade, one attack at a time over the whole set, keeps pyautoattack's attack
     objects and chunks: per sample, robust exactly where the library's one-call cascade says."""
-    from study.attacks.autoattack import _build, attack_list, autoattack_batch
+    from study.attacks.autoattack import attack_list, autoattack_batch, build_autoattack
     from study.config.spec import EvaluationSpec
     from study.data.augment import to_float
     from study.run_directory import load_trained_model
@@ -140,7 +140,7 @@ def test_autoattack_records_give_exactly_the_librarys_robust_accuracy(standard_r
     _, broken_by = autoattack_batch(model, x, y, ev, attack_list(ev))
     ours = broken_by == ""
 
-    aa = _build(model, ev, len(synthetic_splits.class_names), x.device)
+    aa = build_autoattack(model, ev, len(synthetic_splits.class_names), x.device)
     aa.attacks_to_run = attack_list(ev)
     _, pred = aa.run_standard_evaluation(x, y, batch_size=ev.batch_size)
     library = (pred == y).numpy()

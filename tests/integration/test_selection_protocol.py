@@ -4,7 +4,9 @@ experiment group for every run of it, baselines included; TRADES compared in the
 averaging that never took an epoch in said out loud; TF32 set explicitly; the wide ResNets'
 initialization; no duplicate of `at` in the grid."""
 
+import contextlib
 import copy
+import io
 import json
 import math
 from pathlib import Path
@@ -200,18 +202,19 @@ def fawa_run(tmp_path_factory, synthetic_splits, ci_params):
     cfg["method_config"]["averaging"] = {"type": "fawa", "decay": 0.85, "start": 0.0, "threshold": 1.0}
     run_dir = tmp_path_factory.mktemp("fawa") / "r"
     saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    with pytest.MonkeyPatch.context() as mp:
-        err = []
-        mp.setattr("study.train.engine._log", lambda msg: err.append(msg))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):  # what the run prints is what is checked (a module fixture: no capsys)
         train_run(cfg, synthetic_splits, run_dir, device="cpu", progress=False)
     flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-    return SimpleNamespace(err=err, run_dir=run_dir, flags=flags)
+    return SimpleNamespace(err=err.getvalue().splitlines(), run_dir=run_dir, flags=flags)
 
 
 def test_an_averaging_that_never_accepts_says_so(fawa_run):
     lines = [ln for ln in fawa_run.err if "accepted no epoch" in ln]
-    assert len(lines) == 1 and "\n" not in lines[0] and "fawa" in lines[0]
+    # one line, whole: from the run it names to what the user is left with
+    assert len(lines) == 1 and lines[0].startswith(f"warning: run {fawa_run.run_dir.name}: fawa averaging"), lines
+    assert lines[0].endswith("model.pt and model_best.pt are the un-averaged model"), lines
     record = json.loads((fawa_run.run_dir / "validation.json").read_text())
     assert record["averaging"] == {"type": "fawa", "accepted_epochs": 0, "first_accepted": None,
                                    "never_accepted": True}

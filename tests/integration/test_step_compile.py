@@ -15,7 +15,7 @@ import copy
 
 import pytest
 import torch
-from helpers.step_compile import _close, _state, _steps
+from helpers.step_compile import all_close, method_state, run_steps
 
 from study.train.step import (
     COMPILE_MODES,
@@ -43,7 +43,7 @@ STEPS = 3
 
 
 def _run(state, mode: str, backend: str | None = None) -> EpochTotals:
-    return _steps(state, mode, backend, STEPS)[0]
+    return run_steps(state, mode, backend, STEPS)[0]
 
 
 
@@ -54,23 +54,23 @@ def _run(state, mode: str, backend: str | None = None) -> EpochTotals:
 def test_step_compiles_whole_and_matches_eager(family, ci_params, synthetic_splits, tmp_path, one_thread):
     torch._dynamo.reset()
     method = FAMILIES[family]
-    eager = _state(ci_params, synthetic_splits, method, tmp_path / "eager")
-    compiled = _state(ci_params, synthetic_splits, method, tmp_path / "compiled")
+    eager = method_state(ci_params, synthetic_splits, method, tmp_path / "eager")
+    compiled = method_state(ci_params, synthetic_splits, method, tmp_path / "compiled")
     a = _run(eager, "off")
     b = _run(compiled, "default", backend="aot_eager")
     assert a.count.sum() > 0 and torch.equal(a.count, b.count)
     for name in ("loss", "correct", "confusion"):
-        assert _close(getattr(a, name), getattr(b, name)), name
+        assert all_close(getattr(a, name), getattr(b, name)), name
     for (key, pa), pb in zip(eager.model.state_dict().items(), compiled.model.state_dict().values(), strict=True):
-        assert _close(pa, pb), key
+        assert all_close(pa, pb), key
     # The step changed the model: equal results are not two untouched copies.
-    fresh = _state(ci_params, synthetic_splits, method, tmp_path / "fresh").model.state_dict()
+    fresh = method_state(ci_params, synthetic_splits, method, tmp_path / "fresh").model.state_dict()
     assert any(not torch.equal(fresh[k], v) for k, v in eager.model.state_dict().items())
 
 
 def test_functional_adam_matches_torch_adam(ci_params, synthetic_splits, tmp_path, one_thread):
     """The step's own Adam update against torch.optim.Adam on the same gradients."""
-    state = _state(ci_params, synthetic_splits, "standard", tmp_path / "a", {"name": "adam", "lr": 0.001})
+    state = method_state(ci_params, synthetic_splits, "standard", tmp_path / "a", {"name": "adam", "lr": 0.001})
     reference = copy.deepcopy(state.model)
     ref_opt = torch.optim.Adam(reference.parameters(), lr=0.001, weight_decay=state.run.optimizer.weight_decay)
     step = TrainStep(state, "off")
@@ -80,7 +80,7 @@ def test_functional_adam_matches_torch_adam(ci_params, synthetic_splits, tmp_pat
         y = torch.arange(8) % state.num_classes
         grads = torch.autograd.grad(torch.nn.functional.cross_entropy(state.model(x), y), step.params)
         with torch.no_grad():
-            step._update(state.optimizer, step.params, list(grads), lr)
+            step.update_params(state.optimizer, step.params, list(grads), lr)
         ref_opt.zero_grad()
         torch.nn.functional.cross_entropy(reference(x), y).backward()
         ref_opt.step()
@@ -95,7 +95,7 @@ def test_functional_sgd_matches_torch_sgd_and_shares_its_state_dict(ci_params, s
     """The step's own SGD (momentum, weight decay, Nesterov) against torch.optim.SGD, and the
     optimizer state in torch.optim's state_dict layout: each loads the other's."""
     opt = {"name": "sgd", "lr": 0.05, "nesterov": nesterov}
-    state = _state(ci_params, synthetic_splits, "standard", tmp_path / f"s{nesterov}", opt)
+    state = method_state(ci_params, synthetic_splits, "standard", tmp_path / f"s{nesterov}", opt)
     reference = copy.deepcopy(state.model)
     group = state.optimizer.param_groups[0]
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.05, momentum=group["momentum"],
@@ -106,7 +106,7 @@ def test_functional_sgd_matches_torch_sgd_and_shares_its_state_dict(ci_params, s
         y = torch.arange(8) % state.num_classes
         grads = torch.autograd.grad(torch.nn.functional.cross_entropy(state.model(x), y), step.params)
         with torch.no_grad():
-            step._update(state.optimizer, step.params, list(grads), torch.tensor(0.05))
+            step.update_params(state.optimizer, step.params, list(grads), torch.tensor(0.05))
         ref_opt.zero_grad()
         torch.nn.functional.cross_entropy(reference(x), y).backward()
         ref_opt.step()
@@ -125,7 +125,7 @@ def test_a_host_read_in_the_step_is_a_graph_break_error(ci_params, synthetic_spl
     """fullgraph=True turns a graph break into an error instead of a silent slow path: an
     explicit `default` fails (only `auto` falls back, tests/integration/test_compile_fallback.py)."""
     torch._dynamo.reset()
-    state = _state(ci_params, synthetic_splits, "standard", tmp_path / "b")
+    state = method_state(ci_params, synthetic_splits, "standard", tmp_path / "b")
     loss = state.policies.loss
     original = loss.per_sample
 

@@ -26,7 +26,7 @@ from study.models.zoo import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     ZooEntry,
-    _import_torchvision,
+    import_torchvision,
     load_zoo_model,
     reported_accuracy,
 )
@@ -123,7 +123,7 @@ PGD = {"name": "pgd20_linf4", "type": "pgd", "norm": "linf", "eps": 4 / 255, "al
 def torchvision_weights(tmp_path_factory):
     """torchvision's own ResNet-50 with seeded random weights, saved as torchvision's files are
     (a plain state dict, without BatchNorm's num_batches_tracked); (folder, the network)."""
-    _import_torchvision()  # first: it makes torchvision importable here (study/models/zoo.py)
+    import_torchvision()  # first: it makes torchvision importable here (study/models/zoo.py)
     import torchvision
 
     folder = tmp_path_factory.mktemp("weights")

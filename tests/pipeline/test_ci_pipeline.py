@@ -20,21 +20,21 @@ from helpers.workflow import (
     NOT_IN_CI_DAG,
     ROOT,
     ZOO_FIGURES,
-    _dry_run,
-    _env,
-    _evaluate_count,
-    _evaluate_jobs,
-    _expected_logs,
-    _figure_jobs,
-    _is_mitigation,
-    _outputs,
-    _plain,
-    _plan,
-    _robustness_runs,
-    _run,
-    _shards,
-    _stats,
-    _train_count,
+    command_env,
+    dag_outputs,
+    evaluate_count,
+    evaluate_jobs,
+    evaluation_shards,
+    expected_logs,
+    figure_jobs,
+    is_mitigation,
+    job_stats,
+    plain_runs,
+    plan_preset,
+    project_dry_run,
+    robustness_runs,
+    run_command,
+    train_count,
 )
 
 from study.checkpoints import STUDY_CHECKPOINTS
@@ -49,9 +49,9 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
         return [BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", *options,
                 "--config", "preset=ci", "--", *targets]
 
-    out = _run(snakemake(targets=("evaluate_all", "robustness_all")), project)
+    out = run_command(snakemake(targets=("evaluate_all", "robustness_all")), project)
     assert " --threads 1 " in out and " --threads 2 " not in out  # the cpu profile: one thread per job
-    params, runs, cons = _plan(project, "ci")
+    params, runs, cons = plan_preset(project, "ci")
 
     # DVC: the same DAG through its stages, in a fresh repository of the copy.
     dvc = BIN / "dvc"
@@ -59,29 +59,29 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     study_params["preset"] = "ci"
     (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
     shutil.copytree(ROOT / "study", project / "study", ignore=shutil.ignore_patterns("__pycache__"))
-    _run(["git", "init", "-q"], project)
-    _run([dvc, "init", "-q"], project)
-    _run([dvc, "config", "core.analytics", "false"], project)
+    run_command(["git", "init", "-q"], project)
+    run_command([dvc, "init", "-q"], project)
+    run_command([dvc, "config", "core.analytics", "false"], project)
     # the stages read the values set for a run against params.yaml as committed (study/stage.py)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ci"], project)
-    repro = _run([dvc, "repro"], project)
+    run_command(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."], project)
+    run_command(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ci"], project)
+    repro = run_command([dvc, "repro"], project)
     assert all(f"Running stage '{stage}'" in repro for stage in ("data", "train", "evaluate", "figures"))
     lock = yaml.safe_load((project / "dvc.lock").read_text())
     assert set(lock["stages"]) == {"resolve", "data", "train", "evaluate", "figures"}
     assert lock["stages"]["train"]["params"]["results/params.resolved.yaml"]["preset"] == "ci"  # what ran
     assert "data/constructed" in {o["path"] for o in lock["stages"]["train"]["outs"]}
-    assert "up to date" in _run([dvc, "status"], project)
+    assert "up to date" in run_command([dvc, "status"], project)
 
     # Every job that ran (the targets aside) has a log, left it and said something in it.
-    ran = _stats(out + repro)
-    assert (_train_count(ran), ran["construct"]) == (len(runs), len(cons))
-    assert (_evaluate_count(ran), ran["merge_shards"]) == _evaluate_jobs(params, runs)
+    ran = job_stats(out + repro)
+    assert (train_count(ran), ran["construct"]) == (len(runs), len(cons))
+    assert (evaluate_count(ran), ran["merge_shards"]) == evaluate_jobs(params, runs)
     # (the zoo's figures wait for its weights file: tests/pipeline/test_zoo_jobs.py)
-    assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == _figure_jobs(params, runs)
+    assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == figure_jobs(params, runs)
     logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
     assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)
-    assert _expected_logs(params, runs) <= set(logs)
+    assert expected_logs(params, runs) <= set(logs)
     for log in logs:
         assert (project / log).stat().st_size > 0, f"{log} is empty"
 
@@ -90,7 +90,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
-    plain = _plain(runs)
+    plain = plain_runs(runs)
     assert sum("fig07_epochs" in f for f in figures) == 2 * len(
         {(r.dataset, r.config["model"], r.config["method"]) for r in plain})  # PNG and PDF per panel
     # figure 12: bars and examples, PNG and PDF, of the models trained on the constructed sets
@@ -107,7 +107,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     copies = project / "results/ci/figure_images"
     assert all((project / f).read_bytes() == (copies / Path(f).relative_to("results/ci/figures")).read_bytes()
                for f in pngs)
-    shown_plots = _run([dvc, "plots", "show", "--out", project / "plots"], project)
+    shown_plots = run_command([dvc, "plots", "show", "--out", project / "plots"], project)
     assert "error" not in shown_plots.lower(), shown_plots
     drawn = sorted(p.name for p in (project / "plots").rglob("*.png"))
     assert drawn == sorted("workspace_results_ci_figure_images_" + i.replace("/", "_") for i in images)
@@ -120,31 +120,31 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     # (an evaluation a check flagged is not counted: its numbers are null, `flagged` says so)
     assert all("flagged" in metrics[k] or 0 <= metrics[k]["worst"] <= metrics[k]["mean"] <= 1
                and metrics[k]["worst_class"] for k in headline)
-    text = _run([dvc, "metrics", "show", "--json"], project)  # (stdout and stderr: the JSON and nothing)
+    text = run_command([dvc, "metrics", "show", "--json"], project)  # (stdout and stderr: the JSON and nothing)
     shown, _ = json.JSONDecoder().raw_decode(text[text.index("{"):])
     shown = {(path, e): m for path, data in shown[""]["data"].items() for e, m in data["data"].items()}
     # (DVC leaves out the null numbers of a flagged evaluation)
     assert {k: shown[k] for k in headline} == {k: {f: v for f, v in metrics[k].items() if v is not None}
                                                 for k in headline}
-    table = _run([dvc, "metrics", "show"], project)
+    table = run_command([dvc, "metrics", "show"], project)
     print(table, file=sys.stderr)  # the readable headline: a row per model
     assert all(path in table for path, _ in headline)
     assert len(list((project / "data/constructed").glob("d_*.pt"))) == len(cons)
     # the robustness suite on the runs of its groups: checks written down and none failed, one
     # row per (run, evaluation) in the attack table, corruptions per class
-    _, checked, corrupted = _robustness_runs(params, runs)
+    _, checked, corrupted = robustness_runs(params, runs)
     for run in checked:
         for at in ("" if c == "last" else f"@{c}" for c in run.checkpoints):
             checks = json.loads((project / "results/evaluations" / run.run_id / f"checks{at}.json").read_text())
             assert checks["status"] in ("pass", "flag"), checks
     attacks = pd.read_csv(project / "results/ci/tables/attacks.csv")
     assert len(attacks) == sum(len(r.evaluations) * len(r.checkpoints) for r in checked)  # one row per record
-    assert {e for e, n in _shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
+    assert {e for e, n in evaluation_shards(params).items() if n > 1} & set(attacks["eval"]), "a sharded evaluation"
     corruptions = pd.read_csv(project / "results/ci/tables/corruptions.csv")
     assert set(corruptions["run_id"]) == {r.run_id for r in corrupted}
     # figure 13: every mitigation method of the preset, best checkpoint (and last where
     # planned), in the table beside the figure
-    mitigation = [r for r in runs if _is_mitigation(r)]
+    mitigation = [r for r in runs if is_mitigation(r)]
     for dataset, model in {(r.dataset, r.config["model"]) for r in mitigation}:
         fig13 = pd.read_csv(project / f"results/ci/figures/fig13_mitigation/{dataset}__{model}__all.csv")
         panel = [r for r in mitigation if (r.dataset, r.config["model"]) == (dataset, model)]
@@ -162,9 +162,9 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
 
     # Snakemake, run again, finds everything that DVC's stages made up to date: it makes only the
     # user's results/figures/all (the figures stage's target is the preset's own manifest)
-    ran = _stats(_run(snakemake(), project))
+    ran = job_stats(run_command(snakemake(), project))
     assert ran.get("selected_figures") == 1 and ran["total"] == 1, ran
-    assert "Nothing to be done" in _run(snakemake(), project)
+    assert "Nothing to be done" in run_command(snakemake(), project)
 
     # A killed update is finished by the same command: an evaluation job and a figure job of an
     # update (--forcerun) killed with SIGKILL once running (their outputs removed), `--unlock`,
@@ -175,18 +175,18 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     for target in (panel, record):
         _kill_once_running(snakemake("--cores", "1", "--forcerun", target, targets=(target,)), project, target)
         assert not (project / target).exists(), f"the kill left {target}"
-        _run(snakemake("--unlock"), project)
-    remade = _run(snakemake(), project)
+        run_command(snakemake("--unlock"), project)
+    remade = run_command(snakemake(), project)
     assert (project / record).is_file() and (project / panel).is_file(), remade
     summary = (project / "results/ci/run_summary.md").read_text()
     assert f"- remade: {record}" in summary and f"- remade: {panel}" in summary, summary
-    assert "Nothing to be done" in _run(snakemake(), project)
+    assert "Nothing to be done" in run_command(snakemake(), project)
 
     # The price (study.cost) held against what the jobs measured: a report, not a timed assertion.
     record_property("summary", _cost_ratio_report(project))
 
     # The HTML report, with a caption per figure.
-    _run(snakemake("--report", "report.html"), project)
+    run_command(snakemake("--report", "report.html"), project)
     report = (project / "report.html").read_text()
     assert "Wilson intervals" in report, "figure captions belong in the report"
 
@@ -195,7 +195,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     # A changed robustness-evaluation setting makes the evaluations and the figures stale.
     study_params["robustness"]["corruptions"]["seed"] += 1
     (project / "params.yaml").write_text(yaml.safe_dump(study_params, sort_keys=False))
-    stale = set(re.findall(r"^(\w+):$", _run([dvc, "status"], project), re.M))
+    stale = set(re.findall(r"^(\w+):$", run_command([dvc, "status"], project), re.M))
     assert stale == {"resolve", "evaluate", "figures"}  # (resolve reads the whole of params.yaml)
 
 
@@ -209,13 +209,13 @@ def _each_preset_its_own_results(project: Path, snakemake) -> None:
     presets = sorted(p.stem for p in (project / "workflow/presets").glob("*.yaml"))
     assert "ci" in presets and len(presets) > 1
     for preset in (p for p in presets if p != "ci"):
-        dag = _dry_run(["--cores", "2", "--config", f"preset={preset}", "--", "results/figures/all"], project)
-        params, runs, _ = _plan(project, preset)
-        assert _train_count(dag.counts) == len({r.run_id for r in runs} - trained) > 0, preset
-        drawn = _figure_jobs(params, runs)
+        dag = project_dry_run(["--cores", "2", "--config", f"preset={preset}", "--", "results/figures/all"], project)
+        params, runs, _ = plan_preset(project, preset)
+        assert train_count(dag.counts) == len({r.run_id for r in runs} - trained) > 0, preset
+        drawn = figure_jobs(params, runs)
         assert {fig: dag.counts.get(fig, 0) for fig in drawn} == drawn, preset
         assert dag.counts["figures_all"] == dag.counts["selected_figures"] == 1, preset
-        summaries = {f for f in _outputs(dag) if f.startswith("results/") and not f.startswith(
+        summaries = {f for f in dag_outputs(dag) if f.startswith("results/") and not f.startswith(
             ("results/runs/", "results/evaluations/", "results/logs/", "results/benchmarks/", "results/zoo/"))}
         assert all(f.startswith(f"results/{preset}/") for f in summaries - {"results/figures/all"}), preset
 
@@ -225,18 +225,18 @@ def _each_preset_its_own_results(project: Path, snakemake) -> None:
     fig01 = {**ci, "figures": ["fig01_classwise_standard"]}
     (project / "workflow/presets/ci_fig01.yaml").write_text(yaml.safe_dump(fig01))
     ci_summary = (project / "results/ci/run_summary.md").read_bytes()
-    out = _run([BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config",
-                "preset=ci_fig01", "--", "results/figures/all"], project)
-    ran = _stats(out)
-    assert _train_count(ran) == _evaluate_count(ran) == 0 and ran["tables"] == ran["figures_all"] == 1, ran
+    out = run_command([BIN / "snakemake", "--profile", "workflow/profiles/cpu", "--cores", "2", "--config",
+                       "preset=ci_fig01", "--", "results/figures/all"], project)
+    ran = job_stats(out)
+    assert train_count(ran) == evaluate_count(ran) == 0 and ran["tables"] == ran["figures_all"] == 1, ran
     summary = (project / "results/ci_fig01/run_summary.md").read_text()
     assert "Made: 1 of 1 figures complete" in summary, summary
     assert (project / "results/ci/run_summary.md").read_bytes() == ci_summary
     assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci_fig01 ")
     assert (project / "results/ci_fig01/tables/classwise.csv").is_file()
     # back to the ci preset: its figures are all made; only the user's manifest is made again
-    out = _run(snakemake(), project)
-    ran = _stats(out)
+    out = run_command(snakemake(), project)
+    ran = job_stats(out)
     assert ran.get("selected_figures") == 1 and ran["total"] == 1, out[-2000:]
     assert (project / "results/figures/all").read_text().startswith("# the figures of preset ci ")
     (project / "workflow/presets/ci_fig01.yaml").unlink()  # (workflow/presets: a dep of every DVC stage)
@@ -247,7 +247,7 @@ def _kill_once_running(argv: list, project: Path, target: str) -> None:
     job that makes `target` runs: its log written after the start, Snakemake having removed the
     job's outputs first (a kill at a moment no timing chooses)."""
     start = time.time()
-    proc = subprocess.Popen(argv, cwd=project, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=project, env=command_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     log = None
     try:
@@ -271,7 +271,7 @@ def _cost_ratio_report(project: Path) -> str:
     and that every ratio is finite and positive."""
     from study.cost import AUTOATTACK_ROW, THROUGHPUT_TABLE, load_throughput, plan_jobs, ratio_report
 
-    params, runs, _ = _plan(project, "ci")
+    params, runs, _ = plan_preset(project, "ci")
     # (the zoo's jobs wait for its weights: no part of the ci DAG, tests/pipeline/test_zoo_jobs.py);
     # root: AutoAttack's cascade priced from the run's own records (broken_by), as `study plan --cost` does
     jobs = plan_jobs(params, runs, [], load_throughput(project / THROUGHPUT_TABLE), root=project)

@@ -5,7 +5,7 @@ import json
 import sys
 
 import yaml
-from helpers.dvc import _run, dvc_project
+from helpers.dvc import dvc_project, run_process
 
 from study.config import load_params, plan_runs
 
@@ -39,7 +39,7 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     every file it writes, and its plots render; a second experiment (batch 48) is compared with it:
     `dvc exp show --json` holds each one's effective params and metrics, `dvc metrics diff` their numbers."""
     project, dvc = dvc_project(tmp_path)
-    out = _run([dvc, "exp", "run", "-n", "batch32", "-S", "preset=ci", "-S", "train.batch_size=32"], project)
+    out = run_process([dvc, "exp", "run", "-n", "batch32", "-S", "preset=ci", "-S", "train.batch_size=32"], project)
     assert "values set for this run: preset=ci, train.batch_size=32" in out.stdout + out.stderr
 
     from study.config.overrides import run_overrides
@@ -75,7 +75,7 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     epochs = pd.read_csv(project / "results/ci/tables/epochs.csv")
     assert not any(c.endswith(".1") for c in epochs.columns) and {"lr", "epoch_lr"} <= set(epochs.columns)
     plots = project / "plots"
-    shown = _run([dvc, "plots", "show", "--out", plots], project)
+    shown = run_process([dvc, "plots", "show", "--out", plots], project)
     assert "error" not in (shown.stdout + shown.stderr).lower(), shown.stderr  # no file DVC cannot render
     html = (plots / "index.html").read_text()
     for title in ("clean accuracy per class over training", "robust accuracy per class over training",
@@ -86,13 +86,14 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
         == len(list((project / "results/ci/figures").rglob("*.png"))) > 0
     listing = sorted(p.relative_to(plots).as_posix() for p in plots.rglob("*") if p.is_file())
     print("dvc plots show wrote:", len(listing), "files:", listing[:10], file=sys.stderr)
-    metrics = _run([dvc, "metrics", "show"], project).stdout
+    metrics = run_process([dvc, "metrics", "show"], project).stdout
     assert "results/ci/metrics/" in metrics  # a row per model
 
 
     # the second experiment: the stages up to the metrics, another batch size
-    _run([dvc, "exp", "run", "-n", "batch48", "-S", "preset=ci", "-S", "train.batch_size=48", "evaluate"], project)
-    shown = json.loads(_run([dvc, "exp", "show", "--json"], project).stdout)
+    run_process([dvc, "exp", "run", "-n", "batch48", "-S", "preset=ci", "-S", "train.batch_size=48", "evaluate"],
+                project)
+    shown = json.loads(run_process([dvc, "exp", "show", "--json"], project).stdout)
     metrics = {}
     for name, batch in (("batch32", 32), ("batch48", 48)):
         data = _exp(shown, name)
@@ -109,15 +110,16 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     # (a count may differ: an evaluation that a check flags in one experiment has null numbers there)
     assert numbers["batch32"] and numbers["batch48"]
     assert numbers["batch32"] != numbers["batch48"]
-    diff = _run([dvc, "metrics", "diff", "batch32", "batch48", "--json"], project)
+    diff = run_process([dvc, "metrics", "diff", "batch32", "batch48", "--json"], project)
     changes = json.loads(diff.stdout)
     assert set(changes) <= set(metrics["batch32"]) and changes, diff.stdout[:2000]
     assert any(isinstance(v.get("diff"), (int, float)) for entry in changes.values() for v in _leaf_diffs(entry))
     # the documented table: a readable number of columns (docs/usage.md)
-    table = _run([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
-                  "--keep", r"results/params.resolved.yaml:(preset|train\.batch_size|train\.epochs)$",
-                  "--keep", r"results/ci/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
-                 project).stdout
+    table = run_process([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
+                         "--keep", r"results/params.resolved.yaml:(preset|train\.batch_size|train\.epochs)$",
+                         "--keep",
+                         r"results/ci/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
+                        project).stdout
     header = table.splitlines()[0].split(",")
     assert 4 <= len(header) <= 12, header
     print("dvc exp show (selected columns):", table, file=sys.stderr)

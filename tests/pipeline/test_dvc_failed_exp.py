@@ -7,13 +7,13 @@ import signal
 import subprocess
 import time
 
-from helpers.dvc import _env, _run, dvc_project
+from helpers.dvc import dvc_env, dvc_project, run_process
 
 
 def test_a_refused_exp_run_leaves_params_yaml_as_committed(tmp_path):
     project, dvc = dvc_project(tmp_path)
     committed = (project / "params.yaml").read_text()
-    proc = _run([dvc, "exp", "run", "-S", "preset=ci", "-S", "train.epochs=-1"], project, ok=False)
+    proc = run_process([dvc, "exp", "run", "-S", "preset=ci", "-S", "train.epochs=-1"], project, ok=False)
     assert proc.returncode != 0
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("study.stage: ")]
     assert len(lines) == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
@@ -21,14 +21,14 @@ def test_a_refused_exp_run_leaves_params_yaml_as_committed(tmp_path):
     assert "preset=ci, train.epochs=-1" in lines[0]
     assert (project / "params.yaml").read_text() == committed  # every comment line too
     # the next run of the pipeline starts (its dry run plans the study's stages without an error)
-    status = _run([dvc, "repro", "--dry", "data"], project, ok=False)
+    status = run_process([dvc, "repro", "--dry", "data"], project, ok=False)
     assert status.returncode == 0 and "study.stage:" not in status.stderr, status.stdout + status.stderr
 
 
 def test_ctrl_c_of_dvc_repro_is_one_line_and_status_130(tmp_path):
     project, dvc = dvc_project(tmp_path)
     (project / "params.yaml").write_text((project / "params.yaml").read_text().replace("preset: paper", "preset: ci"))
-    proc = subprocess.Popen([str(dvc), "repro", "data"], cwd=project, env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([str(dvc), "repro", "data"], cwd=project, env=dvc_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     seen = []
     for line in proc.stdout:

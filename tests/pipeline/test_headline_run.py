@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.headline import FAILING, FIGURES, SERVED, _on_synthetic, _preset, _snakemake
-from helpers.workflow import _job_counts
+from helpers.headline import FAILING, FIGURES, SERVED, on_synthetic, run_snakemake, write_headline_preset
+from helpers.workflow import job_counts
 from helpers.zoo import place_random_weights
 
 from study.models.weights import WEIGHTS_URL_BASE_ENV
@@ -24,11 +24,11 @@ def _figures_made(project: Path, figures: list[str]) -> dict[str, int]:
 def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(headline_project, weights_server):
     project = headline_project
     served, url, requests = weights_server
-    _preset(project, PRESET, [_on_synthetic(SERVED), _on_synthetic(FAILING)])
+    write_headline_preset(project, PRESET, [on_synthetic(SERVED), on_synthetic(FAILING)])
     env = {WEIGHTS_URL_BASE_ENV: url}
     # the headline command as it is (the default profile: keep-going), the preset sized for tests
     args = ["--cores", "2", "--config", f"preset={PRESET}", "--", "results/figures/all"]
-    proc = _snakemake(project, *args, env=env)
+    proc = run_snakemake(project, *args, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "workflow specific profile profiles/default" in out
     # the preflight screen comes before the first job
@@ -50,10 +50,10 @@ def test_headline_run_a_failed_download_stops_only_the_zoo_then_completes(headli
     assert summary in out.replace("\r", "")  # printed at the end, too
     # the file appears on the server: the same command makes only what is missing, and finishes
     place_random_weights(served, FAILING)
-    proc = _snakemake(project, *args, env=env)
+    proc = run_snakemake(project, *args, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    counts = _job_counts(out)
+    counts = job_counts(out)
     assert counts["zoo_run"] == 1 and "train" not in counts
     assert _figures_made(project, FIGURES) == {fig: 1 for fig in FIGURES}
     summary = (project / f"results/{PRESET}/run_summary.md").read_text()

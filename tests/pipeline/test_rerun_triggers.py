@@ -9,7 +9,7 @@ import shutil
 
 import pandas as pd
 import pytest
-from helpers.workflow import BIN, _copy_project, _run
+from helpers.workflow import BIN, copy_project, run_command
 
 from study.config import load_params, plan_runs
 
@@ -23,12 +23,12 @@ def _snakemake(*options):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    project = _copy_project(tmp_path_factory.mktemp("finished"))
+    project = copy_project(tmp_path_factory.mktemp("finished"))
     params = load_params(project / "params.yaml", {"preset": "ci"}, presets_dir=project / "workflow/presets",
                          schema_path=project / "workflow/schemas/params.schema.yaml")
     run = next(r for r in plan_runs(params) if r.config["model"] == MODEL and r.config["method"] == METHOD)
     targets = [f"results/evaluations/{run.run_id}/{e}.parquet" for e in run.evaluations]
-    _run(_snakemake("--config", "preset=ci", "--", *targets), project)
+    run_command(_snakemake("--config", "preset=ci", "--", *targets), project)
     return project, run.run_id, targets
 
 
@@ -79,7 +79,7 @@ def test_a_rerun_of_a_finished_run_keeps_it(tmp_path, finished, trigger):
     shutil.copytree(original, project, symlinks=True)
     change, options = TRIGGERS[trigger]
     change(project, run_id)
-    out = _run(_snakemake(*options, "--", *targets), project)
+    out = run_command(_snakemake(*options, "--", *targets), project)
     assert f"run_id={run_id}" in out and "Finished jobid" in out, "the train job ran again"
     log = (project / f"results/logs/train/{run_id}.log").read_text()
     assert f"{run_id}: checkpoint.pt holds the finished run (epoch 2/2); no epoch trained" in log
@@ -90,5 +90,5 @@ def test_a_rerun_of_a_finished_run_keeps_it(tmp_path, finished, trigger):
     for frame, was in zip(records, was_records, strict=True):
         pd.testing.assert_frame_equal(frame, was)
     # and the same command again: nothing to do, nothing lost
-    again = _run(_snakemake(*options[options.index("--config"):], "--", *targets), project)
+    again = run_command(_snakemake(*options[options.index("--config"):], "--", *targets), project)
     assert "Nothing to be done" in again or trigger == "forcerun"

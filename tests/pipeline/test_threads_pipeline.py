@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from helpers.workflow import BIN, _copy_project, _run
+from helpers.workflow import BIN, copy_project, run_command
 
 
 def _tables(project) -> dict[str, bytes]:
@@ -23,10 +23,10 @@ def test_tables_do_not_depend_on_the_cores(tmp_path):
     tables, seconds = {}, {}
     for cores in (1, 2):
         (tmp_path / f"cores{cores}").mkdir()
-        project = _copy_project(tmp_path / f"cores{cores}")
+        project = copy_project(tmp_path / f"cores{cores}")
         t0 = time.perf_counter()
-        _run([BIN / "snakemake", "--cores", str(cores), "--config", "preset=ci", "--",
-              "evaluate_all", "robustness_all"], project, timeout=1800)
+        run_command([BIN / "snakemake", "--cores", str(cores), "--config", "preset=ci", "--",
+                     "evaluate_all", "robustness_all"], project, timeout=1800)
         seconds[cores] = time.perf_counter() - t0
         tables[cores] = _tables(project)
         threads = {p.parent.name: json.loads(p.read_text())["threads"]

@@ -5,7 +5,7 @@ import subprocess
 
 import pandas as pd
 import yaml
-from helpers.workflow import BIN, _dry_run, _env, _evaluate_count, _evaluate_jobs, _plan, _run
+from helpers.workflow import BIN, command_env, evaluate_count, evaluate_jobs, plan_preset, project_dry_run, run_command
 from helpers.zoo import ENTRY
 from helpers.zoo_workflow import PRESET
 
@@ -19,16 +19,16 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, m
     project, weights = zoo_project
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(weights))  # the weights folder (or zoo.weights_dir)
     config = ["--config", f"preset={PRESET}"]
-    on = _dry_run(["--cores", "2", *config, "--", "all"], project).counts
+    on = project_dry_run(["--cores", "2", *config, "--", "all"], project).counts
     assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
-    params, runs, _ = _plan(project, PRESET)
+    params, runs, _ = plan_preset(project, PRESET)
     # a zoo entry is one evaluate job (all its evaluations), beside those of the trained runs
-    assert _evaluate_count(on) == _evaluate_jobs(params, runs)[0] + len(params["zoo"]["models"])
+    assert evaluate_count(on) == evaluate_jobs(params, runs)[0] + len(params["zoo"]["models"])
     # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
     run_id = f"zoo-{ENTRY.dataset}-{ENTRY.threat_model}-{ENTRY.name}-on-synthetic"
     stem = f"results/{PRESET}/figures/{{}}/synthetic__Linf.png"  # the preset's own (workflow/rules/common.smk)
-    _run([BIN / "snakemake", "--cores", "2", *config, "--", f"results/{PRESET}/zoo/tables/robustbench.csv",
-          stem.format(ZOO_FIGURES[0]), stem.format(ZOO_FIGURES[2])], project)
+    run_command([BIN / "snakemake", "--cores", "2", *config, "--", f"results/{PRESET}/zoo/tables/robustbench.csv",
+                 stem.format(ZOO_FIGURES[0]), stem.format(ZOO_FIGURES[2])], project)
     # the zoo's runs and evaluations are its own (results/zoo), never the trained runs' folders
     records, meta = read_records(project / f"results/zoo/evaluations/{run_id}/zoo_pgd.parquet")
     assert (project / f"results/zoo/runs/{run_id}/model.pt").is_file()
@@ -51,7 +51,7 @@ def test_missing_zoo_weights_fail_the_job_with_the_file_named(zoo_project, tmp_p
     (presets / "ci_zoo.yaml").write_text(yaml.safe_dump(overlay))
     config = ["--config", "preset=ci_zoo"]
     target = f"results/zoo/runs/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic/model.pt"
-    proc = subprocess.run([BIN / "snakemake", "--cores", "1", *config, "--", target], cwd=project, env=_env(),
+    proc = subprocess.run([BIN / "snakemake", "--cores", "1", *config, "--", target], cwd=project, env=command_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     log = (project / f"results/logs/zoo/zoo-cifar10-Linf-{ENTRY.name}-on-synthetic.log").read_text()

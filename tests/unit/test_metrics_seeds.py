@@ -10,7 +10,7 @@ from matplotlib.collections import LineCollection
 
 from study.figures.features import plot_feature_classwise
 from study.figures.mitigation import mitigation_table
-from study.figures.robustness import _pooled, cfp_over_seeds, plot_cfp
+from study.figures.robustness import cfp_over_seeds, plot_cfp, pooled_accuracy
 from study.metrics import class_accuracy, classwise_table, seed_aggregate, wilson_interval
 from study.metrics.discrepancy_intervals import bootstrap_discrepancy, discrepancy_summary
 from study.metrics.robustness import class_false_positive
@@ -187,7 +187,7 @@ def test_corruption_accuracy_is_pooled_over_severities_within_a_run_and_averaged
         table = per_seed_table(spread=spread)
         blocks.append(table.assign(corruption="fog", severity=severity))
     rows = pd.concat(blocks, ignore_index=True)
-    out = _pooled(rows, ["corruption", "class", "class_name"]).set_index("class")
+    out = pooled_accuracy(rows, ["corruption", "class", "class_name"]).set_index("class")
     per_run = rows.groupby(["class", "run_id"])[["correct", "n"]].sum()
     acc = (per_run["correct"] / per_run["n"]).loc[0]
     assert out.loc[0, "acc"] == pytest.approx(acc.mean())

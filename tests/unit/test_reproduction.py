@@ -27,7 +27,7 @@ import study.reproduction.report as report
 from study.published import BY_ID, PUBLISHED
 from study.reproduction import compare, reproduction_markdown, reproduction_report
 from study.reproduction.comparison import NO_VALUE, Row
-from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK, _summary, table
+from study.reproduction.render import REDUCED_LEGEND, REDUCED_MARK, table, verdict_summary
 from study.reproduction.statistics import UNSEEN_SEED_SD, Estimate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +149,7 @@ def test_a_difference_row_says_its_direction_and_its_size_each():
     assert half.verdict == "agrees in direction; size inconclusive"
     assert reversed_.verdict == "differs in direction; size differs"
     # three rows of one published difference: one claim, whose rows' sizes differ
-    assert _summary([same, half, reversed_]) == (
+    assert verdict_summary([same, half, reversed_]) == (
         "Claims: 1 published values and claims; 1 compared: 0 agrees, 0 inconclusive, 0 differs, 1 mixed. "
         "Rows (one per run group of ours, beneath each claim): 3 compared. Difference rows counted above by "
         "their size; in direction: 2 agrees, 0 inconclusive, 1 differs.")
@@ -345,9 +345,9 @@ def test_a_named_class_is_compared_where_the_runs_have_it(params):
     (row,) = rows_of(values_of(synthetic, params), "xu_pgd_at_cat_clean")
     assert row.estimate is None and "no class cat in these runs" in row.differences and row.verdict == NO_VALUE
     # counted by its name, never as a bare '-' ("Not compared: 1 -")
-    assert _summary([row]) == ("Claims: 1 published values and claims; 0 compared: 0 agrees, 0 inconclusive, "
-                               "0 differs. Not compared: 1 no value. Rows (one per run group of ours, beneath "
-                               "each claim): 0 compared.")
+    assert verdict_summary([row]) == ("Claims: 1 published values and claims; 0 compared: 0 agrees, 0 inconclusive, "
+                                      "0 differs. Not compared: 1 no value. Rows (one per run group of ours, beneath "
+                                      "each claim): 0 compared.")
 
 
 def test_evaluations_are_matched_by_their_settings_not_their_names(params):

@@ -13,7 +13,7 @@ from helpers.class_rows import AA_PER_CLASS, AT_AA, AT_CLEAN, AT_PGD, runs
 
 import study.reproduction.report as report
 from study.reproduction import compare, reproduction_report
-from study.reproduction.page import _group_key, render_html
+from study.reproduction.page import group_key, render_html
 from study.reproduction.render import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +87,7 @@ def test_the_page_holds_the_markdowns_rows_and_states_each_recipe_once(params):
     assert count in page
     # one header per run group (its runs, protocol and recipe), above its rows: the recipe is on the
     # page once per group, never in a row (a row has the six columns of _HEAD alone)
-    keys = {_group_key(r) for r in shown}
+    keys = {group_key(r) for r in shown}
     assert len(parsed.groups) == len(keys) and len(parsed.tables) == len(keys) < len(shown)
     for runs_text, _, recipe in keys:
         (header,) = [g for g in parsed.groups if g.startswith(f"Our runs: {runs_text} ")]

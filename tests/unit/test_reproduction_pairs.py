@@ -27,7 +27,7 @@ from study.reproduction.matching import (
     index_sd,
     plan_index,
 )
-from study.reproduction.render import _summary, table
+from study.reproduction.render import table, verdict_summary
 from study.reproduction.statistics import Estimate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,11 +169,11 @@ def test_the_summary_counts_claims_once_whatever_their_rows():
     agrees = Row(p, "group a, x", Estimate(0.02, 0.01, 0.03, 5), difference_of="m minus c")
     inconclusive = Row(p, "group b, x", Estimate(0.01, -0.01, 0.03, 5), difference_of="m minus c")
     value = Row(BY_ID["cfa_at_best_clean_mean"])  # not in this preset
-    text = _summary([agrees, inconclusive, value])
+    text = verdict_summary([agrees, inconclusive, value])
     assert text.startswith("Claims: 2 published values and claims; 1 compared: 0 agrees, 0 inconclusive, "
                            "0 differs, 1 mixed. Not compared: 1 not in this preset. Rows (one per run group of "
                            "ours, beneath each claim): 2 compared."), text
-    assert _summary([agrees, agrees]).startswith("Claims: 1 published values and claims; 1 compared: 1 agrees")
+    assert verdict_summary([agrees, agrees]).startswith("Claims: 1 published values and claims; 1 compared: 1 agrees")
 
 
 def test_a_claims_scale_is_measured_against_its_own_methods_published_recipe():

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 import yaml
-from helpers.dvc import _git_project, _run
-from helpers.workflow import ROOT, _copy_project, _dry_run
+from helpers.dvc import git_project, run_process
+from helpers.workflow import ROOT, copy_project, project_dry_run
 
 from study.config import ConfigError, load_params
 from study.config.overrides import config_arguments, run_overrides
@@ -26,9 +26,9 @@ def _compile_words(dag) -> set[str]:
 
 
 def test_compile_off_from_snakemake_config_arrives_as_off(tmp_path):
-    project = _copy_project(tmp_path)
-    assert _compile_words(_dry_run(["--cores", "1", "--config", "preset=ci", "speed={compile: off}", "--", "train_all"],
-                                   project)) == {"off"}
+    project = copy_project(tmp_path)
+    assert _compile_words(project_dry_run(["--cores", "1", "--config", "preset=ci", "speed={compile: off}", "--",
+                                           "train_all"], project)) == {"off"}
 
 
 def test_compile_off_from_dvc_set_arrives_as_off(tmp_path):
@@ -36,16 +36,16 @@ def test_compile_off_from_dvc_set_arrives_as_off(tmp_path):
     which -S calls), then runs the stage, whose Snakemake command is read and dry-run here."""
     from dvc.utils.hydra import apply_overrides
 
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     apply_overrides(project / "params.yaml", ["preset=ci", "speed.compile=off"])
     assert re.search(r"^\s*compile: off\b", (project / "params.yaml").read_text(), flags=re.M)
-    proc = _run([sys.executable, "-m", "study.stage", "--params", project / "params.yaml",
-                 "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
+    proc = run_process([sys.executable, "-m", "study.stage", "--params", project / "params.yaml",
+                        "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
     line, _ = proc.stdout.splitlines()
     assert "speed.compile=false" in line, line  # as read from params.yaml; typed as off below
     # the stage's own words for Snakemake's --config (study.stage.StageRun.argv)
     config = config_arguments(run_overrides(project / "params.yaml"))
-    assert _compile_words(_dry_run(["--cores", "1", "--config", *config, "--", "train_all"], project)) == {"off"}
+    assert _compile_words(project_dry_run(["--cores", "1", "--config", *config, "--", "train_all"], project)) == {"off"}
 
 
 def _load(**overrides):
@@ -91,8 +91,8 @@ def test_an_unknown_name_is_refused_in_one_line(override, message):
 
 def test_figure_14_keeps_its_panels_with_the_known_dataset(tmp_path):
     """The corrected value plans figure 14 again (the refused one would have dropped it silently)."""
-    project = _copy_project(tmp_path)
+    project = copy_project(tmp_path)
     preset = yaml.safe_load((project / "workflow/presets/ci.yaml").read_text())
     assert preset["robustness"]["corruptions"]["datasets"] == ["synthetic"]
-    dag = _dry_run(["--cores", "1", "--config", "preset=ci", "--", "results/ci/tables/corruptions.csv"], project)
+    dag = project_dry_run(["--cores", "1", "--config", "preset=ci", "--", "results/ci/tables/corruptions.csv"], project)
     assert dag.of("corruptions"), "the ci preset's corruption runs are planned"

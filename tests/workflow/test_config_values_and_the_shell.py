@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.workflow import BIN, ROOT, _copy_project, _dry_run, _env
+from helpers.workflow import BIN, ROOT, command_env, copy_project, project_dry_run
 
 from study.config import ConfigError, constructions, load_params, plan_runs
 from study.config.zoo import plan_zoo
@@ -167,11 +167,11 @@ def test_a_name_with_shell_code_is_refused_in_one_line(override, message):
 
 def _snakemake_one_line(project: Path, *config: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", "preset=ci", *config],
-                          cwd=project, env=_env(), capture_output=True, text=True, timeout=300)
+                          cwd=project, env=command_env(), capture_output=True, text=True, timeout=300)
 
 
 def test_snakemake_refuses_shell_code_in_a_name_before_any_job(tmp_path):
-    project = _copy_project(tmp_path)
+    project = copy_project(tmp_path)
     proc = _snakemake_one_line(project, 'evaluations={"c$(touch MARK)": {type: clean}}')
     assert proc.returncode != 0
     assert ("evaluations: the name 'c$(touch MARK)' is not valid; expected a name matching ^[A-Za-z0-9_]+$"
@@ -224,9 +224,9 @@ def test_the_planned_values_never_run_as_shell_code(tried, tmp_path):
         injected = _with(injected, kind, path, texts[-1])
     assert _planned(injected) is not None, "every value planned on its own is planned together"
     (tmp_path / "project").mkdir()
-    project = _copy_project(tmp_path / "project")
+    project = copy_project(tmp_path / "project")
     (project / "workflow/presets/inject.yaml").write_text(yaml.safe_dump({**injected, "preset": "inject"}))
-    dag = _dry_run(["--cores", "1", "--config", "preset=inject", "--", "all", "bench_all"], project)
+    dag = project_dry_run(["--cores", "1", "--config", "preset=inject", "--", "all", "bench_all"], project)
     assert len(dag.jobs) > 50
     assert {"prepare", "train", "merge_shards", "figures_all", "bench"} <= {j.rule for j in dag.jobs}
     keep = project / "results/keep.txt"

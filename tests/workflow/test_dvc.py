@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers.dag import Dag, dry_run
-from helpers.dvc import BIN, ROOT, _env, _git_project, _run
+from helpers.dvc import BIN, ROOT, dvc_env, git_project, run_process
 
 from study.config import ConfigError, load_params, plan_runs
 from study.config.overrides import changed_values, config_arguments
@@ -50,22 +50,22 @@ def test_config_arguments_round_trip_through_snakemake_parsing():
 # ---------------------------------------------------------------- the stage command
 def test_stage_refuses_in_one_line_without_a_committed_params(tmp_path):
     shutil.copy2(ROOT / "params.yaml", tmp_path / "params.yaml")
-    _run(["git", "init", "-q"], tmp_path)
-    proc = _run([sys.executable, "-m", "study.stage", "--params", tmp_path / "params.yaml", "--dry-run", "train_all"],
-                ROOT, ok=False)
+    run_process(["git", "init", "-q"], tmp_path)
+    proc = run_process([sys.executable, "-m", "study.stage", "--params", tmp_path / "params.yaml", "--dry-run",
+                        "train_all"], ROOT, ok=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "has no committed version at HEAD" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_stage_hands_the_values_set_for_the_run_to_snakemake(tmp_path):
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["preset"] = "ci"
     params["train"]["batch_size"] = 32
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    proc = _run([sys.executable, "-m", "study.stage", "--params", project / "params.yaml",
-                 "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
+    proc = run_process([sys.executable, "-m", "study.stage", "--params", project / "params.yaml",
+                        "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
     line, command = proc.stdout.splitlines()
     assert "values set for this run: preset=ci, train.batch_size=32" in line
     assert command == (f"{sys.executable} -m snakemake --profile workflow/profiles/cpu train_all "
@@ -75,17 +75,17 @@ def test_stage_hands_the_values_set_for_the_run_to_snakemake(tmp_path):
 def test_a_stage_writes_its_run_summary_also_when_nothing_is_to_be_done(tmp_path):
     """DVC removes a stage's outs before it runs it; Snakemake calls no onsuccess handler when every
     output is up to date, so the stage writes its declared summary itself."""
-    project = _git_project(tmp_path)
+    project = git_project(tmp_path)
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["preset"] = "ci"
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stage = [sys.executable, "-m", "study.stage", "--profile", "workflow/profiles/cpu", "--summary",
              "results/ci/run_summary/data.md", "data_all"]
-    _run(stage, project)  # prepares the synthetic data: the workflow's own summary
+    run_process(stage, project)  # prepares the synthetic data: the workflow's own summary
     first = (project / "results/ci/run_summary/data.md").read_text()
     assert "nothing to be done" not in first and first.strip()
     (project / "results/ci/run_summary/data.md").unlink()
-    _run(stage, project)  # every output up to date
+    run_process(stage, project)  # every output up to date
     assert "data_all: nothing to be done, every output was up to date." in (
         project / "results/ci/run_summary/data.md").read_text()
     assert not (project / "results/ci/run_summary.md").exists(), "the stage's summary goes where --summary says"
@@ -110,9 +110,9 @@ def _run_configs(dag: Dag) -> dict[str, dict]:
 
 
 def test_snakemake_config_values_win_over_the_preset(tmp_path):
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     configs = _run_configs(dry_run(["--cores", "1", "--config", "preset=ci", "train={batch_size: 32}", "--",
-                                    "train_all"], project, env=_env()))
+                                    "train_all"], project, env=dvc_env()))
     expected = {r.run_id: r.config for r in plan_runs(load_params(
         project / "params.yaml", {"preset": "ci", "train": "{batch_size: 32}"},
         presets_dir=project / "workflow/presets", schema_path=project / "workflow/schemas/params.schema.yaml"))}
@@ -124,7 +124,7 @@ def test_snakemake_config_values_win_over_the_preset(tmp_path):
 
 def _reproduction_command(project: Path, *config: str) -> str:
     """The `study reproduction` command line the workflow plans with these --config values."""
-    dag = dry_run(["--cores", "1", "--config", *config, "--", "results/reproduction.md"], project, env=_env())
+    dag = dry_run(["--cores", "1", "--config", *config, "--", "results/reproduction.md"], project, env=dvc_env())
     (command,) = {j.shell for j in dag.jobs if j.shell.startswith("study reproduction ")}
     return command
 
@@ -135,7 +135,7 @@ def test_snakemake_config_values_reach_the_reproduction_report(tmp_path):
     the published 8/255 AutoAttack), not as the preset defines it."""
     from helpers.class_rows import AT_CLEAN, AT_PGD, runs
 
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     for folder in ("results/ci/tables", "results/ci/logs"):  # the ci preset's own (workflow/rules/common.smk)
         (project / folder).mkdir(parents=True)
     runs("at", {"clean@best": AT_CLEAN, "pgd3@best": AT_PGD}).to_csv(project / "results/ci/tables/classwise.csv",
@@ -144,7 +144,7 @@ def test_snakemake_config_values_reach_the_reproduction_report(tmp_path):
     for name, config in {"preset": ["preset=ci"], "changed": ["preset=ci", "evaluations={pgd3: {eps: 4/255}}"]}.items():
         command = _reproduction_command(project, *config)
         assert ("4/255" in command) == (name == "changed"), command
-        _run(["bash", "-c", command.replace("results/ci/reproduction.md", f"{name}.md")], project)
+        run_process(["bash", "-c", command.replace("results/ci/reproduction.md", f"{name}.md")], project)
         reports[name] = (project / f"{name}.md").read_text()
     stand_in = "pgd3@best (pgd) in place of autoattack"
     assert stand_in in reports["preset"]  # the preset's pgd3: L-inf 8/255, standing in for AutoAttack
@@ -250,7 +250,7 @@ def _stage_commands(stage_cmd: str, project: Path) -> set[str]:
     words = re.search(r"python -m study\.stage ([^&;]+)", stage_cmd).group(1).split()
     # (a file target of the preset's own folder, `${preset}`: the ci preset's, as dvc.yaml interpolates it)
     targets = [t.replace("${preset}", "ci") for t in build_parser().parse_args(words).targets]
-    dag = dry_run(["--cores", "1", *targets, "--config", "preset=ci"], project, env=_env())
+    dag = dry_run(["--cores", "1", *targets, "--config", "preset=ci"], project, env=dvc_env())
     commands = {m for job in dag.jobs for m in re.findall(r"(?:^|[\s&;(])study ([a-z][a-z-]*)", job.shell)}
     assert commands, f"no `study` command in the jobs of {targets}"
     return commands
@@ -264,7 +264,7 @@ def _covered(path: Path, deps: list[str]) -> bool:
 def test_every_study_module_a_stage_runs_is_one_of_its_deps(tmp_path):
     """From the entry points a stage runs (the workflow it parses, `python -m study.stage`, the
     `study` subcommands of its jobs) through every import: each module file is under a dep."""
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     subcommands = _cli_subcommands()
     parse_time = _workflow_imports() | {"study.stage"}
@@ -312,7 +312,7 @@ def test_stages_that_import_their_deps_are_up_to_date_after_they_ran(tmp_path):
 
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
         "first": stage("first", ["pkg"]), "second": stage("second", ["pkg", "first.txt"])}}))
-    env = {k: v for k, v in _env().items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in dvc_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
 
     def run(*args):
         return subprocess.run([str(a) for a in args], cwd=project, env=env, check=True, capture_output=True,

@@ -617,12 +617,12 @@ def test_interrupted_construction_resumes_to_the_same_dataset(tmp_path, monkeypa
                 "--out", tmp_path / name / "d_rand.pt", "--device", "cpu", "--no-progress"]
 
     succeeds(capsys, argv("straight"))
-    calls = _kill_on_call(monkeypatch, module, "_chunk", call=2)
+    calls = _kill_on_call(monkeypatch, module, "construct_chunk", call=2)
     with pytest.raises(Killed):
         main([str(a) for a in argv("killed")])
     assert len(calls) == 2 and not (tmp_path / "killed" / "d_rand.pt").exists()
     monkeypatch.undo()
-    calls = _kill_on_call(monkeypatch, module, "_chunk", call=0)
+    calls = _kill_on_call(monkeypatch, module, "construct_chunk", call=0)
     succeeds(capsys, argv("killed"))
     assert len(calls) == n_chunks - 1, "the finished chunk is reused"
     a, b = load_prepared(tmp_path / "straight" / "d_rand.pt"), load_prepared(tmp_path / "killed" / "d_rand.pt")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from helpers.workflow import _copy_project, _dry_run
+from helpers.workflow import copy_project, project_dry_run
 
 from study import device
 from study.provenance import provenance
@@ -24,12 +24,12 @@ def test_threads_are_the_cores_per_gpu_slot():
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    return _copy_project(tmp_path_factory.mktemp("gpu_share"))
+    return copy_project(tmp_path_factory.mktemp("gpu_share"))
 
 
 def _threads(project, *options) -> dict[str, set[int]]:
     """{study command: the --threads its jobs get} of the ci DAG's dry run."""
-    dag = _dry_run([*options, "--config", "preset=ci", "--", "all"], project)
+    dag = project_dry_run([*options, "--config", "preset=ci", "--", "all"], project)
     found: dict[str, set[int]] = {}
     for job in dag.jobs:
         if m := re.match(r"study ([\w-]+) .*?--threads (\d+)", job.shell):
@@ -58,7 +58,7 @@ def test_memory_fraction_is_one_over_the_jobs_sharing_the_gpu():
 def test_a_job_of_k_on_a_gpu_bounds_its_memory_and_records_it(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d=None: calls.append((f, d)))
-    monkeypatch.setattr(device, "_gpu_share", {})  # this process's own share comes back afterwards
+    monkeypatch.setattr(device, "process_gpu_share", {})  # this process's own share comes back afterwards
     monkeypatch.setenv("STUDY_GPU_SLOTS", "4")
     monkeypatch.delenv("STUDY_GPU_MEMORY_FRACTION", raising=False)
     share = device.share_gpu(torch.device("cuda"))  # no GPU needed: the call is what is checked
@@ -70,7 +70,7 @@ def test_a_job_of_k_on_a_gpu_bounds_its_memory_and_records_it(monkeypatch):
 def test_compile_workers_follow_the_jobs_threads(monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "99")  # restored afterwards
     monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS")
-    monkeypatch.setattr(device, "_USER_COMPILE_THREADS", None)
+    monkeypatch.setattr(device, "USER_COMPILE_THREADS", None)
     inductor = sys.modules.get("torch._inductor.config")  # set too where already imported
     if inductor is not None:
         monkeypatch.setattr(inductor, "compile_threads", inductor.compile_threads)
@@ -81,7 +81,7 @@ def test_compile_workers_follow_the_jobs_threads(monkeypatch):
         torch.set_num_threads(threads)
     assert device.os.environ["TORCHINDUCTOR_COMPILE_THREADS"] == "3"
     assert inductor is None or inductor.compile_threads == 3
-    monkeypatch.setattr(device, "_USER_COMPILE_THREADS", "5")  # the user's own setting is kept
+    monkeypatch.setattr(device, "USER_COMPILE_THREADS", "5")  # the user's own setting is kept
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "5")
     try:
         device.set_threads(2)

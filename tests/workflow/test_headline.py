@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.headline import FAILING, SERVED, _on_synthetic, _preset
-from helpers.workflow import BIN, _dry_run, _env
+from helpers.headline import FAILING, SERVED, on_synthetic, write_headline_preset
+from helpers.workflow import BIN, command_env, project_dry_run
 
 from study.models.weights import WEIGHTS_ENV, WEIGHTS_URL_BASE_ENV, WeightsUnavailableError
 from study.models.zoo import load_zoo_model
@@ -30,7 +30,7 @@ IMAGENET_ENTRY = {"dataset": "imagenet", "threat_model": "Linf", "name": "resnet
 
 def _preflight(project: Path, preset: str, env: dict | None = None) -> str:
     proc = subprocess.run([BIN / "study", "preflight", "--preset", preset], cwd=project,
-                          env={**_env(), **(env or {})}, capture_output=True, text=True, timeout=120)
+                          env={**command_env(), **(env or {})}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -54,21 +54,21 @@ def test_download_from_the_url_base_then_robustbench_loads_it(weights_server, tm
 def test_preflight_screen_and_imagenet_left_out_then_back(headline_project, weights_server):
     project = headline_project
     _, url, _ = weights_server
-    _preset(project, "with_imagenet", [_on_synthetic(SERVED), IMAGENET_ENTRY])
+    write_headline_preset(project, "with_imagenet", [on_synthetic(SERVED), IMAGENET_ENTRY])
     env = {WEIGHTS_URL_BASE_ENV: url}
     screen = _preflight(project, "with_imagenet", env)
     assert f"zoo weights, 1 models: into data/zoo_weights by ${WEIGHTS_URL_BASE_ENV} ({url})" in screen
     assert "Missing, left out of the plan" in screen and "zoo-imagenet-Linf-resnet50" in screen
     assert "data/raw/imagenet/val/<wnid>/*.JPEG" in screen and "dataset synthetic (default)" in screen
     # the workflow: one line says what is left out, and the plan has no job of it
-    dag = _dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
+    dag = project_dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
     left = [line for line in dag.printed.splitlines() if line.startswith("left out of the plan:")]
     assert len(left) == 1 and "zoo-imagenet-Linf-resnet50" in left[0] and "imagenet__Linf" in left[0]
     assert not [j for j in dag.jobs if "zoo-imagenet" in " ".join((j.shell, *j.input, *j.output))]
     assert "prepare_imagenet" not in dag.counts and dag.counts["zoo_run"] == 1
     # ImageNet placed (the image-folder layout): the entry and its data are back in the plan
     (project / "data/raw/imagenet/val/n01440764").mkdir(parents=True)
-    dag = _dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
+    dag = project_dry_run(["--cores", "1", "--config", "preset=with_imagenet", "--", "zoo_all"], project, env=env)
     assert "left out of the plan" not in dag.printed
     counts = dag.counts
     assert counts["prepare_imagenet"] == 1 and counts["zoo_run"] == 2

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.workflow import BIN, ROOT, _copy_project, _env
+from helpers.workflow import BIN, ROOT, command_env, copy_project
 
 from study.config import load_params, plan_runs
 from study.config.zoo import plan_zoo
@@ -34,12 +34,12 @@ def _closed_port() -> int:
 
 
 def _snakemake(project: Path, *args: str, env: dict | None = None, timeout: int = 300):
-    return subprocess.run([BIN / "snakemake", *args], cwd=project, env=env or _env(), capture_output=True,
+    return subprocess.run([BIN / "snakemake", *args], cwd=project, env=env or command_env(), capture_output=True,
                           text=True, timeout=timeout)
 
 
 def test_the_paper_preset_is_refused_on_this_machine_in_one_line(tmp_path):
-    project = _copy_project(tmp_path)
+    project = copy_project(tmp_path)
     t0 = time.perf_counter()
     proc = _snakemake(project, "--cores", "8", "results/figures/all")
     assert proc.returncode == 1
@@ -66,8 +66,8 @@ def test_ci_and_demo_fit_the_limit_and_the_key_confirms_the_paper_preset():
 
 
 def test_an_unreachable_data_host_leaves_the_plan_empty_and_stops_in_seconds(tmp_path):
-    project = _copy_project(tmp_path)
-    env = {**_env(), "STUDY_DATA_URL_BASE": f"http://127.0.0.1:{_closed_port()}"}
+    project = copy_project(tmp_path)
+    env = {**command_env(), "STUDY_DATA_URL_BASE": f"http://127.0.0.1:{_closed_port()}"}
     for _ in range(2):  # the second reads the answers the first kept in .snakemake/
         t0 = time.perf_counter()
         proc = _snakemake(project, "--cores", "2", "--config", "preset=demo", "--", "results/figures/all", env=env)
@@ -80,8 +80,8 @@ def test_an_unreachable_data_host_leaves_the_plan_empty_and_stops_in_seconds(tmp
 
 
 def test_snakemake_from_the_venv_finds_study_without_the_environment_on_path(tmp_path):
-    project = _copy_project(tmp_path)
-    env = {**_env(), "PATH": "/usr/bin:/bin"}  # no .venv/bin: the rules' `study` is found beside sys.executable
+    project = copy_project(tmp_path)
+    env = {**command_env(), "PATH": "/usr/bin:/bin"}  # no .venv/bin: the rules' `study` is found beside sys.executable
     proc = _snakemake(project, "--cores", "1", "--config", "preset=ci", "--", "data_all", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert list((project / "data/prepared").glob("synthetic*.pt"))

@@ -7,27 +7,27 @@ import shutil
 import subprocess
 
 import pytest
-from helpers.workflow import BIN, _copy_project, _dry_run, _env, _outputs, _plan, _train_count
+from helpers.workflow import BIN, command_env, copy_project, dag_outputs, plan_preset, project_dry_run, train_count
 
 SHARED = ("results/runs/", "results/evaluations/", "results/logs/", "results/benchmarks/", "results/zoo/")
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    return _copy_project(tmp_path_factory.mktemp("presets"))
+    return copy_project(tmp_path_factory.mktemp("presets"))
 
 
 @pytest.mark.parametrize("preset", ["ci", "demo"])
 def test_a_presets_summary_files_are_its_own_and_the_users_targets_follow_it(project, preset):
-    dag = _dry_run(["--cores", "2", "--config", f"preset={preset}", "--",
-                    "results/figures/all", "results/reproduction.md"], project)
-    _, runs, _ = _plan(project, preset)
-    assert _train_count(dag.counts) == len(runs)
+    dag = project_dry_run(["--cores", "2", "--config", f"preset={preset}", "--",
+                           "results/figures/all", "results/reproduction.md"], project)
+    _, runs, _ = plan_preset(project, preset)
+    assert train_count(dag.counts) == len(runs)
     (figures,) = dag.of("selected_figures")
     (reproduction,) = dag.of("selected_reproduction")
     assert figures.input == (f"results/{preset}/figures/all",) and figures.output == ("results/figures/all",)
     assert reproduction.input == (f"results/{preset}/reproduction.md",)
-    summaries = {f for f in _outputs(dag) if f.startswith("results/") and not f.startswith(SHARED)}
+    summaries = {f for f in dag_outputs(dag) if f.startswith("results/") and not f.startswith(SHARED)}
     assert summaries - {"results/figures/all", "results/reproduction.md"} and all(
         f.startswith(f"results/{preset}/") for f in summaries - {"results/figures/all", "results/reproduction.md"})
 
@@ -36,7 +36,7 @@ def test_a_preset_named_as_a_shared_folder_is_refused_in_one_line(project):
     shutil.copy(project / "workflow/presets/ci.yaml", project / "workflow/presets/runs.yaml")
     try:
         proc = subprocess.run([BIN / "snakemake", "-n", "--cores", "1", "--config", "preset=runs", "--",
-                               "results/figures/all"], cwd=project, env=_env(), capture_output=True, text=True)
+                               "results/figures/all"], cwd=project, env=command_env(), capture_output=True, text=True)
     finally:
         (project / "workflow/presets/runs.yaml").unlink()
     out = proc.stdout + proc.stderr

@@ -185,8 +185,8 @@ def test_construction_chunks_follow_the_source_model(tmp_path, two_runs, synthet
     shutil.copytree(own_src, source)
     settings = _settings(ci_params)
     made = []
-    chunk = build._chunk
-    monkeypatch.setattr(build, "_chunk", lambda *a, **k: made.append(1) or chunk(*a, **k))
+    chunk = build.construct_chunk
+    monkeypatch.setattr(build, "construct_chunk", lambda *a, **k: made.append(1) or chunk(*a, **k))
 
     def construct(out: Path):
         built = build.construct_from_run("d_rand", source, synthetic_splits, out, tmp_path / "chunks", settings, "k",

@@ -6,14 +6,14 @@ import subprocess
 import sys
 
 import yaml
-from helpers.dvc import ROOT, _env, _git_project, _run
+from helpers.dvc import ROOT, dvc_env, git_project, run_process
 
 from study.config import load_params, plan_runs
 
 
 def _stage(project, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "study.stage", "--params", str(project / "params.yaml"),
-                           "--profile", "workflow/profiles/cpu", *args], cwd=ROOT, env=_env(),
+                           "--profile", "workflow/profiles/cpu", *args], cwd=ROOT, env=dvc_env(),
                           capture_output=True, text=True, timeout=300)
 
 
@@ -31,7 +31,7 @@ def _ci_plan(project, overrides: dict) -> list:
 
 
 def test_an_epochs_value_that_methods_override_is_refused_naming_the_runs_and_keys(tmp_path):
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     # the ci runs whose own settings set other epochs than 3 (derived from the plan, not typed)
     others = [r for r in _ci_plan(project, {"train.epochs": 3}) if r.config["epochs"] != 3]
     assert others
@@ -64,25 +64,25 @@ def test_an_epochs_value_that_methods_override_is_refused_naming_the_runs_and_ke
 
 
 def test_snakemake_config_refuses_it_too_in_one_line(tmp_path):
-    project = _git_project(tmp_path, with_study=False)
-    proc = _run(["snakemake", "-n", "--cores", "1", "--config", "preset=ci", "train={epochs: 3}", "--", "train_all"],
-                project, ok=False)
+    project = git_project(tmp_path, with_study=False)
+    proc = run_process(["snakemake", "-n", "--cores", "1", "--config", "preset=ci", "train={epochs: 3}", "--",
+                        "train_all"], project, ok=False)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "train.epochs=3 (set on the command line) does not reach" in out and "Traceback" not in out, out[-3000:]
     # a value no run's own settings override is applied to every run
-    assert _run(["snakemake", "-n", "--cores", "1", "--config", "preset=ci", "train={batch_size: 32}", "--",
-                 "train_all"], project).returncode == 0
+    assert run_process(["snakemake", "-n", "--cores", "1", "--config", "preset=ci", "train={batch_size: 32}", "--",
+                        "train_all"], project).returncode == 0
 
 
 def test_the_resolve_stage_writes_what_runs(tmp_path):
-    project = _git_project(tmp_path, with_study=False)
+    project = git_project(tmp_path, with_study=False)
     _set(project, batch_size=32)
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     cmd = stages["resolve"]["cmd"].split()
     out = project / stages["resolve"]["outs"][0].popitem()[0]
-    proc = _run([sys.executable if c == "python" else c for c in cmd] + ["--params", project / "params.yaml"],
-                project)
+    proc = run_process([sys.executable if c == "python" else c for c in cmd] + ["--params", project / "params.yaml"],
+                       project)
     assert "values set for this run: preset=ci, train.batch_size=32" in proc.stdout
     resolved = yaml.safe_load(out.read_text())
     assert resolved == load_params(project / "params.yaml", {"preset": "ci", "train.batch_size": 32},

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from helpers.groups import SHARED_FIXTURE_GROUPS
-from helpers.workflow import ROOT, TRAIN_RULES, _evaluate_count
+from helpers.workflow import ROOT, TRAIN_RULES, evaluate_count
 
 from study.config import ConfigError
 from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
@@ -25,7 +25,7 @@ def test_every_model_job_declares_gpu_memory_and_time(paper_dry_run, request):
     model_jobs = [j for j in paper_dry_run.jobs if MODEL_COMMAND.match(j.shell)]
     counts = paper_dry_run.counts
     model_rules = (*TRAIN_RULES, "check", "corruptions", "construct")
-    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + _evaluate_count(counts) > 0
+    assert len(model_jobs) == sum(counts.get(rule, 0) for rule in model_rules) + evaluate_count(counts) > 0
     for job in model_jobs:
         assert job.resources.get("gpu") == 1 and {"mem_mb", "runtime"} <= set(job.resources), (job.rule, job.shell)
 

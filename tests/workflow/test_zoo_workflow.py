@@ -7,7 +7,7 @@ rule evaluate it class-wise on a few synthetic images, and its tables and figure
 import shutil
 import subprocess
 
-from helpers.workflow import BIN, _dry_run, _env, _plan
+from helpers.workflow import BIN, command_env, plan_preset, project_dry_run
 
 
 def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
@@ -17,8 +17,8 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     placed = project / "data/raw/imagenet/val"
     placed.mkdir(parents=True)
     try:
-        dag = _dry_run(["--cores", "8", "zoo_all"], project)  # the paper preset
-        params = _plan(project, "paper")[0]
+        dag = project_dry_run(["--cores", "8", "zoo_all"], project)  # the paper preset
+        params = plan_preset(project, "paper")[0]
         from study.config.zoo import plan_zoo
 
         runs = plan_zoo(params, root=project)
@@ -56,7 +56,7 @@ def test_missing_imagenet_fails_with_placement_instructions(zoo_project):
     project, _ = zoo_project
     proc = subprocess.run(
         [BIN / "snakemake", "--cores", "1", "--config", "preset=ci", "--", "data/prepared/imagenet-val.pt"],
-        cwd=project, env=_env(), capture_output=True, text=True, timeout=300,
+        cwd=project, env=command_env(), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode != 0
     log = (project / "results/logs/prepare/imagenet-val.log").read_text()
