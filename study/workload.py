@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation, evaluation_kind
-from study.config.spec import require
 from study.config.types import RunConfig, SyntheticData, ZooRunConfig
 from study.config.yamlfile import load_yaml
 from study.data.registry import DATASETS, get_dataset_info
@@ -67,7 +66,7 @@ def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
 
 def data_facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data (study.cost prices from them)."""
-    return _facts(require(run, (RunConfig, ZooRunConfig), "data_facts"))
+    return _facts(run)
 
 
 def forward_gflops(model: str, side: int) -> float:
@@ -83,7 +82,6 @@ def attack_steps(ev: AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
     its kind's cost (the row's `steps`, study.config.evaluations); a shard of it is split from
     that total by the caller."""
-    require(ev, AnyEvaluation, "attack_steps")
     return evaluation_kind(ev.type).steps(ev)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import torch
 
-from study.config.spec import require
 from study.config.types import Adversary as AdversaryConfig
 
 
@@ -47,8 +46,6 @@ class Adversary:
     study.config.types.Adversary's."""
 
     def __init__(self, cfg: AdversaryConfig | None):
-        if cfg is not None:
-            require(cfg, AdversaryConfig, "Adversary")
         self.cfg: AdversaryConfig | None = cfg
         if self.cfg is not None and self.cfg.step_noise and self.cfg.type != "fat":
             raise ValueError(f"step_noise (FAT's omega) needs adversary type fat, got {self.cfg.type!r}")

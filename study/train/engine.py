@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from study.config.spec import ConfigSpec, require
+from study.config.spec import ConfigSpec
 from study.data.splits import Splits
 from study.device import describe, set_numerics_threads, set_tf32, tf32_flags
 from study.io import atomic_write_json
@@ -120,7 +120,7 @@ def train(
     epoch starts: a caller that stops or observes a run at a known point (a killed-job test)
     needs no timing race with the training loop."""
     run_dir = Path(run_dir)
-    run = require(spec, ConfigSpec, "train").trained
+    run = spec.trained
     check_data(run, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
     check_run_dir(run_dir, spec)

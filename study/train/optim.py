@@ -16,7 +16,6 @@ from itertools import chain
 
 import torch
 
-from study.config.spec import require
 from study.config.types import OptimizerSettings, ScheduleSettings
 
 LrFactor = Callable[[int], float]
@@ -82,7 +81,6 @@ OPTIMIZERS: dict[str, Callable[[Iterable, OptimizerSettings], OptimizerState]] =
 
 def build_optimizer(params, opt: OptimizerSettings) -> OptimizerState:
     """The optimizer a run config's `optimizer` names (its defaults: study.config.types)."""
-    require(opt, OptimizerSettings, "build_optimizer")
     return OPTIMIZERS[opt.name](params, opt)
 
 
@@ -123,7 +121,6 @@ SCHEDULES: dict[str, Callable[[ScheduleSettings, int, int], LrFactor]] = {
 
 def lr_factor(schedule: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     """Multiplier of the base lr at a given iteration (the schedule's defaults: study.config.types)."""
-    require(schedule, ScheduleSettings, "lr_factor")
     return SCHEDULES[schedule.name](schedule, epochs, iters_per_epoch)
 
 
