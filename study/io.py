@@ -74,8 +74,7 @@ def write_error(path: str | os.PathLike, err: BaseException) -> WriteError:
         part, target = link
         cause = (f"folder {part} is a link to {target}, which does not exist (a missing mount?); "
                  "mount or create it and rerun")
-    elif isinstance(err, OSError) and _errno_of(err) is not None:
-        code = _errno_of(err)
+    elif isinstance(err, OSError) and (code := _errno_of(err)) is not None:
         name = errno.errorcode.get(code, f"errno {code}")
         what, todo = _CAUSES.get(code, (os.strerror(code).lower(), "fix the cause and rerun"))
         cause = f"{what} ({name}); {todo}"

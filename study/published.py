@@ -362,7 +362,7 @@ _CLAIM_TEXT = {("autoattack", "worst"): "the worst class under AutoAttack", ("au
 def source_z(ours: Published, theirs: Published) -> float:
     """A published difference over its standard error in the source: each row's sd over the
     source's seeds (sd / sqrt(seeds)), the two rows independent."""
-    if ours.sd is None or theirs.sd is None:
+    if ours.sd is None or theirs.sd is None or ours.value is None or theirs.value is None:
         return float("nan")
     se = (ours.sd**2 / ours.recipe.seeds + theirs.sd**2 / theirs.recipe.seeds) ** 0.5
     return (ours.value - theirs.value) / se if se > 0 else float("inf")
@@ -415,7 +415,8 @@ PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei
           "zhang2024faal": "Zhang et al. 2024 (FAAL)"}
 
 _VALUES = _weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows() + _dafa_rows() + _trix_rows()
-BY_ID_VALUES = {p.id: p.value for p in _VALUES}
+# (every row of these tables holds its published value)
+BY_ID_VALUES = {p.id: p.value for p in _VALUES if p.value is not None}
 _VALUES_BY_ID = {p.id: p for p in _VALUES}
 PUBLISHED: tuple[Published, ...] = tuple(_VALUES + _direction_rows())
 BY_ID = {p.id: p for p in PUBLISHED}

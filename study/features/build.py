@@ -26,6 +26,7 @@ from study.features.construct import (
     check_kind,
     match_representation,
     other_indices,
+    penultimate,
     relabel,
     relabel_targets,
     representation_distance,
@@ -58,7 +59,7 @@ def _chunk(
         rep = settings["representation"]
         x0 = to_float(images[starts].to(device))
         with torch.no_grad():
-            goal = model.features(x)
+            goal = penultimate(model, x)
         before = representation_distance(model, x0, goal)
         out = match_representation(model, x, x0, steps=int(rep["steps"]), step_size=float(rep["step_size"]))
         after = representation_distance(model, out, goal)
