@@ -39,7 +39,7 @@ def worst_fraction_mean(values: Sequence[float], fraction: float = WORST_FRACTIO
     return float(worst_value(values, fraction=fraction))
 
 
-def weakest_class(values: Sequence[float]) -> int:
+def weakest_class(values: Sequence[float] | np.ndarray) -> int:
     """Index of the single weakest class (the first on ties), NaNs ignored."""
     vals = np.asarray(values, dtype=float)
     if not np.isfinite(vals).any():
