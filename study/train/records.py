@@ -22,6 +22,7 @@ from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
 from study.train.policies.loss import TradesLoss, trades_kl
+from study.train.policies.weights import WATWeights
 from study.train.setup import RunState
 
 EPOCH_COLUMNS = [
@@ -58,7 +59,7 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
                                                 state.num_classes)
     cost = stats.val_cost
     # WAT's costs are the trained model's (not an averaged copy's): the policies update from them
-    if getattr(state.policies.weights, "needs_validation_losses", False) and model is state.model:
+    if isinstance(state.policies.weights, WATWeights) and model is state.model:
         loss, adversary = state.policies.loss, state.adversary.cfg
         if not isinstance(loss, TradesLoss) or adversary is None:
             raise ValueError("validation losses (WAT) need the TRADES loss and a training attack")
