@@ -60,6 +60,8 @@ class Adversary:
 
     def step_sizes(self, eps: torch.Tensor) -> torch.Tensor:
         """Each sample's step size for per-sample radii `eps` (B,), by `alpha_scaling`."""
+        if self.cfg is None:
+            raise ValueError("step sizes belong to a training attack; this method trains on the clean batch")
         alpha, base = self.cfg.alpha, self.cfg.eps
         if base <= 0:
             return torch.full_like(eps, alpha)

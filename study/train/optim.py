@@ -50,7 +50,7 @@ class OptimizerState:
             raise ValueError("the saved optimizer state has other parameter groups than this model's")
         by_index = dict(zip(chain.from_iterable(g["params"] for g in groups), self._params(), strict=True))
 
-        def placed(p: torch.Tensor, key: str, value):
+        def placed(p: torch.Tensor, key: str, value: object) -> object:
             if not isinstance(value, torch.Tensor):
                 return value
             # as torch.optim does: buffers take the parameter's device and dtype, a step count its device
@@ -79,7 +79,7 @@ def _adam(params: Iterable, opt: OptimizerSettings) -> OptimizerState:
 OPTIMIZERS: dict[str, Callable[[Iterable, OptimizerSettings], OptimizerState]] = {"sgd": _sgd, "adam": _adam}
 
 
-def build_optimizer(params, opt: OptimizerSettings) -> OptimizerState:
+def build_optimizer(params: Iterable[torch.Tensor], opt: OptimizerSettings) -> OptimizerState:
     """The optimizer a run config's `optimizer` names (its defaults: study.config.types)."""
     return OPTIMIZERS[opt.name](params, opt)
 
