@@ -66,11 +66,13 @@ def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: i
     if ev.test_per_class:
         test = min(test, ev.test_per_class * info.num_classes)
     test = math.ceil(test / shards)
-    zoo = isinstance(run, ZooRunConfig)
-    # a RobustBench zoo model (study.config.zoo): the upper bound of its dataset's row, which the
-    # scheduler may overshoot, priced at the rate of the largest model of the registry
-    gflops = get_dataset_info(run.zoo.dataset).zoo_gflops if zoo else forward_gflops(run.model, side)
-    model = max(MODELS, key=lambda m: MODELS[m].gflops_32) if zoo else run.model
+    if isinstance(run, ZooRunConfig):
+        # a RobustBench zoo model (study.config.zoo): the upper bound of its dataset's row, which the
+        # scheduler may overshoot, priced at the rate of the largest model of the registry
+        gflops = get_dataset_info(run.zoo.dataset).zoo_gflops
+        model = max(MODELS, key=lambda m: MODELS[m].gflops_32)
+    else:
+        gflops, model = forward_gflops(run.model, side), run.model
     seconds, _, _ = work_seconds([eval_work(ev, test, gflops * 1e9)], _table(), model, SLURM_DEVICE)
     return _minutes(seconds, floor=10)
 

@@ -179,8 +179,8 @@ def load_trained_model(
         set_numerics_threads(device, 1)  # a zoo run config names no threads: RunConfig's default
         from study.models.zoo import ZooEntry, load_zoo_model
 
-        model = load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device, expected=blob.get("files"))
-        return model, {"name": "zoo", **blob["zoo"]}
+        zoo_model = load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device, expected=blob.get("files"))
+        return zoo_model, {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
         written = json.loads(config.read_text())
@@ -211,6 +211,8 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
 
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
+    if not isinstance(spec.config, ZooRunConfig):
+        raise TypeError(f"run {spec.run_id} is a trained run, not a zoo model's")
     zoo = spec.config.zoo
     entry = ZooEntry(**zoo.model_dump())
     files = checked_zoo_weights(entry, folder, download=download)

@@ -49,6 +49,8 @@ DEFAULT_TEST_SIZE = 50_000
 def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data."""
     info = get_dataset_info(run.dataset)
+    train: int
+    side: int
     if run.dataset == "synthetic":
         # a zoo model evaluated on synthetic data holds no `synthetic` settings: their defaults
         syn = (run.synthetic if isinstance(run, RunConfig) else None) or SyntheticData()

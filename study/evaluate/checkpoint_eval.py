@@ -85,7 +85,8 @@ def evaluate_model(
     images, labels = splits.test_x[idx], splits.test_y[idx]
     device = torch.device(device)
     cudnn_benchmark = set_cudnn_benchmark(device)
-    model = model.to(memory_format=torch.channels_last)  # as training runs it; predict's inputs too
+    # as training runs it; predict's inputs too (torch's stubs of Module.to omit memory_format, which it takes)
+    model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,

@@ -205,6 +205,8 @@ def _reproduce_one(model: nn.Module, test_x: torch.Tensor, test_y: torch.Tensor,
     recorded = rows["pred"].to_numpy()
     differ = fresh.pred != recorded
     logits, rows_at = fresh.logits, np.arange(len(rows))
+    if logits is None:  # keep_logits=True above
+        raise RuntimeError("predict kept no logits though asked to")
     valid = (recorded >= 0) & (recorded < logits.shape[1])
     gap = logits[rows_at, fresh.pred] - logits[rows_at, np.where(valid, recorded, 0)]
     # GPU and CPU arithmetic may order two near-equal logits differently: not a different model.
