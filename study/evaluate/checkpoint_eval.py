@@ -24,7 +24,7 @@ def evaluate_checkpoint(
     splits: Splits,
     jobs: Sequence[tuple[EvaluationSpec, str | Path]],
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     progress: bool = True,
     shard: tuple[int, int] | None = None,
     checkpoint: str = "last",
