@@ -11,8 +11,11 @@ those papers' attack (eps 0.031, 10 steps of 0.007) in the experiment groups of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from study.data.classes import CIFAR10_CLASS_NAMES
+
+T = TypeVar("T")
 
 #: the epochs of the published training recipe the study starts from (Rice et al. 2020, which CFA
 #: and FAIR-TAT train with: docs/study.md#published-settings); a claim that states no number of
@@ -93,6 +96,33 @@ class Published:
     def context(self) -> bool:
         """A claim whose source cannot tell its difference from noise: shown, not judged."""
         return self.source_z is not None and abs(self.source_z) < CLAIM_Z
+
+    # The fields a kind of row must hold (a row is one record of every kind): each read where its
+    # kind is known, and a row of that kind without it is the table's mistake.
+    def _held(self, value: T | None, field: str) -> T:
+        if value is None:
+            raise ValueError(f"published row {self.id} ({self.statistic}) holds no {field}")
+        return value
+
+    @property
+    def number(self) -> float:
+        """The published value (every row but a direction claim's)."""
+        return self._held(self.value, "value")
+
+    @property
+    def baseline_id(self) -> str:
+        """A difference row's baseline row."""
+        return self._held(self.baseline, "baseline")
+
+    @property
+    def named_class(self) -> str:
+        """A `class` or `weakest` row's class."""
+        return self._held(self.class_name, "class_name")
+
+    @property
+    def control_method(self) -> str:
+        """A direction claim's control method."""
+        return self._held(self.control, "control")
 
 
 _CFA = Recipe(kind="autoattack", seeds=5, selection_index="mean_plus_worst",
