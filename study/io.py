@@ -19,7 +19,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import tarfile
 
 # What a reader should do about each cause, after its name and errno symbol.
 _CAUSES = {
@@ -175,3 +178,11 @@ def replace_marked(text: str, start: str, end: str, section: str) -> str:
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{section}{end}{tail}"
+
+
+def member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    """The content of a regular file of an archive (a folder or link member has none: ValueError)."""
+    handle = tar.extractfile(member)
+    if handle is None:
+        raise ValueError(f"archive member {member.name} is no regular file")
+    return handle.read()

@@ -130,7 +130,7 @@ def build_constructed(
 
     images = torch.cat([b["images"] for b in chunks])
     labels = torch.cat([b["labels"] for b in chunks])
-    summary = {"n": int(len(labels))}
+    summary: dict[str, float] = {"n": int(len(labels))}
     if kind in REPRESENTATION_KINDS:
         summary["distance_before"] = float(torch.cat([b["distance_before"] for b in chunks]).mean())
         summary["distance_after"] = float(torch.cat([b["distance_after"] for b in chunks]).mean())

@@ -193,7 +193,7 @@ def _split_data(run: RunConfig, splits: Splits, run_dir: Path) -> tuple[torch.Te
     return train_idx, val_idx
 
 
-def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str) -> RunState:
+def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str | torch.device) -> RunState:
     """A fresh run's state (seeded), before any checkpoint is read."""
     run = spec.trained
     dev = select_device(device)
