@@ -12,6 +12,7 @@ those keys as well (or instead) and the value reaches every run."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 
 from study.config.core import ConfigError, dataset_params
 from study.config.grid import grid_combinations
@@ -70,8 +71,8 @@ def _runs(params: Mapping) -> Iterator[tuple[str, Setter, dict]]:
                         chain.append(parent)
                 for method in chain:
                     raw, _ = train_settings(params, group, method, dataset, cell)
-                    yield (f"{group.group}/{dataset}/{method}",
-                           lambda key, g=group, d=dataset, m=method, c=cell: _setter(params, g, d, m, c, key), raw)
+                    setter = partial(_setter, params, group, dataset, method, cell)
+                    yield f"{group.group}/{dataset}/{method}", setter, raw
     if typed.features is not None:
         train, source = typed.features.train, typed.features.sources.standard.group
         for dataset in next((g.dataset_names[:1] for g in typed.experiments if g.group == source), []):
