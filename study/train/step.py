@@ -124,6 +124,11 @@ class EpochTables:
     class_beta: torch.Tensor
 
 
+#: a training step's call: (x, y, target, start, noise, tables, lr, totals), as `TrainStep.step`
+StepFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple, torch.Tensor | None, EpochTables,
+                   torch.Tensor, EpochTotals], None]
+
+
 class TrainStep:
     """The run's step: `draws(x, y)` before, then `__call__` (eager or compiled)."""
 
@@ -148,7 +153,7 @@ class TrainStep:
         self.before, self.after = bn_forwards(adv, state.policies.loss.needs_clean)
         backend = backend or os.environ.get(COMPILE_BACKEND_ENV)
         self.regions: CompiledRegions | None
-        self.fn: Callable[..., None]
+        self.fn: StepFn
         if self.mode == "off":
             self.regions, self.fn = None, self.step
         elif mode == "auto":
@@ -343,22 +348,23 @@ class CompiledRegions:
 
     def __init__(self, step: TrainStep, backend: str | Callable | None):
         self.step, self.backend = step, backend
-        self.region, self.reasons = REGIONS[0], list[str]()
+        self.region = REGIONS[0]
+        self.reasons: list[str] = []
         self._seen: set[tuple[int, ...]] = set()
         self._fn = _compile(step.step, "step", backend)
 
-    def __call__(self, x: torch.Tensor, *args: object) -> None:
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
+                 noise: torch.Tensor | None, tables: EpochTables, lr: torch.Tensor, totals: EpochTotals) -> None:
+        """`TrainStep.step`'s call, in the region that compiles."""
         shape = tuple(x.shape)
+        args = (x, y, target, start, noise, tables, lr, totals)
         if shape in self._seen:
-            return self._fn(x, *args)
+            return self._fn(*args)
         failed = []
         while True:
-            totals = args[-1]  # the step's last argument: the epoch's sums
-            if not isinstance(totals, EpochTotals):
-                raise TypeError(f"the step's last argument is the epoch's EpochTotals, got {type(totals).__name__}")
             saved = _snapshot(self.step.state, totals)
             try:
-                out = self._fn(x, *args)
+                out = self._fn(*args)
                 break
             except Exception as exc:  # any capture, compile or compiled-code error; eager's is the step's own
                 if self.region == REGIONS[-1]:
