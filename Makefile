@@ -70,8 +70,11 @@ test-compile: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/python -m pytest -q -m inductor; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no inductor test: failing" >&2; exit 1; fi; exit $$rc
 
+# ruff on the code, and mypy on study/ (its settings: pyproject.toml's [tool.mypy]): a mapping passed
+# where a typed value belongs fails here, before anything runs.
 lint: setup
 	$(BIN)/ruff check study tests tools workflow
+	$(BIN)/mypy
 
 # The package as a user installs it: `pip install .` (not editable) into a fresh venv, after the
 # local CPU torch that its range keeps; then its `study` command. The build runs in a copy of the

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 
@@ -39,7 +40,8 @@ def set_threads(threads: int | None) -> None:
     torch.set_num_threads(n)
     if threads and USER_COMPILE_THREADS is None:
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(n)
-        inductor = sys.modules.get("torch._inductor.config")  # read once, at its import
+        # read once, at its import; a config module whose settings are its attributes (no stubs of them)
+        inductor: Any = sys.modules.get("torch._inductor.config")
         if inductor is not None:
             inductor.compile_threads = n
 

@@ -125,7 +125,7 @@ def front_page(classwise: pd.DataFrame, reproduction_md: str, reproduction_page:
              f"Preset ``{preset}``: {dataset_name(dataset)}, {model_name(model)}, "
              + (f"{seeds} seeds (class accuracies are means over them)." if seeds > 1 else "one seed."), ""]
     finding = ["Adversarial training leaves some classes far behind, even on balanced data."]
-    if robust is not None:
+    if robust is not None and attack:
         finding.append(f"Under {eval_name(attack)}, {method_name(ADVERSARIAL)}'s weakest class is **{robust.weakest} "
                        f"at {_pct(robust.weakest_acc)}** and its strongest {robust.strongest} at "
                        f"{_pct(robust.strongest_acc)} (mean {_pct(robust.mean)}).")

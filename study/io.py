@@ -19,7 +19,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import tarfile
 
 # What a reader should do about each cause, after its name and errno symbol.
 _CAUSES = {
@@ -74,8 +77,7 @@ def write_error(path: str | os.PathLike, err: BaseException) -> WriteError:
         part, target = link
         cause = (f"folder {part} is a link to {target}, which does not exist (a missing mount?); "
                  "mount or create it and rerun")
-    elif isinstance(err, OSError) and _errno_of(err) is not None:
-        code = _errno_of(err)
+    elif isinstance(err, OSError) and (code := _errno_of(err)) is not None:
         name = errno.errorcode.get(code, f"errno {code}")
         what, todo = _CAUSES.get(code, (os.strerror(code).lower(), "fix the cause and rerun"))
         cause = f"{what} ({name}); {todo}"
@@ -176,3 +178,11 @@ def replace_marked(text: str, start: str, end: str, section: str) -> str:
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{section}{end}{tail}"
+
+
+def member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    """The content of a regular file of an archive (a folder or link member has none: ValueError)."""
+    handle = tar.extractfile(member)
+    if handle is None:
+        raise ValueError(f"archive member {member.name} is no regular file")
+    return handle.read()

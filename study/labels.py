@@ -148,7 +148,7 @@ def method_name(key: str) -> str:
     if key.startswith("frl_"):
         return "FRL (" + " + ".join(key.split("_")[1:]) + ")"
     parts = key.replace("pgd_at", "at").split("_")
-    qualifiers = []
+    qualifiers: list[str] = []
     while parts and parts[-1] in _METHOD_QUALIFIERS:
         qualifiers.insert(0, _METHOD_QUALIFIERS[parts.pop()])
     if parts and all(p in _METHOD_PARTS for p in parts):
@@ -163,6 +163,8 @@ def _fraction(value: object) -> float | None:
     if isinstance(value, str) and "/" in value:
         num, den = value.split("/", 1)
         return float(num) / float(den)
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"a radius or step size is a number or a fraction such as '8/255', got {value!r}")
     return float(value)
 
 
@@ -244,8 +246,8 @@ def eval_name(key: str, settings: Mapping | None = None) -> str:
     kind = str(found.get("type", ""))  # see `found`
     if kind == "clean":
         name = "Clean"
-    elif attack_name(kind) is not None:
-        name = attack_name(kind)
+    elif (named := attack_name(kind)) is not None:
+        name = named
         if _has_setting(kind, "steps", _OTHER_STEPPED) and found.get("steps"):  # see `found`
             name += f"-{found['steps']}"
         norm = found.get("norm")  # see `found`

@@ -15,7 +15,6 @@ from tqdm import tqdm
 
 from study.attacks.pgd import RNG_CHUNK
 from study.config.evaluations import AnyEvaluation, PgdEvaluation, evaluation_kind
-from study.config.spec import require
 from study.data.augment import to_float
 
 
@@ -89,8 +88,6 @@ def predict_on_device(
     first two on `device`: the batches go to the device by non_blocking copies from pinned
     memory and their results stay there, so that no batch waits for the host (a PGD or clean
     evaluation reads nothing back; AutoAttack and Square, one whole-set batch, do)."""
-    if attack is not None:
-        require(attack, AnyEvaluation, "predict's attack")
     batch_size = attack_batch_size(attack, batch_size, images.shape[0])
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)

@@ -130,7 +130,8 @@ def _zoo_items(params: Mapping, zoo: Sequence[RunSpec], root: Path) -> list[Item
     if not zoo:
         return []
     folder = zoo_weights_dir(params)
-    present, fetch = [], []
+    present: list[RunSpec] = []
+    fetch: list[RunSpec] = []
     for run in zoo:
         (present if weights_present(params, run.config["zoo"], root) else fetch).append(run)
     items = []

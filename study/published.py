@@ -11,8 +11,11 @@ those papers' attack (eps 0.031, 10 steps of 0.007) in the experiment groups of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from study.data.classes import CIFAR10_CLASS_NAMES
+
+T = TypeVar("T")
 
 #: the epochs of the published training recipe the study starts from (Rice et al. 2020, which CFA
 #: and FAIR-TAT train with: docs/study.md#published-settings); a claim that states no number of
@@ -93,6 +96,33 @@ class Published:
     def context(self) -> bool:
         """A claim whose source cannot tell its difference from noise: shown, not judged."""
         return self.source_z is not None and abs(self.source_z) < CLAIM_Z
+
+    # The fields a kind of row must hold (a row is one record of every kind): each read where its
+    # kind is known, and a row of that kind without it is the table's mistake.
+    def _held(self, value: T | None, field: str) -> T:
+        if value is None:
+            raise ValueError(f"published row {self.id} ({self.statistic}) holds no {field}")
+        return value
+
+    @property
+    def number(self) -> float:
+        """The published value (every row but a direction claim's)."""
+        return self._held(self.value, "value")
+
+    @property
+    def baseline_id(self) -> str:
+        """A difference row's baseline row."""
+        return self._held(self.baseline, "baseline")
+
+    @property
+    def named_class(self) -> str:
+        """A `class` or `weakest` row's class."""
+        return self._held(self.class_name, "class_name")
+
+    @property
+    def control_method(self) -> str:
+        """A direction claim's control method."""
+        return self._held(self.control, "control")
 
 
 _CFA = Recipe(kind="autoattack", seeds=5, selection_index="mean_plus_worst",
@@ -362,7 +392,7 @@ _CLAIM_TEXT = {("autoattack", "worst"): "the worst class under AutoAttack", ("au
 def source_z(ours: Published, theirs: Published) -> float:
     """A published difference over its standard error in the source: each row's sd over the
     source's seeds (sd / sqrt(seeds)), the two rows independent."""
-    if ours.sd is None or theirs.sd is None:
+    if ours.sd is None or theirs.sd is None or ours.value is None or theirs.value is None:
         return float("nan")
     se = (ours.sd**2 / ours.recipe.seeds + theirs.sd**2 / theirs.recipe.seeds) ** 0.5
     return (ours.value - theirs.value) / se if se > 0 else float("inf")
@@ -415,7 +445,8 @@ PAPERS = {"benz2021": "Benz et al. 2021", "xu2021": "Xu et al. 2021 (FRL)", "wei
           "zhang2024faal": "Zhang et al. 2024 (FAAL)"}
 
 _VALUES = _weakest_rows() + _ranking_rows() + _xu_rows() + _cfa_rows() + _dafa_rows() + _trix_rows()
-BY_ID_VALUES = {p.id: p.value for p in _VALUES}
+# (every row of these tables holds its published value)
+BY_ID_VALUES = {p.id: p.value for p in _VALUES if p.value is not None}
 _VALUES_BY_ID = {p.id: p for p in _VALUES}
 PUBLISHED: tuple[Published, ...] = tuple(_VALUES + _direction_rows())
 BY_ID = {p.id: p for p in PUBLISHED}

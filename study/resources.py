@@ -18,7 +18,6 @@ import math
 from pathlib import Path
 
 from study.config.evaluations import AnyEvaluation
-from study.config.spec import require
 from study.config.types import RunConfig, ZooRunConfig
 from study.data.registry import get_dataset_info
 from study.workload import (
@@ -55,7 +54,6 @@ def _minutes(seconds: float, floor: int) -> int:
 def train_minutes(run: RunConfig) -> int:
     """Wall-time request of a training run: SAFETY x its training job's price on SLURM_DEVICE
     (study.cost.train_work: its epochs and per-epoch evaluations, at the table's rates)."""
-    require(run, RunConfig, "train_minutes")
     seconds, _, _ = work_seconds(train_work(run), _table(), run.model, SLURM_DEVICE, run.precision)
     return _minutes(seconds, floor=15)
 
@@ -64,8 +62,6 @@ def evaluate_minutes(run: RunConfig | ZooRunConfig, ev: AnyEvaluation, shards: i
     """Wall-time request of one evaluation (of one of `shards` shards): SAFETY x its price on
     SLURM_DEVICE, AutoAttack charged as every attack on every image (the scheduler's upper bound;
     study.cost prices its cascade)."""
-    require(run, (RunConfig, ZooRunConfig), "evaluate_minutes")
-    require(ev, AnyEvaluation, "evaluate_minutes")
     _, test, _, _ = data_facts(run)
     if ev.test_per_class:
         test = min(test, ev.test_per_class * get_dataset_info(run.dataset).num_classes)
@@ -84,7 +80,7 @@ def mem_mb(run: RunConfig | ZooRunConfig, floor: int = 8000) -> int:
     """Host memory: the uint8 train and test sets (loaded, then copied to the device), the model's
     state (HOST_BYTES_PER_PARAMETER of each of its parameters, study.workload.model_parameters:
     its row's count, a zoo model's upper bound) plus the runtime."""
-    train, test, channels, side = data_facts(require(run, (RunConfig, ZooRunConfig), "mem_mb"))
+    train, test, channels, side = data_facts(run)
     data_mb = (train + test) * channels * side * side / 2**20
     model_mb = model_parameters(run) * HOST_BYTES_PER_PARAMETER / 2**20
     return int(max(floor, 6000 + 4 * data_mb + model_mb))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from study.checkpoints import CHECKPOINT_FILES
-from study.config.spec import ConfigSpec, require, run_key
+from study.config.spec import ConfigSpec, run_key
 from study.config.types import RunConfig, ZooRunConfig
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
@@ -41,7 +41,6 @@ SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "tra
 def training_setting(run: RunConfig | ZooRunConfig) -> dict:
     """The training setting of a run: the one definition the plan, the tables and the
     figures share (a run is dataset x model x method x setting x seed)."""
-    require(run, (RunConfig, ZooRunConfig), "training_setting")
     constructed = run.constructed if isinstance(run, RunConfig) else None
     return {
         "optimizer": run.optimizer.name,
@@ -63,7 +62,6 @@ def setting_tuple(run: RunConfig | ZooRunConfig) -> tuple:
 
 def identity(run_id: str, run: RunConfig | ZooRunConfig) -> dict:
     """The columns that say which run a table row comes from (and its training setting)."""
-    require(run, (RunConfig, ZooRunConfig), "identity")
     return {
         "run_id": run_id,
         "dataset": run.dataset,
@@ -181,8 +179,8 @@ def load_trained_model(
         set_numerics_threads(device, 1)  # a zoo run config names no threads: RunConfig's default
         from study.models.zoo import ZooEntry, load_zoo_model
 
-        model = load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device, expected=blob.get("files"))
-        return model, {"name": "zoo", **blob["zoo"]}
+        zoo_model = load_zoo_model(ZooEntry(**blob["zoo"]), blob["weights_dir"], device, expected=blob.get("files"))
+        return zoo_model, {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
         written = json.loads(config.read_text())
@@ -213,7 +211,9 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
 
     run_dir = Path(run_dir)
     folder = resolve_weights_dir(weights_dir).resolve()
-    zoo = require(spec.config, ZooRunConfig, "write_zoo_run").zoo
+    if not isinstance(spec.config, ZooRunConfig):
+        raise TypeError(f"run {spec.run_id} is a trained run, not a zoo model's")
+    zoo = spec.config.zoo
     entry = ZooEntry(**zoo.model_dump())
     files = checked_zoo_weights(entry, folder, download=download)
     unpinned = [f.relative for f in files if not f.pinned]

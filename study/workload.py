@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation, evaluation_kind
-from study.config.spec import require
 from study.config.types import RunConfig, SyntheticData, ZooRunConfig
 from study.config.yamlfile import load_yaml
 from study.data.registry import get_dataset_info
@@ -54,6 +53,8 @@ DEFAULT_TEST_SIZE = 50_000
 def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data."""
     info = get_dataset_info(run.dataset)
+    train: int
+    side: int
     if run.dataset == "synthetic":
         # a zoo model evaluated on synthetic data holds no `synthetic` settings: their defaults
         syn = (run.synthetic if isinstance(run, RunConfig) else None) or SyntheticData()
@@ -71,7 +72,7 @@ def _facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
 
 def data_facts(run: RunConfig | ZooRunConfig) -> tuple[int, int, int, int]:
     """(train images, test images, channels, side) of a run's data (study.cost prices from them)."""
-    return _facts(require(run, (RunConfig, ZooRunConfig), "data_facts"))
+    return _facts(run)
 
 
 def forward_gflops(model: str, side: int) -> float:
@@ -124,7 +125,6 @@ def attack_steps(ev: AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
     its kind's cost (the row's `steps`, study.config.evaluations); a shard of it is split from
     that total by the caller."""
-    require(ev, AnyEvaluation, "attack_steps")
     return evaluation_kind(ev.type).steps(ev)
 
 

@@ -32,7 +32,7 @@ def early_stopped_run(
     steps: int,
     tau: int,
     norm: str,
-    sign: float,
+    sign: float | Tensor,  # +1 ascends, -1 descends; per sample (B, 1, ..) for TRIX's mixed attack
     loss_fn: LossFn,
     step_noise: Callable[[int], Tensor | None],
 ) -> Tensor:

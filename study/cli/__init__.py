@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from study.cli import bench, data, evaluate, features, figures, plan, report, robustness, tables, train, zoo
 
@@ -23,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
     """A bad argument gives one line (which argument, what it got, where the valid ones are),
     not the usage block: the last line of a job's log says what went wrong."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the arguments)\n")
 
 

@@ -6,6 +6,10 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
+
+#: the `sub` every `add_<command>` registers its command with (`build_parser`'s add_subparsers)
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def json_arg(text: str) -> dict:

@@ -6,8 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from study.cli.args import SubParsers
 
-def add_bench(sub) -> None:
+
+def add_bench(sub: SubParsers) -> None:
     p = sub.add_parser("bench", help="time the engine against a plain reference loop (docs/performance.md)")
     p.add_argument("--out", default="results/bench/cpu.json", help="JSON report; the table goes beside it (.md)")
     p.add_argument("--data", default=None, help="prepared dataset file (default: synthetic CIFAR-sized data)")

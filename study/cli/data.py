@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from study.cli.args import json_arg, typed_json
+from study.cli.args import SubParsers, json_arg, typed_json
 
 
-def add_prepare(sub) -> None:
+def add_prepare(sub: SubParsers) -> None:
     p = sub.add_parser("prepare", help="fetch (mirror or download), verify and prepare a dataset")
     p.add_argument("--dataset", required=True)
     p.add_argument("--variant", required=True)

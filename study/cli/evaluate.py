@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from study.checkpoints import CHECKPOINTS
-from study.cli.args import run_args, spec_json
+from study.cli.args import SubParsers, run_args, spec_json
 
 
 def _shard_arg(text: str) -> tuple[int, int]:
@@ -17,7 +17,7 @@ def _shard_arg(text: str) -> tuple[int, int]:
     return i, n
 
 
-def add_evaluate(sub) -> None:
+def add_evaluate(sub: SubParsers) -> None:
     p = sub.add_parser("evaluate", parents=[run_args()], help="per-sample evaluation of a trained run")
     p.add_argument("--evaluation", type=spec_json("EvaluationSpec", "evaluation"), required=True, action="append",
                    help="resolved evaluation (JSON or @file); repeat with an --out each for several")
@@ -52,7 +52,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_merge_shards(sub) -> None:
+def add_merge_shards(sub: SubParsers) -> None:
     p = sub.add_parser("merge-shards", help="merge the shard records of one evaluation")
     p.add_argument("--out", required=True)
     p.add_argument("parts", nargs="+")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from study.cli.args import device_args, typed_json
+from study.cli.args import SubParsers, device_args, typed_json
 
 
-def add_construct(sub) -> None:
+def add_construct(sub: SubParsers) -> None:
     p = sub.add_parser("construct", parents=[device_args()],
                        help="build a robust / non-robust feature dataset (Ilyas et al.)")
     p.add_argument("--kind", required=True, help="d_r, d_nr, d_rand or d_det")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from study.cli.args import SubParsers
 
-def add_figure(sub) -> None:
+
+def add_figure(sub: SubParsers) -> None:
     from study.figures.catalog import FIGURE_KINDS
 
     p = sub.add_parser("figure", help="draw one figure from the tables or the per-sample records")
@@ -47,7 +49,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_features_figure(sub) -> None:
+def add_features_figure(sub: SubParsers) -> None:
     p = sub.add_parser("features-figure", help="figure 12: models trained on constructed feature datasets")
     p.add_argument("--table", required=True, help="results/<preset>/tables/classwise.csv")
     p.add_argument("--dataset", required=True)
@@ -72,7 +74,7 @@ def cmd_features_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_manifest(sub) -> None:
+def add_manifest(sub: SubParsers) -> None:
     p = sub.add_parser("manifest", help="write the manifest of all figures")
     p.add_argument("--out", required=True)
     p.add_argument("files", nargs="+")

@@ -9,10 +9,10 @@ import json
 import sys
 from pathlib import Path
 
-from study.cli.args import add_params_args, load_params_args
+from study.cli.args import SubParsers, add_params_args, load_params_args
 
 
-def add_plan(sub) -> None:
+def add_plan(sub: SubParsers) -> None:
     p = sub.add_parser("plan", help="list the runs of the configured study")
     add_params_args(p)
     p.add_argument("--json", action="store_true", help="print every run's resolved config as JSON")
@@ -63,7 +63,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_preflight(sub) -> None:
+def add_preflight(sub: SubParsers) -> None:
     p = sub.add_parser("preflight", help="what the plan needs before any job runs: present, to download, missing")
     add_params_args(p)
     p.set_defaults(func=cmd_preflight)
@@ -80,7 +80,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_comparisons(sub) -> None:
+def add_comparisons(sub: SubParsers) -> None:
     p = sub.add_parser("comparisons", help="every compared pair of methods and its declared difference, per preset")
     p.add_argument("--params", default="params.yaml", help="the study's params.yaml")
     p.add_argument("--presets-dir", default="workflow/presets")

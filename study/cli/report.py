@@ -8,10 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from study.cli.args import add_params_args, load_params_args
+from study.cli.args import SubParsers, add_params_args, load_params_args
 
 
-def add_reproduction(sub) -> None:
+def add_reproduction(sub: SubParsers) -> None:
     p = sub.add_parser("reproduction", help="our numbers beside the published ones (results/<preset>/reproduction.md)")
     add_params_args(p)
     p.add_argument("--tables-dir", default=None,
@@ -33,7 +33,7 @@ def cmd_reproduction(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_front_page(sub) -> None:
+def add_front_page(sub: SubParsers) -> None:
     p = sub.add_parser("front-page", help="the report's landing text: the finding, read from the results")
     p.add_argument("--classwise", default=None, help="default: results/<preset>/tables/classwise.csv")
     p.add_argument("--reproduction", default=None, help="default: results/<preset>/reproduction.md")
@@ -58,7 +58,7 @@ def cmd_front_page(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_readme_numbers(sub) -> None:
+def add_readme_numbers(sub: SubParsers) -> None:
     p = sub.add_parser("readme-numbers", help="the README's numbers from the results (its marked block)")
     # the README quotes the demo's numbers (`make demo`)
     p.add_argument("--tables", default="results/demo/tables", help="folder of summary.csv, attacks.csv, checks.csv")
@@ -80,7 +80,7 @@ def cmd_readme_numbers(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_plots_template(sub) -> None:
+def add_plots_template(sub: SubParsers) -> None:
     p = sub.add_parser("plots-template", help="the page template that makes `dvc plots show` draw offline "
                        "(vega inline, no CDN): dvc plots show --html-template PATH")
     p.add_argument("--out", default="results/plots/template.html")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from study.checkpoints import CHECKPOINTS
-from study.cli.args import run_args, spec_json
+from study.cli.args import SubParsers, run_args, spec_json
 
 
 def _positive_int(text: str) -> int:
@@ -21,7 +21,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def add_check(sub) -> None:
+def add_check(sub: SubParsers) -> None:
     p = sub.add_parser("check", parents=[run_args()], help="checks against false robustness of one run")
     p.add_argument("--records", nargs="+", required=True, help="the run's per-sample evaluation records")
     p.add_argument("--pgd", type=spec_json("EvaluationSpec", "pgd", "PgdJob"), required=True,
@@ -62,7 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if result["status"] == "fail" and args.strict else 0
 
 
-def add_corruptions(sub) -> None:
+def add_corruptions(sub: SubParsers) -> None:
     p = sub.add_parser("corruptions", parents=[run_args()], help="per-sample CIFAR-10-C evaluation")
     p.add_argument("--corruptions", nargs="+", required=True)
     p.add_argument("--source", choices=["auto", "official", "regenerated"], default="auto",
@@ -94,7 +94,7 @@ def cmd_corruptions(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_robustness_tables(sub) -> None:
+def add_robustness_tables(sub: SubParsers) -> None:
     p = sub.add_parser("robustness-tables", help="FRL, CFP, confusion, attack and check tables")
     p.add_argument("--records", nargs="+", required=True)
     p.add_argument("--checks", nargs="*", default=[])

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from study.cli.args import SubParsers
 
-def add_tables(sub) -> None:
+
+def add_tables(sub: SubParsers) -> None:
     p = sub.add_parser("tables", help="aggregate run records into a preset's tables (results/<preset>/tables)")
     p.add_argument("--records", nargs="+", required=True, help="per-sample evaluation records (parquet)")
     p.add_argument("--epochs", nargs="*", default=[], help="epochs.csv files of the runs")

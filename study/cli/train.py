@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from study.cli.args import run_args, spec_json
+from study.cli.args import SubParsers, run_args, spec_json
 
 
-def add_train(sub) -> None:
+def add_train(sub: SubParsers) -> None:
     p = sub.add_parser("train", parents=[run_args()], help="train (or resume) one run")
     p.add_argument("--run-config", type=spec_json("ConfigSpec", "run config", zoo=False), required=True,
                    help="resolved run config (JSON or @file)")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from study.cli.args import spec_json
+from study.cli.args import SubParsers, spec_json
 
 
-def add_zoo_run(sub) -> None:
+def add_zoo_run(sub: SubParsers) -> None:
     p = sub.add_parser("zoo-run", help="the run directory of a zoo model (names its weights file)")
     p.add_argument("--run-config", type=spec_json("ConfigSpec", "run config", zoo=True), required=True,
                    help="the zoo run's config (study.config.zoo)")
@@ -29,7 +29,7 @@ def cmd_zoo_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_zoo_table(sub) -> None:
+def add_zoo_table(sub: SubParsers) -> None:
     p = sub.add_parser("zoo-table", help="the zoo's accuracies beside RobustBench's reported ones")
     p.add_argument("--classwise", required=True, help="the zoo's class-wise table (study tables)")
     p.add_argument("--out", required=True)

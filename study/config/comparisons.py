@@ -152,7 +152,8 @@ def _differences(params: Mapping, group: ExperimentGroup, method: str, baseline:
             if not all("validation" in cfg for cfg in arms):
                 # a run without a split has no checkpoint rule: the split's difference says it
                 arms = [{k: v for k, v in cfg.items() if k != "selection"} for cfg in arms]
-            found |= _diff(*(_comparable(cfg) for cfg in arms))
+            ours, theirs = (_comparable(cfg) for cfg in arms)
+            found |= _diff(ours, theirs)
     return found
 
 

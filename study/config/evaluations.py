@@ -25,7 +25,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, Literal, Optional, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import Field, TypeAdapter, create_model
 from pydantic_core import PydanticCustomError, core_schema
@@ -38,6 +38,9 @@ AutoAttackName = Literal["apgd-ce", "apgd-dlr", "apgd-t", "fab", "fab-t", "squar
 class AnyEvaluation(Config):
     """What every evaluation kind's settings hold; each row's class extends it with its `type`
     (a Literal of the row's name) and its own settings."""
+
+    if TYPE_CHECKING:  # (declared by each kind's class: a field here would be one of every override)
+        type: str
 
     #: test images per class (None: the whole test set)
     test_per_class: PositiveInt | None = None
@@ -148,7 +151,8 @@ class EvaluationKind:
 @cache
 def _job(settings: type[AnyEvaluation]) -> type[AnyEvaluation]:
     name = settings.__name__.removesuffix("Evaluation") + "Job"
-    return create_model(name, __base__=(settings, _Named), __module__=__name__)
+    # (pydantic's stubs bind every base to one model type; a job is both its settings and _Named)
+    return create_model(name, __base__=(settings, _Named), __module__=__name__)  # type: ignore[arg-type]
 
 
 _ROWS = (
@@ -198,8 +202,9 @@ class ByKind:
         return core_schema.no_info_plain_validator_function(self._validate)
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
-        union = Annotated[Union[self.classes()], Field(discriminator="type")]  # noqa: UP007 (a tuple of classes)
-        return handler(TypeAdapter(union).core_schema)
+        # a union of the table's classes, built at run time (a type to pydantic, a value to mypy)
+        union: Any = Annotated[Union[self.classes()], Field(discriminator="type")]  # noqa: UP007 (a tuple of classes)
+        return handler(TypeAdapter[Any](union).core_schema)
 
 
 #: an evaluation of params 'evaluations' (an entry, or a run's epoch_eval attack)
@@ -226,7 +231,11 @@ def _override_fields() -> dict[str, Any]:
     return fields
 
 
-#: an evaluation's settings, all optional (per_dataset: merged over the evaluation of the same name)
-EvaluationOverride = create_model("EvaluationOverride", __base__=Config, __module__=__name__,
-                                  __doc__="An evaluation's settings, all optional (per_dataset: merged over the "
-                                          "evaluation of the same name).", **_override_fields())
+#: an evaluation's settings, all optional (per_dataset: merged over the evaluation of the same name);
+#: its fields come from the table, so mypy sees a Config
+if TYPE_CHECKING:
+    class EvaluationOverride(Config): ...
+else:
+    EvaluationOverride = create_model("EvaluationOverride", __base__=Config, __module__=__name__,
+                                      __doc__="An evaluation's settings, all optional (per_dataset: merged over the "
+                                              "evaluation of the same name).", **_override_fields())

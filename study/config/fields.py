@@ -4,7 +4,7 @@ several sections share."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
@@ -14,7 +14,10 @@ from study.config.core import parse_fraction
 Norm = Literal["linf", "l2"]
 #: the checkpoints of study.checkpoints.CHECKPOINT_TABLE: `last` (model.pt), `best` on validation
 #: (model_best.pt), `published`: best on the test subset by the published protocol (model_published.pt)
-Checkpoint = Literal[CHECKPOINTS]
+if TYPE_CHECKING:  # a Literal built from the table is one only at run time; statically, a name
+    Checkpoint = str
+else:
+    Checkpoint = Literal[CHECKPOINTS]
 
 _FRACTION_PATTERN = r"^\s*\d+(\.\d*)?\s*/\s*\d+(\.\d*)?\s*$"
 #: a radius or step size: a number, or a fraction written as '8/255' (how papers give budgets)

@@ -50,7 +50,7 @@ def committed_params(params_path: Path, rev: str | None = None) -> dict:
     return data
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     # 0.0005 and 5.0e-4 are one value; `true` and 1 are not (YAML keeps them apart, and so do the types)
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
@@ -90,7 +90,7 @@ def config_arguments(overrides: Mapping) -> list[str]:
     return args
 
 
-def _flow(value) -> str:
+def _flow(value: object) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip().removesuffix("...").strip()
 
 

@@ -11,7 +11,8 @@ those keys as well (or instead) and the value reaches every run."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 
 from study.config.core import ConfigError, dataset_params
 from study.config.grid import grid_combinations
@@ -22,13 +23,13 @@ from study.config.types import ExperimentGroup
 _MISSING = object()
 
 
-def _leaves(value, where: str) -> list[tuple[str, object]]:
+def _leaves(value: object, where: str) -> list[tuple[str, object]]:
     if isinstance(value, Mapping) and value:
         return [leaf for k, v in value.items() for leaf in _leaves(v, f"{where}.{k}")]
     return [(where, value)]
 
 
-def _get(mapping, dotted: str):
+def _get(mapping: object, dotted: str) -> object:
     for key in dotted.split("."):
         if not isinstance(mapping, Mapping) or key not in mapping:
             return _MISSING
@@ -36,7 +37,7 @@ def _get(mapping, dotted: str):
     return mapping
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
@@ -51,7 +52,11 @@ def _setter(params: Mapping, group: ExperimentGroup, dataset: str, method: str, 
     return f"per_dataset.{dataset}.train.{key}"
 
 
-def _runs(params: Mapping):
+#: a key's setter: the block that sets `train.<key>` for a run
+Setter = Callable[[str], str]
+
+
+def _runs(params: Mapping) -> Iterator[tuple[str, Setter, dict]]:
     """(run label, setter of a key, effective train section) of every planned run's training."""
     from study.config.params import typed_params
 
@@ -66,8 +71,8 @@ def _runs(params: Mapping):
                         chain.append(parent)
                 for method in chain:
                     raw, _ = train_settings(params, group, method, dataset, cell)
-                    yield (f"{group.group}/{dataset}/{method}",
-                           lambda key, g=group, d=dataset, m=method, c=cell: _setter(params, g, d, m, c, key), raw)
+                    setter = partial(_setter, params, group, dataset, method, cell)
+                    yield f"{group.group}/{dataset}/{method}", setter, raw
     if typed.features is not None:
         train, source = typed.features.train, typed.features.sources.standard.group
         for dataset in next((g.dataset_names[:1] for g in typed.experiments if g.group == source), []):

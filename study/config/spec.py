@@ -4,7 +4,7 @@ holds both the typed settings and the mapping as written.
 
 The mapping as written is the identity: its hash is the run key (and the run id's tail), it
 is what config.json and a record's metadata keep, and a type's defaults are no part of it.
-Below these boundaries the library takes the typed values only (`require` refuses a mapping).
+Below these boundaries the library takes the typed values only (mypy holds its callers to them: `make lint`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from study.config.core import ConfigError
 from study.config.evaluations import EvaluationJob
@@ -97,19 +97,6 @@ def as_written(value: Any) -> Any:
         return {k: as_written(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [as_written(v) for v in value]
-    return value
-
-
-T = TypeVar("T")
-
-
-def require(value: Any, tp: type[T] | tuple[type, ...], what: str) -> T:
-    """`value` where it is of the type; TypeError otherwise: below the boundaries a mapping
-    (an unparsed config) is a caller's mistake, not something to parse again."""
-    if not isinstance(value, tp):
-        names = " or ".join(getattr(t, "__name__", str(t)) for t in (tp if isinstance(tp, tuple) else (tp,)))
-        raise TypeError(f"{what}: expected {names} (parsed where it is read: study.config.spec), "
-                        f"got {type(value).__name__}")
     return value
 
 

@@ -869,7 +869,8 @@ def _where(data: Any, loc: tuple) -> tuple[tuple, Any, Any]:
     """The key path of an error, the value there and the mapping that holds it. Pydantic's
     `loc` also names the union member it tried (`pgd`, `int`): those are no keys of the data."""
     path: tuple = ()
-    value, parent = data, None
+    value = data
+    parent: Mapping | list | None = None
     for i, part in enumerate(loc):
         if isinstance(value, Mapping) and part in value:
             parent, value = value, value[part]

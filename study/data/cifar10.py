@@ -18,6 +18,7 @@ from PIL import Image
 from study.data import archives
 from study.data.classes import CIFAR10_CLASS_NAMES
 from study.data.splits import Splits
+from study.io import member_bytes
 
 CLASS_NAMES = CIFAR10_CLASS_NAMES
 IMAGE_SHAPE = (3, 32, 32)
@@ -86,7 +87,7 @@ def read_pickled_members(archive: Path, wanted: list[str], what: str) -> dict[st
             if member.isfile() and name in wanted:
                 if name in found:
                     raise ValueError(f"{archive} holds {name} twice")
-                found[name] = _unpickle(tar.extractfile(member).read(), name)
+                found[name] = _unpickle(member_bytes(tar, member), name)
     missing = [m for m in wanted if m not in found]
     if missing:
         raise ValueError(f"{archive} lacks {missing}; is it the {what} python archive?")
@@ -168,7 +169,7 @@ def load_cifar10_jpeg(archive: str | Path) -> Splits:
             if f"{split}/{cls}/{fname}" in seen:
                 raise ValueError(f"{archive} holds {split}/{cls}/{fname} twice")
             seen.add(f"{split}/{cls}/{fname}")
-            pixels = _decode_jpeg(tar.extractfile(member).read(), member.name, archive)
+            pixels = _decode_jpeg(member_bytes(tar, member), member.name, archive)
             images[split, cls].append((_image_key(fname), pixels))
 
     empty = [f"{split}/{cls}" for (split, cls), items in images.items() if not items]

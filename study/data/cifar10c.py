@@ -87,7 +87,7 @@ def _bad_checksums(path: Path, spec: ArchiveSpec) -> dict[str, str] | None:
 
 def find_cifar10c(
     raw_dir: str | Path = "data/raw",
-    mirror: str | Path | None = None,
+    mirror: str | os.PathLike | None = None,
     *,
     md5: str | None = None,
     download: bool = True,

@@ -16,6 +16,7 @@ resized to 256, central 224 x 224 crop) and are stored as uint8; at 50,000 image
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from study.data.images import resize_center_crop
 from study.data.placed import IMAGENET_FOLDER, imagenet_roots, locate_imagenet
 from study.data.splits import Splits
 from study.data.tinyimagenet import short_names
+from study.io import member_bytes
 
 NUM_CLASSES = IMAGENET_NUM_CLASSES
 FOLDER = IMAGENET_FOLDER
@@ -77,9 +79,9 @@ def read_devkit(devkit: str | Path) -> tuple[list[str], dict[str, str], list[int
     with tarfile.open(devkit, "r:gz") as tar:
         for member in tar:
             if member.name.endswith("data/meta.mat"):
-                meta = loadmat(tar.extractfile(member), squeeze_me=True)["synsets"]
+                meta = loadmat(io.BytesIO(member_bytes(tar, member)), squeeze_me=True)["synsets"]
             elif member.name.endswith("data/ILSVRC2012_validation_ground_truth.txt"):
-                truth = [int(v) for v in tar.extractfile(member).read().split()]
+                truth = [int(v) for v in member_bytes(tar, member).split()]
     if meta is None or truth is None:
         raise ValueError(f"{devkit} lacks data/meta.mat or data/ILSVRC2012_validation_ground_truth.txt")
     # meta.mat lists the whole WordNet subtree; the classes are its leaves (no children).
@@ -121,7 +123,7 @@ def load_imagenet_tar(
         for member in tar:
             name = member.name.rsplit("/", 1)[-1]
             if member.isfile() and name in wanted:
-                found[name] = resize_center_crop(tar.extractfile(member).read(), f"{val_tar}:{name}",
+                found[name] = resize_center_crop(member_bytes(tar, member), f"{val_tar}:{name}",
                                                  resize, image_size)
     missing = sorted(wanted.keys() - found.keys())
     if missing:

@@ -33,7 +33,7 @@ def resize_center_crop(data: bytes, where: str, resize: int, crop: int) -> np.nd
     w, h = rgb.size
     scale = resize / min(w, h)
     new_w, new_h = max(crop, round(w * scale)), max(crop, round(h * scale))
-    rgb = rgb.resize((new_w, new_h), Image.BILINEAR)
+    rgb = rgb.resize((new_w, new_h), Image.Resampling.BILINEAR)
     left, top = (new_w - crop) // 2, (new_h - crop) // 2
     rgb = rgb.crop((left, top, left + crop, top + crop))
     return np.asarray(rgb, dtype=np.uint8).transpose(2, 0, 1)

@@ -169,7 +169,7 @@ def sources() -> dict[tuple[str, str], DataSource]:
     from study.data.archives import VARIANT_ARCHIVES
     from study.data.synthetic import make_synthetic
 
-    loaders = {
+    loaders: dict[tuple[str, str], Callable[..., Splits]] = {
         ("cifar10", "official"): cifar10.load_cifar10_official,
         ("cifar10", "jpeg"): cifar10.load_cifar10_jpeg,
         ("mnist", "official"): mnist.load_mnist,

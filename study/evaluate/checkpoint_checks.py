@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,6 +30,9 @@ from study.evaluate.checks import (
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.record_names import checkpoint_of
+
+if TYPE_CHECKING:
+    import torch
 from study.run_directory import load_trained_model
 
 
@@ -66,7 +70,7 @@ def check_run(
     eps_factors: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     checkpoint: str = "last",
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
 ) -> dict:
     """Run every check on `checkpoint` ('last', 'best' or 'published') of the run and on its records;
     write checks.json (status, values, the evaluations each check concerns) and checks.csv

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from study.config.spec import ConfigSpec, EvaluationSpec, require
+from study.config.spec import ConfigSpec, EvaluationSpec
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, eval_batch_size, select_device, set_cudnn_benchmark
 from study.evaluate.records import records_frame, write_records
@@ -24,7 +24,7 @@ def evaluate_checkpoint(
     splits: Splits,
     jobs: Sequence[tuple[EvaluationSpec, str | Path]],
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     progress: bool = True,
     shard: tuple[int, int] | None = None,
     checkpoint: str = "last",
@@ -50,7 +50,7 @@ def evaluate_checkpoint(
     model, _ = load_trained_model(run_dir, dev, checkpoint=checkpoint)
     written = []
     for evaluation, out in jobs:
-        job = require(evaluation, EvaluationSpec, "evaluate_checkpoint")
+        job = evaluation
         written.append(evaluate_model(model, splits, job.at(checkpoint, record_name(job.name, checkpoint)), out,
                                       run_id=run_dir.name, run_config=spec, device=dev, progress=progress,
                                       shard=shard))
@@ -73,7 +73,7 @@ def evaluate_model(
     `test_per_class` per class), clean or under attack; shared by trained runs and
     zoo models (study.config.zoo), so both write the same records."""
     out = Path(out)
-    job = require(evaluation, EvaluationSpec, "evaluate_model").config
+    job = evaluation.config
     idx = stratified_subset(splits.test_y, job.test_per_class)
     seed = job.seed
     if shard is not None:
@@ -85,7 +85,8 @@ def evaluate_model(
     images, labels = splits.test_x[idx], splits.test_y[idx]
     device = torch.device(device)
     cudnn_benchmark = set_cudnn_benchmark(device)
-    model = model.to(memory_format=torch.channels_last)  # as training runs it; predict's inputs too
+    # as training runs it; predict's inputs too (torch's stubs of Module.to omit memory_format, which it takes)
+    model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     t0 = time.perf_counter()
     preds = predict(
         model, images, labels,

@@ -41,7 +41,6 @@ from torch import nn
 
 from study.attacks.pgd import pgd_attack
 from study.config.evaluations import PgdEvaluation
-from study.config.spec import require
 from study.data.augment import to_float
 from study.predict import predict
 from study.record_names import split_record_name
@@ -126,7 +125,6 @@ def model_checks(
 ) -> list[Check]:
     """Run the model on uint8 `images` (a small subset, on the model's device) as the
     evaluation does, with `pgd` the reference PGD evaluation (type, norm, eps, alpha, steps)."""
-    require(pgd, PgdEvaluation, "the reference of the checks (a PGD evaluation)")
     x, y = to_float(images), labels
     with torch.no_grad():
         logits = model(x).float()
@@ -207,6 +205,8 @@ def _reproduce_one(model: nn.Module, test_x: torch.Tensor, test_y: torch.Tensor,
     recorded = rows["pred"].to_numpy()
     differ = fresh.pred != recorded
     logits, rows_at = fresh.logits, np.arange(len(rows))
+    if logits is None:  # keep_logits=True above
+        raise RuntimeError("predict kept no logits though asked to")
     valid = (recorded >= 0) & (recorded < logits.shape[1])
     gap = logits[rows_at, fresh.pred] - logits[rows_at, np.where(valid, recorded, 0)]
     # GPU and CPU arithmetic may order two near-equal logits differently: not a different model.

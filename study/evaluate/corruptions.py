@@ -68,7 +68,7 @@ def evaluate_corruptions(
     per_class: int | None = None,
     batch_size: int = 256,
     seed: int = 0,
-    device: str = "cpu",
+    device: str | torch.device = "cpu",
     source: str = "auto",
     raw_dir: str | Path = "data/raw",
     mirror: str | Path | None = None,

@@ -99,15 +99,16 @@ def read_records(path: str | Path, require: tuple[str, ...] = RECORD_METADATA) -
     if not path.exists():
         raise FileNotFoundError(f"evaluation record {path} does not exist; it is made by `study evaluate`")
     table = pq.read_table(path)
-    meta = _metadata(table.schema)
-    require_record_metadata(path, meta, require)
+    meta = require_record_metadata(path, _metadata(table.schema), require)
     return table.to_pandas(), meta
 
 
-def require_record_metadata(path: Path, meta: object, require: tuple[str, ...]) -> None:
-    """One line naming the record and the keys its metadata lacks, and how to make it again."""
+def require_record_metadata(path: Path, meta: object, require: tuple[str, ...]) -> dict:
+    """`meta` ({} where the file holds none and nothing is required); else one line naming the
+    record and the keys its metadata lacks, and how to make it again."""
     missing = list(require) if not isinstance(meta, dict) else [k for k in require if k not in meta]
     if missing:
         raise ValueError(f"{path} lacks the study's record metadata ({', '.join(missing)} missing; the parquet "
                          f"key {_META_KEY.decode()!r} holds it): it was written by other means (a frame saved again "
                          "drops it); remove it and make it again with `study evaluate` (or rerun its job)")
+    return meta if isinstance(meta, dict) else {}

@@ -26,6 +26,7 @@ from study.features.construct import (
     check_kind,
     match_representation,
     other_indices,
+    penultimate,
     relabel,
     relabel_targets,
     representation_distance,
@@ -61,7 +62,7 @@ def construct_chunk(
         rep = settings["representation"]
         x0 = to_float(images[starts].to(device))
         with torch.no_grad():
-            goal = model.features(x)
+            goal = penultimate(model, x)
         before = representation_distance(model, x0, goal)
         out = match_representation(model, x, x0, steps=int(rep["steps"]), step_size=float(rep["step_size"]))
         after = representation_distance(model, out, goal)
@@ -132,7 +133,7 @@ def build_constructed(
 
     images = torch.cat([b["images"] for b in chunks])
     labels = torch.cat([b["labels"] for b in chunks])
-    summary = {"n": int(len(labels))}
+    summary: dict[str, float] = {"n": int(len(labels))}
     if kind in REPRESENTATION_KINDS:
         summary["distance_before"] = float(torch.cat([b["distance_before"] for b in chunks]).mean())
         summary["distance_after"] = float(torch.cat([b["distance_after"] for b in chunks]).mean())

@@ -28,10 +28,19 @@ def check_kind(kind: str) -> None:
         raise ValueError(f"unknown constructed dataset {kind!r}; valid: {', '.join(KINDS)}")
 
 
+def penultimate(model: nn.Module, x: Tensor) -> Tensor:
+    """`model.features(x)`: the penultimate representation every model of the registry has
+    (study.models.registry's contract); a module lookup to mypy, so called only once it is callable."""
+    features = model.features
+    if not callable(features):
+        raise TypeError(f"{type(model).__name__} has no features method (study.models.registry)")
+    return features(x)
+
+
 def representation_distance(model: nn.Module, x: Tensor, goal: Tensor) -> Tensor:
     """Per-sample ||g(x) - goal||_2 with g the model's penultimate representation."""
     with torch.no_grad():
-        return (model.features(x) - goal).flatten(1).norm(dim=1)
+        return (penultimate(model, x) - goal).flatten(1).norm(dim=1)
 
 
 def match_representation(
@@ -45,12 +54,12 @@ def match_representation(
     if model.training:
         raise ValueError("match_representation needs the model in eval mode")
     with torch.no_grad():
-        goal = model.features(x_target)
+        goal = penultimate(model, x_target)
     x = x_start.clone().float()
     with frozen_params(model):
         for _ in range(steps):
             x.requires_grad_(True)
-            loss = (model.features(x) - goal).flatten(1).norm(dim=1).sum()
+            loss = (penultimate(model, x) - goal).flatten(1).norm(dim=1).sum()
             (grad,) = torch.autograd.grad(loss, x)
             norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (x.dim() - 1)))
             x = (x.detach() - step_size * grad / norm).clamp(0.0, 1.0)

@@ -173,12 +173,20 @@ class Figure:
     @property
     def draw(self) -> Callable[..., list[Path]]:
         """The function that draws a panel: its kind's, or its own command's."""
-        return FIGURE_KINDS[self.kind].draw if self.kind else self.own_draw
+        if self.kind:
+            return FIGURE_KINDS[self.kind].draw
+        if self.own_draw is None:  # (__post_init__: a figure has a kind or a command of its own)
+            raise ValueError(f"figure {self.name} has neither a kind nor a draw function of its own")
+        return self.own_draw
 
     @property
     def command(self) -> str:
         """`study COMMAND`: `figure KIND`, or the figure's own command."""
-        return f"figure {self.kind}" if self.kind else self.own_command
+        if self.kind:
+            return f"figure {self.kind}"
+        if self.own_command is None:  # (__post_init__: a figure has a kind or a command of its own)
+            raise ValueError(f"figure {self.name} has neither a kind nor a command of its own")
+        return self.own_command
 
 
 _ACC, _ROBUST, _DISC = "Class-wise accuracy and robustness", "Robustness per class", "Class-wise discrepancy"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,7 +65,7 @@ def subset_evaluations(table: pd.DataFrame, evals: list[str]) -> tuple[dict[str,
     return {e: n for e, n in known.items() if n[1] < full}, full
 
 
-def subset_bar_style(color) -> dict:
+def subset_bar_style(color: str) -> dict[str, Any]:
     """The bar of an evaluation on a subset of the test images: pale, dotted, outlined in its colour."""
     return {"facecolor": to_rgba(color, 0.35), "edgecolor": color, "hatch": SUBSET_HATCH, "linewidth": 0.8}
 
@@ -157,12 +158,14 @@ def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style
     # Tables written before the intervals respected seeds (pooled Wilson) can have the
     # mean over seeds a hair outside its interval; clip so error-bar lengths stay >= 0.
     err = np.vstack([np.clip(acc - lo, 0, None), np.clip(hi - acc, 0, None)])
-    bar_style = {"width": style["width"], "color": style["color"], "linewidth": 0}
+    # keyword arguments of matplotlib's bar, errorbar and scatter (each its own mix of types)
+    bar_style: dict[str, Any] = {"width": style["width"], "color": style["color"], "linewidth": 0}
     if style["subset"]:  # on fewer test images than the other bars
         bar_style = {"width": style["width"], **subset_bar_style(style["color"])}
     if style["marked"]:  # a flagged evaluation's measured value: hatched, an upper bound
         bar_style = {"width": style["width"], **marked_bar_style(style["color"])}
-    err_style = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8, "capsize": 0 if style["many"] else 2}
+    err_style: dict[str, Any] = {"fmt": "none", "ecolor": "black", "elinewidth": 0.8,
+                                 "capsize": 0 if style["many"] else 2}
     top.bar(x, acc, label=style["label"], **bar_style)
     top.errorbar(x, acc, yerr=err, **err_style)
     bottom.bar(x, centred, **bar_style)
@@ -170,7 +173,7 @@ def _draw_eval(top: Axes, bottom: Axes, rows: pd.DataFrame, x: np.ndarray, style
 
 
 def _draw_seed_dots(top: Axes, bottom: Axes, per_seed: pd.DataFrame, x: np.ndarray, many: bool) -> None:
-    dot = {"s": 6 if many else 9, "color": SEED_DOT_COLOR, "zorder": 3, "linewidths": 0}
+    dot: dict[str, Any] = {"s": 6 if many else 9, "color": SEED_DOT_COLOR, "zorder": 3, "linewidths": 0}
     top.scatter(x, per_seed["acc"].to_numpy(dtype=float) * 100, **dot)
     bottom.scatter(x, _per_seed_centered(per_seed).to_numpy(dtype=float) * 100, **dot)
 

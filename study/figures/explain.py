@@ -60,7 +60,7 @@ def rank_panels(table: pd.DataFrame, config: str = "config", evaluations: Sequen
             chosen = next(e for e in prefer if e in have and eval_norm(e, settings.get(e)) == norm)
             parts.setdefault(norm, []).append(run[run["eval"] == chosen])
     panels = {}
-    for norm in sorted(parts, key=lambda n: (n is not None, {"linf": 0, "l2": 1}.get(n, 2))):
+    for norm in sorted(parts, key=lambda n: (n is not None, {"linf": 0, "l2": 1}.get(n or "", 2))):
         part = pd.concat(parts[norm], ignore_index=True)
         wide = class_accuracy_matrix(part, [config])
         evals = ", ".join(eval_name(e, settings.get(e)) for e in dict.fromkeys(part["eval"]))
@@ -130,7 +130,8 @@ def plot_rank_agreement(panels: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
             image = _rank_panel(ax, name, rho, tau, named=left is None or list(left) != list(rho.index))
             draw_caveat(ax, _mixed_norms(name) or caveat)
         hide_unused(axes, len(panels))
-        fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label="rank correlation of class accuracies")
+        if image is not None:
+            fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label="rank correlation of class accuracies")
         fig.supxlabel("\n".join(filter(None, ["columns: the configurations numbered as in the rows", left_out])),
                       fontsize=8)
         fig.suptitle(with_recipe(display_title(title) if title else "rank agreement of class accuracies", recipe,
@@ -166,7 +167,8 @@ def _class_panels(panels: Mapping[str, np.ndarray], class_names: Sequence[str], 
             ax.set_title(panel_title(name))
             draw_caveat(ax, caveat)
         hide_unused(axes, len(panels))
-        fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label=style["bar_label"])
+        if image is not None:
+            fig.colorbar(image, ax=list(axes[: len(panels)]), shrink=0.6, label=style["bar_label"])
         fig.suptitle(with_recipe(display_title(title), recipe, fig.get_figwidth()))
     return fig
 

@@ -5,7 +5,7 @@ configuration and the trust rule serve figure 8 too (fig08_rank_agreement)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,7 +82,8 @@ def discrepancy_figure(table: pd.DataFrame, by: str, evaluations: Sequence[str] 
         table["setting"] = table.apply(setting_label, axis=1)
     table, flagged = counted_rows(with_roles(table, [by, "method"], evaluations), "discrepancy")
     summary = discrepancy_summary(table, by=[by, "method", "role", "eval"])
-    pretty = {"dataset": dataset_name, "model": model_name, "setting": str}[by]
+    names: dict[str, Callable[[str], str]] = {"dataset": dataset_name, "model": model_name, "setting": str}
+    pretty = names[by]
     left_out = left_out_note(flagged, [by, "method", "eval"], lambda k: " · ".join(
         [pretty(str(k[0])), method_name(str(k[1])), eval_name(str(k[2]))]))
     labels = {}

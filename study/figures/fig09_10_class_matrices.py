@@ -45,17 +45,18 @@ def _class_matrices(records: Sequence[str | Path], matrix) -> tuple[dict, list[s
 
     per_eval: dict[str, list[np.ndarray]] = {}
     sizes: dict[str, list[int]] = {}
-    meta0 = None
     metas = []
     for path in records:
         frame, meta = read_records(path)
         metas.append(meta)
-        meta0 = meta0 or meta
-        if meta["class_names"] != meta0["class_names"]:
+        if meta["class_names"] != metas[0]["class_names"]:
             raise ValueError(f"{path} has other classes than {records[0]}; draw one dataset per figure")
         per_eval.setdefault(meta["evaluation"]["name"], []).append(matrix(frame, len(meta["class_names"])))
         per_class = frame["label"].value_counts()
         sizes.setdefault(meta["evaluation"]["name"], []).append(int(per_class.min()) if len(per_class) else 0)
+    if not metas:
+        raise ValueError("no records to draw a class matrix of")
+    meta0 = metas[0]
     order = sorted(per_eval, key=lambda e: e != "clean")
     # A panel scored on fewer test images per class than another (AutoAttack on a subset) names its n:
     # its shares move in steps of 1/n and stand on other images than the full panels'.

@@ -22,6 +22,7 @@ class Run(Protocol):  # study.config.RunSpec
     groups: list[str]
     evaluations: list[str]
     kinds: list[str]
+    checkpoints: list[str]
 
     @property
     def config(self) -> Mapping: ...
@@ -156,7 +157,7 @@ def mitigation(runs: Sequence[Run], controls: Callable[[list[str]], dict[str, st
     return out
 
 
-def zoo(runs: Sequence[Run], robust: dict, reference: str | None = None) -> Panels:
+def zoo(runs: Sequence[Run], robust: Mapping[str, str], reference: str | None = None) -> Panels:
     """Figures 15-17: per (dataset evaluated on, RobustBench threat model), the zoo runs with
     that threat model's robust evaluation (zoo.figure_evaluations); `reference` (figure 16) is
     the study's class-wise table, for our PGD-AT runs beside the zoo."""

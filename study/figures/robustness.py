@@ -4,6 +4,7 @@ scores (figure 11) and class-wise standard and robust error (figure 3)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -209,7 +210,7 @@ def plot_frl_errors(table: pd.DataFrame, title: str, *, eval_settings: Mapping[s
             attack = f"\nrobust error under {eval_name(ev, settings.get(ev))}" if ev else ""
             ax.set_title(method_name(method) + attack)
             percent_axis(ax, "error (%)")
-            draw_caveat(ax, resolve_caveat(caveat, lambda rows=rows: _frl_caveat(rows, len(classes))))
+            draw_caveat(ax, resolve_caveat(caveat, partial(_frl_caveat, rows, len(classes))))
         hide_unused(axes, len(panels))
         handles = {lab: h for ax in axes for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
         fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=2, frameon=False,

@@ -11,12 +11,14 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 from study import labels
 from study.io import atomic_path
@@ -26,7 +28,7 @@ from study.record_names import split_record_name
 
 # Applied through rc_context only while a figure is being built, so importing this
 # package never changes the caller's matplotlib settings.
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -299,7 +301,8 @@ def draw_caveat(ax: Axes, text: str | None) -> None:
     if not text:
         return
     note = "⚠ " + text
-    for title in (ax.title, ax._left_title):  # matplotlib keeps the left title only privately
+    # matplotlib keeps the left title's Text only privately (its stubs declare no _left_title)
+    for title in (ax.title, ax._left_title):  # type: ignore[attr-defined]
         if title.get_text():
             title.set_text(f"{title.get_text()}\n{note}")  # keeps the title's own size and colour
             return

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 from matplotlib.colors import to_rgba
@@ -45,7 +46,7 @@ def counted_or_marked(table: pd.DataFrame, key: str = "eval") -> tuple[pd.DataFr
     return table[keep], marked, table[~keep]
 
 
-def marked_bar_style(color) -> dict:
+def marked_bar_style(color: str) -> dict[str, Any]:
     """The bar of a flagged evaluation drawn from its measured value: hatched in its colour, pale."""
     return {"facecolor": to_rgba(color, 0.25), "edgecolor": color, "hatch": HATCH, "linewidth": 0.8}
 

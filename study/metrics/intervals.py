@@ -8,10 +8,12 @@ where the normal interval leaves [0, 1] or collapses to a point.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import pandas as pd
 
-ArrayLike = float | int | np.ndarray | pd.Series
+ArrayLike: TypeAlias = float | int | np.ndarray | pd.Series
 
 
 def wilson_interval(

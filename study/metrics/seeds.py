@@ -148,7 +148,7 @@ def _t(z: float, df: float) -> float:
     return float(stats.t.ppf(NormalDist().cdf(z), df))
 
 
-def whole_test_set_interval(values: Sequence[float], n: float, whole_test_set: bool,
+def whole_test_set_interval(values: Sequence[float] | np.ndarray, n: float, whole_test_set: bool,
                             z: float = 1.96, unseen_sd: float = 0.0) -> tuple[float, float]:
     """95% interval (at `z`) of the mean of per-seed accuracies `values`, each measured on `n`
     test samples: over seeds alone where `whole_test_set` and there are two or more seeds, else
@@ -173,7 +173,8 @@ def whole_test_set_interval(values: Sequence[float], n: float, whole_test_set: b
     return float(lo), float(hi)
 
 
-def difference_interval(a: Sequence[float], a_n: float, b: Sequence[float], b_n: float, whole_test_set: bool,
+def difference_interval(a: Sequence[float] | np.ndarray, a_n: float, b: Sequence[float] | np.ndarray, b_n: float,
+                        whole_test_set: bool,
                         z: float = 1.96, unseen_sd: float = 0.0) -> tuple[float, float, float]:
     """(mean(a) - mean(b), lo, hi): the difference of two methods' per-seed accuracies. Whole test
     set, two or more seeds each: Welch's t interval (Welch-Satterthwaite degrees of freedom). Else

@@ -25,13 +25,13 @@ def worst_count(num_classes: int, fraction: float = WORST_FRACTION) -> int:
 def worst_value(acc: np.ndarray | Sequence[float], axis: int = -1, fraction: float = WORST_FRACTION) -> np.ndarray:
     """Mean of the weakest `worst_count` classes along `axis` (the classes); NaN classes are
     left out of a 1-D input."""
-    acc = np.asarray(acc, dtype=float)
-    if acc.ndim == 1:
-        acc = acc[~np.isnan(acc)]
-        if not acc.size:
+    values = np.asarray(acc, dtype=float)
+    if values.ndim == 1:
+        values = values[~np.isnan(values)]
+        if not values.size:
             raise ValueError("no class values")
-    k = worst_count(acc.shape[axis], fraction)
-    return np.sort(acc, axis=axis).take(range(k), axis=axis).mean(axis=axis)
+    k = worst_count(values.shape[axis], fraction)
+    return np.sort(values, axis=axis).take(range(k), axis=axis).mean(axis=axis)
 
 
 def worst_fraction_mean(values: Sequence[float], fraction: float = WORST_FRACTION) -> float:
@@ -39,7 +39,7 @@ def worst_fraction_mean(values: Sequence[float], fraction: float = WORST_FRACTIO
     return float(worst_value(values, fraction=fraction))
 
 
-def weakest_class(values: Sequence[float]) -> int:
+def weakest_class(values: Sequence[float] | np.ndarray) -> int:
     """Index of the single weakest class (the first on ties), NaNs ignored."""
     vals = np.asarray(values, dtype=float)
     if not np.isfinite(vals).any():

@@ -78,7 +78,7 @@ class GoogLeNet(nn.Module):
         layers: list[nn.Module] = [ConvBN(in_channels, 192, 3)]
         prev = 192
         for spec in _GOOGLENET:
-            if spec == "pool":
+            if isinstance(spec, str):  # "pool"
                 layers.append(nn.MaxPool2d(3, 2, padding=1))
                 continue
             layers.append(googlenet_block(prev, *spec))

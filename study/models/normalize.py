@@ -20,6 +20,9 @@ class Normalize(nn.Module):
     state dict but are never trained.
     """
 
+    mean: Tensor  # (1, C, 1, 1) buffers: register_buffer below
+    std: Tensor
+
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
         super().__init__()
         mean, std = [float(m) for m in mean], [float(s) for s in std]

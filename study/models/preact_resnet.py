@@ -8,6 +8,7 @@ stages, which is how WRN-28-10 is built here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -71,11 +72,14 @@ class PreActResNet(nn.Module):
         return self.fc(self.features(x))
 
 
+ModelT = TypeVar("ModelT", bound=nn.Module)
+
+
 def preact_resnet18(num_classes: int, in_channels: int, normalize: Normalize) -> PreActResNet:
     return PreActResNet((2, 2, 2, 2), num_classes, in_channels, normalize)
 
 
-def wide_resnet_init(model: nn.Module) -> nn.Module:
+def wide_resnet_init(model: ModelT) -> ModelT:
     """The initialization of the wide ResNets of the reference codes (yaodongyu/TRADES
     models/wideresnet.py, locuslab/robust_overfitting wideresnet.py): convolutions He-normal
     over fan_out (std sqrt(2 / (k * k * out_channels))), BatchNorm weight 1 and bias 0, the

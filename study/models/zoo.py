@@ -28,6 +28,7 @@ robustbench and torchvision are imported inside the loaders only (seconds: timm,
 
 from __future__ import annotations
 
+import email.message
 import os
 import re
 import socket
@@ -271,7 +272,7 @@ def _torchvision_file(entry: ZooEntry, weights_dir: str | os.PathLike | None) ->
             f"weights of {entry.describe()} not found: expected the file {path} ({entry.file} in the weights "
             f"folder, torchvision's state dict of {entry.name}). The official copy: the url of "
             f"torchvision.models.get_model_weights({entry.name!r}) (https://download.pytorch.org/models/"
-            f"{Path(entry.file).name}); copy it there. The folder is the config key {WEIGHTS_CONFIG_KEY} or "
+            f"{path.name}); copy it there. The folder is the config key {WEIGHTS_CONFIG_KEY} or "
             f"${WEIGHTS_ENV}.")
     return path
 
@@ -435,9 +436,12 @@ def reported_accuracy() -> dict[tuple[str, str, str], dict[str, float]]:
     from importlib import metadata
 
     try:
-        text = metadata.metadata("robustbench").get_payload() or ""
+        meta = metadata.metadata("robustbench")
+        # (an email Message, whose payload is the README: the PackageMetadata protocol names no payload)
+        payload = meta.get_payload() if isinstance(meta, email.message.Message) else None
     except metadata.PackageNotFoundError:
         return {}
+    text = payload if isinstance(payload, str) else ""
     out: dict[tuple[str, str, str], dict[str, float]] = {}
     dataset = threat = None
     for line in text.splitlines():

@@ -114,7 +114,7 @@ class Row:
             return None
         if not self.difference_of:
             return p.value
-        return p.value - BY_ID[p.baseline].value
+        return p.number - BY_ID[p.baseline_id].number
 
     @property
     def published_sd(self) -> float | None:
@@ -123,7 +123,7 @@ class Row:
             return None
         if not self.difference_of:
             return p.sd
-        base = BY_ID[p.baseline]
+        base = BY_ID[p.baseline_id]
         return math.hypot(p.sd, base.sd) if p.sd is not None and base.sd is not None else None
 
     @property
@@ -135,7 +135,8 @@ class Row:
     def verdict_word(self) -> str:
         """The one verdict the summary counts (a difference row: its size; a claim of a direction:
         its direction), or why the row is not compared."""
-        if self.estimate is None:
+        estimate = self.estimate
+        if estimate is None:
             return NO_VALUE if self.setting else NOT_IN_PRESET
         if self.flagged:
             return FLAGGED
@@ -148,7 +149,7 @@ class Row:
             return self.direction
         if self.differences and not self._order_at_reduced_scale:
             return RECIPE_DIFFERS
-        return self._compare()
+        return self._compare(estimate)
 
     @property
     def _order_at_reduced_scale(self) -> bool:
@@ -174,19 +175,28 @@ class Row:
         e, p = self.estimate, self.published
         if e is None or not (p.direction or self.difference_of):
             return ""
-        sign = p.direction or (1 if self.published_value > 0 else -1 if self.published_value < 0 else 0)
+        published = 0.0 if p.direction else self.published_number
+        sign = p.direction or (1 if published > 0 else -1 if published < 0 else 0)
         # a published difference of exactly 0 claims no direction to show
         return verdicts.direction_verdict(e.lo, e.hi, sign) if sign else verdicts.INCONCLUSIVE
 
-    def _compare(self) -> str:
-        e, statistic = self.estimate, self.published.statistic
+    @property
+    def published_number(self) -> float:
+        """The published value (or difference) of a row that is no direction claim."""
+        value = self.published_value
+        if value is None:
+            raise ValueError(f"published row {self.published.id} is a direction claim: it holds no value")
+        return value
+
+    def _compare(self, e: Estimate) -> str:
+        statistic = self.published.statistic
         if statistic == "rank":
             return verdicts.ranking_verdict(e.p_value, e.lo, e.hi, e.detectable)
         if statistic == "weakest":
             return verdicts.weakest_verdict(e.value)
         if self.difference_of:
-            return verdicts.size_verdict(e.value, e.lo, e.hi, self.published_value, self.published_sd)
-        return verdicts.value_verdict(e.lo, e.hi, self.published_value, self.published_sd)
+            return verdicts.size_verdict(e.value, e.lo, e.hi, self.published_number, self.published_sd)
+        return verdicts.value_verdict(e.lo, e.hi, self.published_number, self.published_sd)
 
     @property
     def detectable(self) -> float | None:
@@ -204,12 +214,13 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
     seeds = per_seed(rows)
     whole = whole_test_set(p, rows)
     classes: tuple[ClassAccuracy, ...] = ()
+    estimate: Estimate | None
     if p.statistic == "mean":
         estimate = accuracy_estimate(seeds["mean"], seeds["n"], whole, "mean")
     elif p.statistic == "worst":
         estimate = accuracy_estimate(seeds["worst"], seeds["worst_n"], whole, "worst")
     elif p.statistic == "class":
-        estimate = class_estimate(rows, p.class_name, whole)
+        estimate = class_estimate(rows, p.named_class, whole)
         if estimate is None:
             differences = (*differences, f"no class {p.class_name} in these runs")
     else:
@@ -217,7 +228,7 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
         classes = tuple(ClassAccuracy(str(r.class_name), float(r.acc), float(r.ci_lo), float(r.ci_hi))
                         for r in by_class.itertuples())
         if p.statistic == "weakest":
-            estimate = weakest_probability(rows, p.class_name)
+            estimate = weakest_probability(rows, p.named_class)
             if estimate is None:
                 differences = (*differences, f"no class {p.class_name} in these runs")
         else:
@@ -252,7 +263,7 @@ def _pair_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataF
         whole = whole_test_set(p, rows) and whole_test_set(p, base)
         estimate = difference_estimate(ours[column], ours[n], theirs[column], theirs[n], whole, column)
     base_name = str(base["method"].iloc[0])
-    published_control = p.control if p.direction else BY_ID[p.baseline].method
+    published_control = p.control_method if p.direction else BY_ID[p.baseline_id].method
     # a claim reads the study's own checkpoint, so no published protocol stands beside it
     protocol = () if p.direction else protocol_differences(p, rows, plan)
     stated = (*differences, *redefinitions(params, p, method).all,

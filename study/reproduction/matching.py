@@ -41,7 +41,13 @@ from study.record_names import split_record_name, table_checkpoints
 from study.run_directory import SETTING_COLUMNS
 
 PUBLISHED_EPS = 8 / 255
-PUBLISHED_RECIPE = {"optimizer": "sgd", "schedule": "step", "weight_decay": 5e-4}
+class PublishedOptimizer(NamedTuple):
+    optimizer: str
+    schedule: str
+    weight_decay: float
+
+
+PUBLISHED_RECIPE = PublishedOptimizer(optimizer="sgd", schedule="step", weight_decay=5e-4)
 # Where a preset has no evaluation of the published kind, the one that stands in (a recipe difference).
 STAND_IN = {"autoattack": "pgd"}
 #: the checkpoint chosen on the test set by the paper's rule (the `published` selection protocol)
@@ -192,8 +198,8 @@ def _variant_difference(p: Published, first: pd.Series) -> tuple[str, ...]:
 
 
 def _optimizer_difference(first: pd.Series) -> tuple[str, ...]:
-    if (first["optimizer"], first["schedule"]) != (PUBLISHED_RECIPE["optimizer"], PUBLISHED_RECIPE["schedule"]) \
-            or not math.isclose(float(first["weight_decay"]), PUBLISHED_RECIPE["weight_decay"]):
+    if (first["optimizer"], first["schedule"]) != (PUBLISHED_RECIPE.optimizer, PUBLISHED_RECIPE.schedule) \
+            or not math.isclose(float(first["weight_decay"]), PUBLISHED_RECIPE.weight_decay):
         return (f"{first['optimizer']}, {first['schedule']} schedule, weight decay {float(first['weight_decay']):g}"
                 ", not SGD, step, 5e-4",)
     return ()
@@ -317,7 +323,7 @@ def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
         entry, adversary = method_entry(params, method), resolved_method(params, method).adversary
     except ConfigError:
         return Redefinitions()
-    attack = ()
+    attack: tuple[str, ...] = ()
     if p.recipe.train_attack is not None and adversary is not None:
         steps, alpha = p.recipe.train_attack
         ours_alpha = float(adversary.alpha)
@@ -326,8 +332,8 @@ def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
             start = " from a uniform random start (FGSM-RS)" if fgsm_rs else ""
             attack = (f"training attack {_attack_text(adversary.steps, ours_alpha)}{start}, "
                       f"not {_attack_text(steps, alpha)}",)
-    start = () if entry.init_from is None else (f"fine-tunes the {entry.init_from} run, not trained from scratch",)
-    return Redefinitions(attack, start)
+    fine_tunes = () if entry.init_from is None else (f"fine-tunes the {entry.init_from} run, not trained from scratch",)
+    return Redefinitions(attack, fine_tunes)
 
 
 def control_substitution(params: Mapping, published: str, control: str) -> tuple[str, ...]:

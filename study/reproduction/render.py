@@ -43,7 +43,7 @@ def _published_text(row: Row) -> str:
     if p.direction:
         text = f"{p.method} minus {p.control} {'>' if p.direction > 0 else '<'} 0"
         return text + _BASIS_TEXT.get(p.basis, "")
-    value, sd = row.published_value, row.published_sd
+    value, sd = row.published_number, row.published_sd
     if row.difference_of:
         text = f"{100 * value:+.1f} pts"
     else:

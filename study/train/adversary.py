@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import torch
 
-from study.config.spec import require
 from study.config.types import Adversary as AdversaryConfig
 
 
@@ -47,8 +46,6 @@ class Adversary:
     study.config.types.Adversary's."""
 
     def __init__(self, cfg: AdversaryConfig | None):
-        if cfg is not None:
-            require(cfg, AdversaryConfig, "Adversary")
         self.cfg: AdversaryConfig | None = cfg
         if self.cfg is not None and self.cfg.step_noise and self.cfg.type != "fat":
             raise ValueError(f"step_noise (FAT's omega) needs adversary type fat, got {self.cfg.type!r}")
@@ -63,6 +60,8 @@ class Adversary:
 
     def step_sizes(self, eps: torch.Tensor) -> torch.Tensor:
         """Each sample's step size for per-sample radii `eps` (B,), by `alpha_scaling`."""
+        if self.cfg is None:
+            raise ValueError("step sizes belong to a training attack; this method trains on the clean batch")
         alpha, base = self.cfg.alpha, self.cfg.eps
         if base <= 0:
             return torch.full_like(eps, alpha)

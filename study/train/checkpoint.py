@@ -27,7 +27,8 @@ def tensor_digest(named: Iterable[tuple[str, Any]]) -> str:
         if isinstance(value, torch.Tensor):
             array = value.detach().cpu().contiguous().reshape(-1)  # (a 0-d tensor has no byte view)
             digest.update(f"{array.dtype}{tuple(value.shape)}".encode())
-            digest.update(array.view(torch.uint8).numpy() if array.numel() else b"")
+            if array.numel():
+                digest.update(array.view(torch.uint8).numpy().tobytes())
         else:
             digest.update(repr(value).encode())
     return digest.hexdigest()
@@ -46,7 +47,8 @@ def place_copy(src: Path, dest: Path) -> None:
 
 
 def rng_state(cpu_gen: torch.Generator, dev_gen: torch.Generator) -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "cpu_gen": cpu_gen.get_state(), "dev_gen": dev_gen.get_state()}
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "cpu_gen": cpu_gen.get_state(),
+                             "dev_gen": dev_gen.get_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from study.config.spec import ConfigSpec, require
+from study.config.spec import ConfigSpec
 from study.data.splits import Splits
 from study.device import describe, set_numerics_threads, set_tf32, tf32_flags
 from study.io import atomic_write_json
@@ -51,7 +51,7 @@ from study.run_directory import (
 )
 from study.train.checkpoint import place_copy, rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
-from study.train.policies import EpochStats
+from study.train.policies import EMA, FAWA, EpochStats
 from study.train.published_protocol import choose_published
 from study.train.records import EPOCH_COLUMNS, class_accuracy, epoch_line, epoch_rows, validate, write_epochs_csv
 from study.train.selection import best_on_validation, selection_of, validation_score
@@ -83,7 +83,7 @@ def train_run(
     splits: Splits,
     run_dir: str | Path,
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     stop_after: int | None = None,
     progress: bool = True,
     init_from: str | Path | None = None,
@@ -101,7 +101,7 @@ def train(
     splits: Splits,
     run_dir: str | Path,
     *,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     stop_after: int | None = None,
     progress: bool = True,
     init_from: str | Path | None = None,
@@ -120,7 +120,7 @@ def train(
     epoch starts: a caller that stops or observes a run at a known point (a killed-job test)
     needs no timing race with the training loop."""
     run_dir = Path(run_dir)
-    run = require(spec, ConfigSpec, "train").trained
+    run = spec.trained
     check_data(run, splits)
     run_dir.mkdir(parents=True, exist_ok=True)
     check_run_dir(run_dir, spec)
@@ -187,7 +187,8 @@ def end_epoch(state: RunState, epoch: int, totals: EpochTotals, policy_state: Ep
         keep_published(state, epoch, out_model)
 
 
-def choose_best(state: RunState, epoch: int, val_out, out_model, has_attack: bool) -> None:
+def choose_best(state: RunState, epoch: int, val_out: EpochStats, out_model: torch.nn.Module,
+                has_attack: bool) -> None:
     """Keep `model_best.pt` by the run's selection rule on validation (its experiment group's,
     the same for every method of the comparison; ties keep the earlier epoch) and record every
     epoch's score parts in validation.json."""
@@ -209,14 +210,16 @@ def keep_published(state: RunState, epoch: int, out_model: torch.nn.Module) -> i
     """Keep `model_published.pt` by the published protocol on the test subset's records so far,
     and its evidence (every epoch's index, the candidates, the choice) in published.json. The
     choice is recomputed from the records, which a resumed run has, so no state of its own is
-    saved; an earlier epoch's choice stays on disk from that epoch. Returns the chosen epoch."""
-    run = state.run
-    choice = choose_published(state.records, state.epochs, run.published_selection)
+    saved; an earlier epoch's choice stays on disk from that epoch. Returns the chosen epoch (None: no protocol)."""
+    run, rule = state.run, state.run.published_selection
+    if rule is None:
+        return None
+    choice = choose_published(state.records, state.epochs, rule)
     if choice.chosen_epoch == epoch:
         keep_model(state, "published", out_model, epoch)
     attack = run.epoch_eval.attack.model_dump() if run.epoch_eval.attack is not None else None
     atomic_write_json(state.run_dir / PUBLISHED_FILE,
-                      choice.record(run.published_selection, state.epochs, attack, run.epoch_eval.per_class))
+                      choice.record(rule, state.epochs, attack, run.epoch_eval.per_class))
     return choice.chosen_epoch
 
 
@@ -275,7 +278,7 @@ def averaging_report(state: RunState) -> dict | None:
     whose averaging accepted none is its un-averaged version: one warning line on stderr, and
     the report in validation.json and meta.json, so that no table takes it for averaged."""
     averaging = state.policies.averaging
-    if not averaging.active:
+    if not isinstance(averaging, EMA):  # the averaging methods (FAWA is an EMA)
         return None
     accepted = sorted({int(r["epoch"]) for r in state.records if r["averaged"]})
     averaging_type = state.run.method_config.averaging.type if state.run.method_config.averaging else None
@@ -284,7 +287,7 @@ def averaging_report(state: RunState) -> dict | None:
               "never_accepted": not accepted}
     if not accepted:
         rule = (f"worst-class validation robust accuracy never reached {averaging.threshold:g}"
-                if hasattr(averaging, "threshold") else "no epoch reached its start")
+                if isinstance(averaging, FAWA) else "no epoch reached its start")
         _log(f"warning: run {state.run_dir.name}: {report['type']} averaging accepted no epoch ({rule} from epoch "
              f"{averaging.start_epoch}); model.pt and model_best.pt are the un-averaged model")
     if state.has_validation:
@@ -308,7 +311,7 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         "train_loop_seconds": state.loop_timings,
         "train_seconds": float(sum(state.timings)),
         "train_images": int(state.x_train.shape[0]),
-        "validation_images": int(state.y_val.numel()) if has_val else 0,
+        "validation_images": int(state.y_val.numel()) if state.y_val is not None else 0,
         "best_epoch": state.best["epoch"] if has_val else None,
         "best_val_score": state.best["score"] if has_val else None,
         # model_published.pt's epoch (the published protocol, on the test subset; published.json)

@@ -16,7 +16,6 @@ from itertools import chain
 
 import torch
 
-from study.config.spec import require
 from study.config.types import OptimizerSettings, ScheduleSettings
 
 LrFactor = Callable[[int], float]
@@ -51,7 +50,7 @@ class OptimizerState:
             raise ValueError("the saved optimizer state has other parameter groups than this model's")
         by_index = dict(zip(chain.from_iterable(g["params"] for g in groups), self._params(), strict=True))
 
-        def placed(p: torch.Tensor, key: str, value):
+        def placed(p: torch.Tensor, key: str, value: object) -> object:
             if not isinstance(value, torch.Tensor):
                 return value
             # as torch.optim does: buffers take the parameter's device and dtype, a step count its device
@@ -80,9 +79,8 @@ def _adam(params: Iterable, opt: OptimizerSettings) -> OptimizerState:
 OPTIMIZERS: dict[str, Callable[[Iterable, OptimizerSettings], OptimizerState]] = {"sgd": _sgd, "adam": _adam}
 
 
-def build_optimizer(params, opt: OptimizerSettings) -> OptimizerState:
+def build_optimizer(params: Iterable[torch.Tensor], opt: OptimizerSettings) -> OptimizerState:
     """The optimizer a run config's `optimizer` names (its defaults: study.config.types)."""
-    require(opt, OptimizerSettings, "build_optimizer")
     return OPTIMIZERS[opt.name](params, opt)
 
 
@@ -123,7 +121,6 @@ SCHEDULES: dict[str, Callable[[ScheduleSettings, int, int], LrFactor]] = {
 
 def lr_factor(schedule: ScheduleSettings, epochs: int, iters_per_epoch: int) -> LrFactor:
     """Multiplier of the base lr at a given iteration (the schedule's defaults: study.config.types)."""
-    require(schedule, ScheduleSettings, "lr_factor")
     return SCHEDULES[schedule.name](schedule, epochs, iters_per_epoch)
 
 

@@ -21,7 +21,8 @@ from study.metrics.worst import weakest_class
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
-from study.train.policies.loss import trades_kl
+from study.train.policies.loss import TradesLoss, trades_kl
+from study.train.policies.weights import WATWeights
 from study.train.setup import RunState
 
 EPOCH_COLUMNS = [
@@ -34,7 +35,8 @@ EPOCH_COLUMNS = [
 
 
 def class_accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, attack: AnyEvaluation | None,
-                   dev: torch.device, seed: int, num_classes: int):
+                   dev: torch.device, seed: int, num_classes: int
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(n, clean correct, robust correct or None) per class, as float64 CPU tensors."""
     labels_np = labels.numpy()
     clean = predict(model, images, labels, attack=None, device=dev, seed=seed)
@@ -42,24 +44,27 @@ def class_accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.T
     robust_ok = None
     if attack:
         robust = predict(model, images, labels, attack=attack, device=dev, seed=seed)
-        _, robust_ok = class_counts(robust.pred, labels_np, num_classes)
-        robust_ok = torch.as_tensor(robust_ok, dtype=torch.float64)
+        robust_ok = torch.as_tensor(class_counts(robust.pred, labels_np, num_classes)[1], dtype=torch.float64)
     return (torch.as_tensor(n, dtype=torch.float64), torch.as_tensor(clean_ok, dtype=torch.float64), robust_ok)
 
 
 def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> EpochStats:
     """`stats` with the validation accuracies of `model` filled in (unchanged without a split)."""
-    if not state.has_validation:
+    x_val, y_val = state.x_val, state.y_val
+    if x_val is None or y_val is None:
         return stats
     epoch_eval = state.run.epoch_eval
     attack = epoch_eval.validation_attack or epoch_eval.attack
-    val_n, clean_ok, robust_ok = class_accuracy(model, state.x_val, state.y_val, attack, state.dev, state.run.seed,
+    val_n, clean_ok, robust_ok = class_accuracy(model, x_val, y_val, attack, state.dev, state.run.seed,
                                                 state.num_classes)
     cost = stats.val_cost
     # WAT's costs are the trained model's (not an averaged copy's): the policies update from them
-    if getattr(state.policies.weights, "needs_validation_losses", False) and model is state.model:
-        cost = trades_validation_cost(model, state.x_val, state.y_val, state.adversary.cfg,
-                                      float(state.policies.loss.beta), state.num_classes, state.dev, state.run.seed)
+    if isinstance(state.policies.weights, WATWeights) and model is state.model:
+        loss, adversary = state.policies.loss, state.adversary.cfg
+        if not isinstance(loss, TradesLoss) or adversary is None:
+            raise ValueError("validation losses (WAT) need the TRADES loss and a training attack")
+        cost = trades_validation_cost(model, x_val, y_val, adversary, float(loss.beta), state.num_classes, state.dev,
+                                      state.run.seed)
     return dataclasses.replace(stats, val_n=val_n, val_clean_correct=clean_ok, val_robust_correct=robust_ok,
                                val_cost=cost)
 
@@ -84,9 +89,12 @@ def trades_validation_cost(model: torch.nn.Module, images: torch.Tensor, labels:
             y = labels[start : start + batch_size].to(dev).long()
             with torch.no_grad():
                 clean = model(x).float()
+
+            def kl_to_clean(logits: torch.Tensor, _y: torch.Tensor, clean: torch.Tensor = clean) -> torch.Tensor:
+                return trades_kl(logits, clean)
+
             x_adv = pgd_attack(model, x, y, eps=adversary.eps, alpha=adversary.alpha, steps=adversary.steps,
-                               norm=adversary.norm, loss=lambda logits, _y, clean=clean: trades_kl(logits, clean),
-                               start_std=start_std, generator=generator)
+                               norm=adversary.norm, loss=kl_to_clean, start_std=start_std, generator=generator)
             with torch.no_grad():
                 per_sample = F.cross_entropy(clean, y, reduction="none") + beta * trades_kl(model(x_adv).float(), clean)
             sums.index_add_(0, y, per_sample.double())
@@ -108,7 +116,7 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
     lr = state.scheduler.get_last_lr()[0]
     count, correct, loss = totals.count.cpu().numpy(), totals.correct.cpu().numpy(), totals.loss.cpu().numpy()
     cfp = stats.train_cfp
-    has_val = state.has_validation
+    val_n = stats.val_n
     rows = []
     for c in range(state.num_classes):
         rows.append({
@@ -127,9 +135,9 @@ def epoch_rows(state: RunState, epoch: int, totals: EpochTotals, stats: EpochSta
             "weight_boundary": float(policy_state.w_bndy[c]),
             "beta": float(policy_state.class_beta[c]),
             "cfp": float(cfp[c]),
-            "val_n": int(stats.val_n[c]) if has_val else 0,
-            "val_clean_acc": float(val_out.val_clean_acc[c]) if has_val else float("nan"),
-            "val_robust_acc": float(val_out.val_robust_acc[c]) if has_val else float("nan"),
+            "val_n": int(val_n[c]) if val_n is not None else 0,
+            "val_clean_acc": float(val_out.val_clean_acc[c]) if val_n is not None else float("nan"),
+            "val_robust_acc": float(val_out.val_robust_acc[c]) if val_n is not None else float("nan"),
             "averaged": int(averaged),
         })
     return rows

@@ -58,9 +58,10 @@ def selection_of(run: RunConfig) -> dict:
 def validation_score(val_out: EpochStats, has_attack: bool, score: str = "mean") -> dict:
     """The parts and the value of the best checkpoint's criterion on the validation split:
     robust accuracy (clean accuracy without an epoch attack), never the test set."""
-    correct = val_out.val_robust_correct if has_attack else val_out.val_clean_correct
-    mean = float(correct.sum() / val_out.val_n.sum())
-    worst = float(worst_value((correct / val_out.val_n.clamp_min(1)).numpy()))
+    n, clean, robust = val_out.validation_counts("the validation score")
+    correct = robust if has_attack else clean
+    mean = float(correct.sum() / n.sum())
+    worst = float(worst_value((correct / n.clamp_min(1)).numpy()))
     return {"mean": mean, "worst": worst, "score": index_value(mean, worst, score)}
 
 

@@ -69,7 +69,7 @@ class RunState:
     @property
     def run(self) -> RunConfig:
         """The run config, typed: what the training reads (a trained run's: `train` checked it)."""
-        return self.spec.config
+        return self.spec.trained
 
     @property
     def epochs(self) -> int:
@@ -92,6 +92,8 @@ class RunState:
         """The model a checkpoint stands for: the averaged one where the method averages."""
         if self.policies.averaging.average is None:
             return self.model
+        if self.shadow is None:
+            raise RuntimeError("an averaging method's run state has no shadow model to hold the average")
         self.shadow.load_state_dict(self.policies.averaging.average)
         return self.shadow
 
@@ -116,18 +118,12 @@ def build_run_model(model_name: str, splits: Splits, train_x: torch.Tensor) -> t
     """The run's model, normalised with its training images' channel statistics, and the
     architecture record that the model files keep."""
     mean, std = channel_stats(train_x)
-    arch = {
-        "name": model_name,
-        "num_classes": len(splits.class_names),
-        "in_channels": int(splits.train_x.shape[1]),
-        "image_size": int(splits.train_x.shape[2]),
-        "mean": mean,
-        "std": std,
-    }
-    model = build_model(
-        arch["name"], arch["num_classes"], in_channels=arch["in_channels"],
-        image_size=arch["image_size"], mean=tuple(mean), std=tuple(std),
-    )
+    num_classes, in_channels, image_size = len(splits.class_names), int(splits.train_x.shape[1]), int(
+        splits.train_x.shape[2])
+    arch = {"name": model_name, "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size,
+            "mean": mean, "std": std}
+    model = build_model(model_name, num_classes, in_channels=in_channels, image_size=image_size, mean=tuple(mean),
+                        std=tuple(std))
     return model, arch
 
 
@@ -197,7 +193,7 @@ def _split_data(run: RunConfig, splits: Splits, run_dir: Path) -> tuple[torch.Te
     return train_idx, val_idx
 
 
-def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str) -> RunState:
+def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str | torch.device) -> RunState:
     """A fresh run's state (seeded), before any checkpoint is read."""
     run = spec.trained
     dev = select_device(device)
@@ -214,7 +210,8 @@ def setup_run(spec: ConfigSpec, splits: Splits, run_dir: Path, device: str) -> R
     model, arch = build_run_model(run.model, splits, splits.train_x[train_idx])
     # channels_last on every device: cuDNN's and oneDNN's fast layout (on a CPU core the strided
     # small CNN trains 30-40% faster; the float rounding differs, as with another thread count)
-    model = model.to(dev).to(memory_format=torch.channels_last)
+    # (torch's stubs of Module.to omit the memory_format keyword, which it takes)
+    model = model.to(dev).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     optimizer = build_optimizer(model.parameters(), run.optimizer)
     scheduler = build_scheduler(optimizer, run.schedule, run.epochs, math.ceil(train_idx.numel() / run.batch_size))
     policies = build_policies(run.method_config, num_classes, run.epochs,
@@ -327,6 +324,8 @@ def resume_or_start(state: RunState, init_from: str | Path | None) -> None:
 
 def _init_from_parent(model: torch.nn.Module, run: RunConfig, path: str | Path | None) -> None:
     parent = run.init_from
+    if parent is None:
+        raise ValueError(f"run {run.method!r} fine-tunes no parent run (its config has no init_from)")
     if path is None:
         raise ValueError(f"run {run.method!r} fine-tunes run {parent}; pass its model file (--init-from)")
     path = Path(path)

@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +40,11 @@ from study.device import train_autocast
 from study.train.optim import PARAM_UPDATES
 from study.train.policies.loss import trades_kl
 from study.train.policies.stats import EpochStats
+from study.train.policies.targets import TRIXTargets
+from study.train.policies.weights import FAALWeights
+
+if TYPE_CHECKING:  # (setup builds the step: a run-time import would be circular)
+    from study.train.setup import RunState
 
 COMPILE_MODES = ("off", "default", "auto")
 COMPILE_BACKEND_ENV = "STUDY_COMPILE_BACKEND"
@@ -118,10 +124,15 @@ class EpochTables:
     class_beta: torch.Tensor
 
 
+#: a training step's call: (x, y, target, start, noise, tables, lr, totals), as `TrainStep.step`
+StepFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None, tuple, torch.Tensor | None, EpochTables,
+                   torch.Tensor, EpochTotals], None]
+
+
 class TrainStep:
     """The run's step: `draws(x, y)` before, then `__call__` (eager or compiled)."""
 
-    def __init__(self, state, mode: str = "off", backend: str | None = None):
+    def __init__(self, state: RunState, mode: str = "off", backend: str | None = None):
         adv = state.adversary.cfg
         if adv is not None and adv.restarts != 1:
             raise ValueError(f"a training adversary runs one restart, got restarts {adv.restarts}")
@@ -129,7 +140,7 @@ class TrainStep:
         if len(state.optimizer.param_groups) != 1 or opt_name not in PARAM_UPDATES:
             raise ValueError(f"the training step updates one parameter group of {', '.join(PARAM_UPDATES)}; "
                              f"got optimizer {opt_name!r}")
-        if adv is not None and getattr(state.policies.targets, "mixed", False) and adv.type != "pgd":
+        if adv is not None and isinstance(state.policies.targets, TRIXTargets) and adv.type != "pgd":
             raise ValueError(f"targets type 'trix' attacks each sample targeted or untargeted with PGD; "
                              f"got adversary type {adv.type!r}")
         self.state, self.adv = state, adv
@@ -141,6 +152,8 @@ class TrainStep:
         self.params = list(state.optimizer.param_groups[0]["params"])
         self.before, self.after = bn_forwards(adv, state.policies.loss.needs_clean)
         backend = backend or os.environ.get(COMPILE_BACKEND_ENV)
+        self.regions: CompiledRegions | None
+        self.fn: StepFn
         if self.mode == "off":
             self.regions, self.fn = None, self.step
         elif mode == "auto":
@@ -197,9 +210,11 @@ class TrainStep:
                 else:
                     with torch.no_grad():
                         model(batches[name])
+        if logits is None:  # bn_forwards puts `adv` in every step's forwards
+            raise RuntimeError(f"the step's forwards {self.before} gave no logits of the training inputs")
         w_nat, w_bndy = tables.w_nat, tables.w_bndy
-        if getattr(policies.weights, "per_batch", False):
-            # weights of this batch from its training outputs (FAAL), constants of the update
+        if isinstance(policies.weights, FAALWeights):
+            # weights of this batch from its training outputs, constants of the update
             w_nat, w_bndy = policies.weights.batch_weights(logits.detach().float(), y)
         per_sample = policies.loss.per_sample(clean_logits, logits.float(), y, w_nat, w_bndy, tables.class_beta)
         loss = per_sample.mean() + policies.regularizer.penalty(logits.float(), y)
@@ -229,14 +244,20 @@ class TrainStep:
             delta = project(start_from_draws(start, x32, eps_t, norm, adv.start_std), x32, eps_t, norm)
         else:
             delta = torch.zeros_like(x32)
-        if getattr(self.state.policies.targets, "mixed", False):
-            labels, sign, loss_fn = self._mixed_attack(model, x, y, target, shape)
+        sign: torch.Tensor | float
+        targets = self.state.policies.targets
+        if isinstance(targets, TRIXTargets):
+            if target is None:
+                raise ValueError("TRIX's mixed attack needs the targets policy's targets; it drew none")
+            labels, sign, loss_fn = self._mixed_attack(model, adv, targets, x, y, target, shape)
         else:
             labels, sign = (y, 1.0) if target is None else (target, -1.0)
-            loss_fn = self._inner_loss(model, x, target)
+            loss_fn = self._inner_loss(model, adv, x, target)
         if adv.bn_mode == "eval":
             model.eval()
         if adv.type == "fat":
+            if adv.tau is None:
+                raise ValueError("adversary type fat needs tau (its steps after the first misclassification)")
             delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=adv.steps,
                                       tau=int(adv.tau), norm=norm, sign=sign, loss_fn=loss_fn,
                                       step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]))
@@ -245,18 +266,19 @@ class TrainStep:
         model.train()
         return (x32 + delta).clamp(0.0, 1.0).to(x.dtype)
 
-    def _mixed_attack(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor,
+    def _mixed_attack(self, model: torch.nn.Module, adv: AdversaryConfig, targets: TRIXTargets, x: torch.Tensor,
+                      y: torch.Tensor, target: torch.Tensor,
                       shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, Callable]:
         """(labels, per-sample sign, per-sample loss) of TRIX's mixed attack: the targets policy
         splits the batch on its clean logits (BatchNorm in the adversary's mode); a targeted
         sample descends CE towards its target, the others ascend the method's inner loss (TRADES'
         KL to the clean prediction, or CE)."""
-        if self.adv.bn_mode == "eval":
+        if adv.bn_mode == "eval":
             model.eval()
         with torch.no_grad():
             clean_logits = model(x).float()
         model.train()
-        targeted = self.state.policies.targets.split(clean_logits, y)
+        targeted = targets.split(clean_logits, y)
         labels = torch.where(targeted, target, y)
         sign = torch.where(targeted, -1.0, 1.0).view(shape)
         kl = self.state.inner_loss == "kl"
@@ -267,12 +289,13 @@ class TrainStep:
 
         return labels, sign, mixed
 
-    def _inner_loss(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor | None) -> Callable:
+    def _inner_loss(self, model: torch.nn.Module, adv: AdversaryConfig, x: torch.Tensor,
+                    target: torch.Tensor | None) -> Callable:
         """The per-sample loss the attack ascends: CE, or TRADES' KL to the clean prediction
         (targeted attacks always descend CE towards the target)."""
         if self.state.inner_loss != "kl" or target is not None:
             return _cross_entropy
-        if self.adv.bn_mode == "eval":
+        if adv.bn_mode == "eval":
             model.eval()
         with torch.no_grad():
             clean_logits = model(x).float()
@@ -325,24 +348,28 @@ class CompiledRegions:
 
     def __init__(self, step: TrainStep, backend: str | Callable | None):
         self.step, self.backend = step, backend
-        self.region, self.reasons = REGIONS[0], []
+        self.region = REGIONS[0]
+        self.reasons: list[str] = []
         self._seen: set[tuple[int, ...]] = set()
         self._fn = compile_region(step.step, "step", backend)
 
-    def __call__(self, x: torch.Tensor, *args) -> None:
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, target: torch.Tensor | None, start: tuple,
+                 noise: torch.Tensor | None, tables: EpochTables, lr: torch.Tensor, totals: EpochTotals) -> None:
+        """`TrainStep.step`'s call, in the region that compiles."""
         shape = tuple(x.shape)
+        args = (x, y, target, start, noise, tables, lr, totals)
         if shape in self._seen:
-            return self._fn(x, *args)
+            return self._fn(*args)
         failed = []
         while True:
-            saved = _snapshot(self.step.state, args[-1])
+            saved = _snapshot(self.step.state, totals)
             try:
-                out = self._fn(x, *args)
+                out = self._fn(*args)
                 break
             except Exception as exc:  # any capture, compile or compiled-code error; eager's is the step's own
                 if self.region == REGIONS[-1]:
                     raise
-                _restore(self.step.state, args[-1], saved)
+                _restore(self.step.state, totals, saved)
                 failed.append(f"{self.region}: {_short(exc)}")
                 self._next_region()
         self._seen.add(shape)
@@ -359,11 +386,15 @@ class CompiledRegions:
         step = self.step
         step.model = step.state.model
         if self.region == "model":
-            step.model = compile_region(step.state.model, "model", self.backend)
+            compiled = compile_region(step.state.model, "model", self.backend)
+            # torch.compile of a module is an OptimizedModule (its stubs say only "a callable")
+            if not isinstance(compiled, torch.nn.Module):
+                raise TypeError(f"torch.compile of the model gave a {type(compiled).__name__}, not a module")
+            step.model = compiled
         self._fn = step.step
 
 
-def _snapshot(state, totals: EpochTotals) -> dict:
+def _snapshot(state: RunState, totals: EpochTotals) -> dict:
     """Copies of everything a step changes: the model's parameters and buffers (and train
     mode), the optimizer state and the epoch's sums."""
     with torch.no_grad():
@@ -376,7 +407,7 @@ def _snapshot(state, totals: EpochTotals) -> dict:
         }
 
 
-def _restore(state, totals: EpochTotals, saved: dict) -> None:
+def _restore(state: RunState, totals: EpochTotals, saved: dict) -> None:
     """Back to `_snapshot`'s copies, in place (the same tensors, so no compiled guard changes)."""
     with torch.no_grad():
         for k, v in state.model.state_dict().items():
@@ -416,5 +447,6 @@ def compile_region(fn: Callable, region: str, backend: str | Callable | None) ->
     torch._dynamo.config.trace_autograd_ops = True
     # `aot_eager` captures and traces the step without generating code (the tests; a quick
     # check that a change keeps the step one graph): $STUDY_COMPILE_BACKEND or the argument.
-    options = {"backend": backend} if backend else {}
-    return torch.compile(fn, fullgraph=region == "step", dynamic=False, **options)
+    if backend:
+        return torch.compile(fn, fullgraph=region == "step", dynamic=False, backend=backend)
+    return torch.compile(fn, fullgraph=region == "step", dynamic=False)

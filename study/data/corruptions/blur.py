@@ -43,6 +43,7 @@ def glass_blur(x: np.ndarray, severity: int, rng: np.random.Generator) -> np.nda
 
 def disk(radius: float, alias_blur: float) -> np.ndarray:
     """The reference's defocus kernel: a float32 disk summing to 1, antialiased by cv2.GaussianBlur."""
+    grid: np.ndarray
     if radius <= 8:
         grid, ksize = np.arange(-8, 8 + 1), (3, 3)
     else:

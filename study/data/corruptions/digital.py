@@ -54,7 +54,8 @@ def pixelate(x: np.ndarray, severity: int, rng: np.random.Generator) -> np.ndarr
     for k, image in enumerate(x):
         im = Image.fromarray(image)
         w, h = im.size
-        out[k] = np.asarray(im.resize((int(w * c), int(h * c)), Image.BOX).resize((w, h), Image.BOX))
+        box = Image.Resampling.BOX
+        out[k] = np.asarray(im.resize((int(w * c), int(h * c)), box).resize((w, h), box))
     return out
 
 
@@ -65,11 +66,11 @@ def _elastic_image(image: np.ndarray, c: tuple[float, float, float], rng: np.ran
     image = np.array(image, dtype=np.float32) / 255.0
     shape = image.shape
     shape_size = shape[:2]
-    center_square = np.float32(shape_size) // 2
+    center_square = np.array(shape_size, dtype=np.float32) // 2
     square_size = min(shape_size) // 3
-    pts1 = np.float32([center_square + square_size,
-                       [center_square[0] + square_size, center_square[1] - square_size],
-                       center_square - square_size])
+    pts1 = np.array([center_square + square_size,
+                     [center_square[0] + square_size, center_square[1] - square_size],
+                     center_square - square_size], dtype=np.float32)
     pts2 = pts1 + rng.uniform(-c[2], c[2], size=pts1.shape).astype(np.float32)
     matrix = cv2.getAffineTransform(pts1, pts2)
     image = cv2.warpAffine(image, matrix, shape_size[::-1], borderMode=cv2.BORDER_REFLECT_101)

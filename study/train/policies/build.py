@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from study.config.spec import require
 from study.config.types import Method
 from study.train.policies.averaging import AVERAGING, NoAveraging
 from study.train.policies.epsilon import EPSILON, FixedEpsilon
@@ -77,7 +76,6 @@ class Policies:
 
 def build_policies(method: Method, num_classes: int, epochs: int, class_counts: torch.Tensor) -> Policies:
     """The policies of a resolved method (a run config's `method_config`, typed)."""
-    require(method, Method, "build_policies")
     adversary = method.adversary
     eps = adversary.eps if adversary is not None else 0.0
     adaptive = [k for k in ATTACK_POLICIES if REGISTRIES[k].type_name(getattr(method, k)) != REGISTRIES[k].default]

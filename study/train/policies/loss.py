@@ -50,15 +50,18 @@ class CELoss(StatelessPolicy):
         """w_nat[y] * natural (+ w_bndy[y] * boundary), each term's weights normalized over
         the batch as the weight policy asks (`weight_normalization`)."""
         a = w_nat[y]
-        b = None if boundary is None else w_bndy[y]
-        # `joint` shares one sum between two terms; a loss with one term has nothing to share it with.
-        if self.weight_normalization == "separate" or (self.weight_normalization == "joint" and b is None):
-            a = a / a.mean()
-            b = None if b is None else b / b.mean()
+        if boundary is None:
+            # `joint` shares one sum between two terms; a loss with one term has nothing to share it with.
+            return (a / a.mean() if self.weight_normalization in ("separate", "joint") else a) * natural
+        if w_bndy is None:
+            raise ValueError("a loss with a boundary term needs its class weights (w_bndy)")
+        b = w_bndy[y]
+        if self.weight_normalization == "separate":
+            a, b = a / a.mean(), b / b.mean()
         elif self.weight_normalization == "joint":
             total = (a + b).mean()
             a, b = a / total, b / total
-        return a * natural if b is None else a * natural + b * boundary
+        return a * natural + b * boundary
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
@@ -108,6 +111,8 @@ class TradesLoss(CELoss):
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
         # `beta`: the epoch's class_beta() already on the device (the training step passes it).
         beta = (self.class_beta() if beta is None else beta).to(adv_logits.device, adv_logits.dtype)[y]
+        if clean_logits is None:  # needs_clean: the step forwards the clean batch for this loss
+            raise ValueError("the TRADES loss needs the clean batch's logits")
         natural = F.cross_entropy(clean_logits, y, reduction="none")
         boundary = trades_kl(adv_logits, clean_logits)
         if self.normalize:
@@ -144,6 +149,8 @@ class MixedLoss(CELoss):
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
+        if clean_logits is None:  # needs_clean: the step forwards the clean batch for this loss
+            raise ValueError("the mixed loss needs the clean batch's logits")
         clean = F.cross_entropy(clean_logits, y, reduction="none")
         adv = F.cross_entropy(adv_logits, y, reduction="none")
         return self.weighted(y, (1 - self.adv_weight) * clean + self.adv_weight * adv, w_nat)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -26,6 +26,13 @@ class PolicyContext:
     # How the loss reduces class-weighted terms over a batch; set from the weight policy
     # because FRL's reference divides by the batch's weight sum, not by the batch size.
     weight_normalization: str = "mean"
+
+
+class Typed(Protocol):
+    """A policy's settings (study.config.types: `EpsilonPolicy`, ...): each names its type."""
+
+    @property
+    def type(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -46,12 +53,12 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(self.types)
 
-    def type_name(self, cfg: Config | None) -> str:
+    def type_name(self, cfg: Typed | None) -> str:
         name = cfg.type if cfg is not None else self.default
         if name not in self.types:
             raise ValueError(f"unknown {self.kind} type {name!r}; valid: {', '.join(self.types)}")
         return name
 
-    def build(self, cfg: Config | None, ctx: PolicyContext) -> Any:
+    def build(self, cfg: Typed | None, ctx: PolicyContext) -> Any:
         """The policy that `cfg` (a method's entry such as {type: cfa, lambda: 0.5}, typed) names."""
         return self.types[self.type_name(cfg)].from_config(cfg if cfg is not None else self.config(), ctx)

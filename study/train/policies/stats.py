@@ -64,19 +64,21 @@ class EpochStats:
         total = off.sum()
         return off.sum(dim=0) / total if total > 0 else torch.zeros(self.num_classes, dtype=torch.float64)
 
-    def _need_val(self, who: str) -> None:
-        if self.val_n is None:
+    def validation_counts(self, who: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(val_n, val_clean_correct, val_robust_correct), which an epoch with validation has."""
+        if self.val_n is None or self.val_clean_correct is None or self.val_robust_correct is None:
             raise ValueError(f"{who} needs validation statistics; set train.validation (e.g. fraction: 0.02)")
+        return self.val_n, self.val_clean_correct, self.val_robust_correct
 
     @property
     def val_clean_acc(self) -> torch.Tensor:
-        self._need_val("val_clean_acc")
-        return _ratio(self.val_clean_correct, self.val_n)
+        n, clean, _ = self.validation_counts("val_clean_acc")
+        return _ratio(clean, n)
 
     @property
     def val_robust_acc(self) -> torch.Tensor:
-        self._need_val("val_robust_acc")
-        return _ratio(self.val_robust_correct, self.val_n)
+        n, _, robust = self.validation_counts("val_robust_acc")
+        return _ratio(robust, n)
 
     @property
     def val_clean_err(self) -> torch.Tensor:
@@ -91,14 +93,14 @@ class EpochStats:
     @property
     def val_clean_err_total(self) -> float:
         """FRL's standard error of the whole validation split (utils_frl.py:evaluate)."""
-        self._need_val("val_clean_err_total")
-        return 1 - float(self.val_clean_correct.sum() / self.val_n.sum())
+        n, clean, _ = self.validation_counts("val_clean_err_total")
+        return 1 - float(clean.sum() / n.sum())
 
     @property
     def val_boundary_err_total(self) -> float:
         """FRL's boundary error of the whole validation split."""
-        self._need_val("val_boundary_err_total")
-        return float((self.val_clean_correct.sum() - self.val_robust_correct.sum()) / self.val_n.sum())
+        n, clean, robust = self.validation_counts("val_boundary_err_total")
+        return float((clean.sum() - robust.sum()) / n.sum())
 
 
 class StatelessPolicy:

@@ -66,6 +66,8 @@ class CFPTargets(Untargeted):
     def masked_scores(self, y: torch.Tensor) -> torch.Tensor:
         """(B, C) log-probabilities up to a per-row constant: temperature * CFP, -inf at y."""
         if self._scores is None or self._scores.device != y.device:
+            if self.cfp is None:
+                raise ValueError("CFP targets are drawn from the last epoch's CFP; none was set (update first)")
             self._scores = host_to_device((self.temperature * self.cfp).to(torch.float32), y.device)
         scores = self._scores.expand(y.shape[0], -1)
         return scores.scatter(1, y.long().view(-1, 1), float("-inf"))

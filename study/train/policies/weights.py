@@ -6,7 +6,7 @@ boundary (TRADES KL) term; the static policies use one vector for both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -41,7 +41,7 @@ class StaticWeights(NoWeights):
     """Cost-sensitive learning with fixed class costs, normalized to mean 1 (so the loss
     scale, and the effective learning rate, stay those of the unweighted method)."""
 
-    def __init__(self, num_classes: int, values):
+    def __init__(self, num_classes: int, values: Sequence[float] | torch.Tensor):
         super().__init__(num_classes)
         w = torch.as_tensor(values, dtype=torch.float64)
         if w.shape != (num_classes,) or not bool((w > 0).all()):
