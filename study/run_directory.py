@@ -33,6 +33,11 @@ PUBLISHED_FILE = "published.json"
 #: workflow removes a job's declared files before it reruns the job, and a finished run's rerun
 #: rewrites them from these (study.train.engine: restore_finished)
 KEPT_FILES = {"best": "checkpoint_best.pt", "published": "checkpoint_published.pt"}
+#: the key of a stand-in's blob: every run has every file of the checkpoint table, so that the
+#: workflow declares a run's files with one rule; a checkpoint the run keeps none of (no validation
+#: split: no `best`; no published protocol: no `published`) is a stand-in naming the checkpoint it
+#: stands for and holding no weights, which no evaluation, check or fine-tuning loads as a chosen model
+STANDS_IN_FOR = "stands_in_for"
 
 #: the columns that name a run's training setting (everything but dataset, model, method, seed)
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
@@ -120,6 +125,24 @@ def owned_run(run_dir: str | Path, checkpoint: str | None = "last") -> ConfigSpe
     return spec
 
 
+def write_stand_in(run_dir: Path, name: str, key: str, chosen: str = "last") -> Path:
+    """The file of checkpoint `name` of a run that keeps none: a stand-in for its `chosen` one
+    (written atomically; a rerun writes it again)."""
+    from study.io import atomic_torch_save
+
+    path = run_dir / CHECKPOINT_FILES[name]
+    atomic_torch_save({STANDS_IN_FOR: chosen, "checkpoint": name, "file": CHECKPOINT_FILES[chosen], "run_key": key},
+                      path)
+    return path
+
+
+def stand_in_error(path: Path, blob: Mapping) -> ValueError:
+    """The one-line refusal of a stand-in read as a model."""
+    return ValueError(f"{path} is a stand-in for {blob['file']} (the run keeps no {blob['checkpoint']} checkpoint), "
+                      f"not a model of its own; use the run's {blob[STANDS_IN_FOR]} checkpoint, or plan the run with "
+                      f"{'a validation split' if blob['checkpoint'] == 'best' else 'train.published_selection'}")
+
+
 def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, key: str,
                epoch: int) -> None:
     """The weights a model file stands for (the averaged ones where the method averages),
@@ -155,6 +178,8 @@ def _model_blob(path: Path) -> dict:
                          "retrain the run (`study train`)") from err
     if isinstance(blob, dict) and "zoo" in blob:  # names a RobustBench model instead of holding weights
         return blob
+    if isinstance(blob, dict) and STANDS_IN_FOR in blob:
+        raise stand_in_error(path, blob)
     missing = [k for k in ("state_dict", "arch") if not isinstance(blob, dict) or k not in blob]
     if missing:
         raise ValueError(f"{path} is not a model file of `study train` (no {', '.join(missing)}); "
