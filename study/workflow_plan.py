@@ -131,6 +131,10 @@ class Layout:
     def eval_file(self, run_id: str, evaluation: str, checkpoint: str = "last", root: str | None = None) -> str:
         return f"{self.evaluations_dir(run_id, root)}/{record_name(evaluation, checkpoint)}.parquet"
 
+    def shard_files(self, run_id: str, evaluation: str, shards: int) -> list[str]:
+        """The records of each shard of a sharded evaluation, joined by merge_shards."""
+        return [f"{self.evaluations_dir(run_id)}/shards/{evaluation}/{i}-of-{shards}.parquet" for i in range(shards)]
+
     def check_file(self, run_id: str, checkpoint: str) -> str:
         """The checks of a run's checkpoint (every table reads them: study.metrics.trust)."""
         return f"{self.evaluations_dir(run_id)}/{record_name('checks', checkpoint)}.json"
@@ -246,8 +250,12 @@ def features_panels(constructions: Mapping[str, Construction], model: str, data_
 
 
 def figure_panels(figures: Iterable[str], study: Study, partial: bool) -> tuple[dict[str, Panels], list[str]]:
-    """({figure: its panels}, the figures left out): a figure that needs runs the plan lacks is left
-    out whole where the plan is `partial` (runs left out, UNREACHABLE); ValueError otherwise."""
+    """({figure: its panels}, the figures left out). The study's figures are the catalog's
+    (study.figures.catalog.FIGURES: command, table read, panels, caption, report category, file
+    names); a figure is drawn once per panel: its panel function returns {key: (run ids, options)}
+    of the runs planned, the key holding the fields of the panel's file name (`stem`), the options
+    those of its `study` command. A figure that needs runs the plan lacks is left out whole where
+    the plan is `partial` (runs left out, UNREACHABLE); ValueError otherwise."""
     drawn: dict[str, Panels] = {}
     left_out: list[str] = []
     for fig in figures:

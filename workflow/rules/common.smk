@@ -5,6 +5,7 @@ import json
 import os
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -28,10 +29,8 @@ from study.workflow_plan import (DRY_RUN_FLAGS, NO_JOB_FLAGS, Layout, NotPlanned
 
 _BASE = Path(workflow.basedir) / "workflow"
 
-
 envvars:
     "PATH",
-
 
 # The jobs find the project's own commands (`study`) beside the Python that runs Snakemake, however it was
 # started: an active environment, .venv/bin/snakemake without one, `python -m snakemake` (study.stage, DVC)
@@ -68,7 +67,6 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 
-
 # ---- the machine and the network, before any job (study.preflight; the lines printed in preflight.smk)
 # A job's own Snakemake process, and commands that run no job (a report, a listing), neither probe nor refuse;
 # a dry run only reads the hosts' cached answers and warns of the price.
@@ -91,7 +89,6 @@ PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before pa
 PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 LAYOUT = Layout(DATA, RESULTS, ZOO_ROOT, PRESET_RESULTS, frozenset(r.run_id for r in ZOO))
-
 
 def mitigation_controls(methods):
     """Each of figure 13's methods' control among them, from the configuration planned here (--config too)."""
@@ -125,7 +122,6 @@ def planned(table, name, what):
         return planned_entry(table, name, what, config["preset"])
     except NotPlannedError as err:
         raise WorkflowError(str(err)) from None
-
 
 # ---------------------------------------------------------------- data and runs (study.workflow_plan.Layout)
 prepared_file, run_root, run_dir = LAYOUT.prepared_file, LAYOUT.run_root, LAYOUT.run_dir
@@ -201,9 +197,7 @@ def evaluate_runtime(evaluations, shards=1):
                                                              shards=shards) for e in evaluations)
 
 def shard_files(wildcards):
-    n = int(config["evaluations"][wildcards.evaluation]["shards"])
-    return [f"{evaluations_dir(wildcards.run_id)}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
-            for i in range(n)]
+    return LAYOUT.shard_files(wildcards.run_id, wildcards.evaluation, int(config["evaluations"][wildcards.evaluation]["shards"]))
 
 TABLES = LAYOUT.tables(("classwise", "summary", "classwise_seeds", "epochs"))
 METRICS_FILES = metrics_files(PRESET_RESULTS, PLAN)
@@ -225,11 +219,7 @@ ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config
 def corruption_args(wildcards):
     return cli_options(corruption_options(ROBUSTNESS["corruptions"], f"{DATA}/raw", data_mirror()))
 
-# ---------------------------------------------------------------- figures
-# The study's figures are the catalog's (study.figures.catalog.FIGURES: command, table read, panels,
-# caption, report category, file names). A figure is drawn once per panel: its panel function returns
-# {key: (run ids, options)} of the runs planned here; the key holds the fields of the panel's file
-# name (`stem`), the options those of its `study` command; the files it reads (figure_inputs) are added here.
+# ---------------------------------------------------------------- figures (the catalog's, drawn once per panel)
 def features_panels():
     return fig12_panels(CONSTRUCTIONS, config["features"]["train"]["model"], DATA, FIGURES_DIR) if CONSTRUCTIONS else {}
 
@@ -247,8 +237,7 @@ STEM_FIELDS = {fig: stem_fields(fig) for fig in FIGURES}
 REPORT_CATEGORIES = report_categories(fig for fig in config["figures"] if FIGURE_PANELS[fig])
 FIGURE_IMAGES = f"{PRESET_RESULTS}/figure_images"  # the figures' PNGs, which DVC draws as image plots (dvc.yaml)
 
-def report_category(name):
-    return category_of(REPORT_CATEGORIES, name)
+report_category = partial(category_of, REPORT_CATEGORIES)
 
 def present_categories():
     return [report_category(c) for c in REPORT_CATEGORIES]
@@ -281,9 +270,7 @@ def bench_setting(wildcards):
     return planned(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")
 
 # ---------------------------------------------------------------- a killed update, finished by the same command
-# Each gathering rule (the tables, the figures' manifest) reads a stamp of its own, touched at plan time when
-# one of its inputs is missing while its outputs exist (study.workflow_plan.touch_stamp): it runs again, and
-# with it every job that makes a missing input. The run summary lists what was found missing (REMADE).
+# (study.workflow_plan.touch_stamp); the run summary lists the inputs found missing (REMADE)
 STAMPS = Path(".snakemake/study-stamps") / config["preset"]  # the gathering rules are the preset's
 REMADE = []
 
