@@ -20,12 +20,8 @@ from study.preflight import price_refusal, reachable_plan
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS
 from study.figures.catalog import FIGURES, Study
 from study.record_names import record_name
-from study.workflow_plan import (DRY_RUN_FLAGS, NO_JOB_FLAGS, Layout, NotPlannedError, asked, cli_options,
-                                 corruption_options, evaluation_sets, features_panels as fig12_panels,
-                                 figure_files as panel_files, figure_images as png_copies, figure_outputs as outputs_of,
-                                 figure_panels, folder_of, gpu_resources, gpu_slots, metrics_files, one_of,
-                                 panel_inputs, planned_entry, preset_results, quoted_json, report_categories,
-                                 report_category as category_of, robustness_runs, stem_fields, touch_stamp)
+from study import workflow_plan as wp
+from study.workflow_plan import cli_options, folder_of, gpu_resources, one_of, quoted_json  # the rules' words too
 
 _BASE = Path(workflow.basedir) / "workflow"
 
@@ -49,7 +45,7 @@ config.update(_resolved)
 
 DATA, RESULTS = config["data"]["root"], "results"
 try:  # what summarizes the preset lives in a folder of its own; the runs are shared (preset_results)
-    PRESET_RESULTS = preset_results(RESULTS, config["preset"])
+    PRESET_RESULTS = wp.preset_results(RESULTS, config["preset"])
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 # The zoo's runs and their evaluations (records, checks, logs) live apart from the trained runs':
@@ -76,9 +72,9 @@ def _cores():
     except WorkflowError:
         return None
 
-DRY_RUN = asked(sys.argv[1:], DRY_RUN_FLAGS, "n")
+DRY_RUN = wp.asked(sys.argv[1:], wp.DRY_RUN_FLAGS, "n")
 RUNS_JOBS = _cores() is not None and not (workflow.remote_exec or workflow.subprocess_exec
-                                          or asked(sys.argv[1:], NO_JOB_FLAGS, "l"))
+                                          or wp.asked(sys.argv[1:], wp.NO_JOB_FLAGS, "l"))
 # a plan priced over a week on this machine: refused in one line (a dry run: the same line, as a warning)
 if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.basedir)):
     print(f"{'warning (dry run): the run would be ' if DRY_RUN else ''}{PRICE_REFUSAL}", file=sys.stderr)
@@ -88,7 +84,7 @@ if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.bas
 PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before parts are left out
 PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
-LAYOUT = Layout(DATA, RESULTS, ZOO_ROOT, PRESET_RESULTS, frozenset(r.run_id for r in ZOO))
+LAYOUT = wp.Layout(DATA, RESULTS, ZOO_ROOT, PRESET_RESULTS, frozenset(r.run_id for r in ZOO))
 
 def mitigation_controls(methods):
     """Each of figure 13's methods' control among them, from the configuration planned here (--config too)."""
@@ -119,8 +115,8 @@ def config_overrides_arg():
 def planned(table, name, what):
     """table[name], or a WorkflowError of one line that names the valid ones."""
     try:
-        return planned_entry(table, name, what, config["preset"])
-    except NotPlannedError as err:
+        return wp.planned_entry(table, name, what, config["preset"])
+    except wp.NotPlannedError as err:
         raise WorkflowError(str(err)) from None
 
 # ---------------------------------------------------------------- data and runs (study.workflow_plan.Layout)
@@ -160,7 +156,7 @@ def init_from_arg(wildcards):
 # ---------------------------------------------------------------- model jobs' share of the machine
 # Every model rule's `threads:` (train, evaluate, check, corruptions, construct): --cores / gpu_slots, so
 # K slots run K jobs at once; each job's `study` process takes 1/K of the GPU's memory (study.device.share_gpu).
-GPU_SLOTS = gpu_slots(workflow.global_resources.get("gpu_slots"))
+GPU_SLOTS = wp.gpu_slots(workflow.global_resources.get("gpu_slots"))
 MODEL_THREADS = resources_estimate.slot_threads(_cores(), GPU_SLOTS)
 os.environ.update({"STUDY_GPU_SLOTS": str(GPU_SLOTS)})
 
@@ -179,7 +175,7 @@ def train_priority(wildcards):
 # ---------------------------------------------------------------- evaluations
 # One evaluate job per run and checkpoint for all its evaluations; one per shard of a sharded evaluation
 # of the last checkpoint, joined by merge_shards (study.workflow_plan.evaluation_sets)
-SHARDED, EVALUATION_SETS = evaluation_sets(PLAN + ZOO, config["evaluations"])
+SHARDED, EVALUATION_SETS = wp.evaluation_sets(PLAN + ZOO, config["evaluations"])
 
 def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
@@ -200,13 +196,13 @@ def shard_files(wildcards):
     return LAYOUT.shard_files(wildcards.run_id, wildcards.evaluation, int(config["evaluations"][wildcards.evaluation]["shards"]))
 
 TABLES = LAYOUT.tables(("classwise", "summary", "classwise_seeds", "epochs"))
-METRICS_FILES = metrics_files(PRESET_RESULTS, PLAN)
+METRICS_FILES = wp.metrics_files(PRESET_RESULTS, PLAN)
 ROBUSTNESS_TABLES = LAYOUT.tables(("frl", "cfp", "confusion", "attacks", "checks", "corruptions"))
 ZOO_TABLES = LAYOUT.tables(("classwise", "robustbench", "checks", "corruptions"), folder="zoo/tables", prefix="zoo_")
 
 # ---------------------------------------------------------------- robustness (checks, CIFAR-10-C)
 # Runs in figures 3 and 11; runs checked (every checkpoint); runs evaluated on CIFAR-10-C
-_ROBUST = robustness_runs(PLAN, ROBUSTNESS)
+_ROBUST = wp.robustness_runs(PLAN, ROBUSTNESS)
 ROBUSTNESS_RUNS, CHECKED_RUNS, CORRUPTION_RUNS = _ROBUST.robustness, _ROBUST.checked, _ROBUST.corrupted
 
 def checked_checkpoint(wildcards):
@@ -217,11 +213,11 @@ CHECK_FILES = [LAYOUT.check_file(r.run_id, c) for r in CHECKED_RUNS for c in r.c
 ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
 
 def corruption_args(wildcards):
-    return cli_options(corruption_options(ROBUSTNESS["corruptions"], f"{DATA}/raw", data_mirror()))
+    return cli_options(wp.corruption_options(ROBUSTNESS["corruptions"], f"{DATA}/raw", data_mirror()))
 
 # ---------------------------------------------------------------- figures (the catalog's, drawn once per panel)
 def features_panels():
-    return fig12_panels(CONSTRUCTIONS, config["features"]["train"]["model"], DATA, FIGURES_DIR) if CONSTRUCTIONS else {}
+    return wp.features_panels(CONSTRUCTIONS, config["features"]["train"]["model"], DATA, FIGURES_DIR) if CONSTRUCTIONS else {}
 
 STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
               zoo_evaluations=_ZF, classwise_table=TABLES["classwise"], controls=mitigation_controls,
@@ -229,33 +225,33 @@ STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUP
 for _fig in config["figures"]:
     planned(FIGURES, _fig, "figure")
 try:  # a figure that needs runs left out (UNREACHABLE) is left out whole
-    FIGURE_PANELS, FIGURES_LEFT_OUT = figure_panels(config["figures"], STUDY, partial=bool(UNREACHABLE))
+    FIGURE_PANELS, FIGURES_LEFT_OUT = wp.figure_panels(config["figures"], STUDY, partial=bool(UNREACHABLE))
 except ValueError as err:
     raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
-STEM_FIELDS = {fig: stem_fields(fig) for fig in FIGURES}
+STEM_FIELDS = {fig: wp.stem_fields(fig) for fig in FIGURES}
 # the report's categories that this preset's results fill, numbered in the study's order
-REPORT_CATEGORIES = report_categories(fig for fig in config["figures"] if FIGURE_PANELS[fig])
+REPORT_CATEGORIES = wp.report_categories(fig for fig in config["figures"] if FIGURE_PANELS[fig])
 FIGURE_IMAGES = f"{PRESET_RESULTS}/figure_images"  # the figures' PNGs, which DVC draws as image plots (dvc.yaml)
 
-report_category = partial(category_of, REPORT_CATEGORIES)
+report_category = partial(wp.report_category, REPORT_CATEGORIES)
 
 def present_categories():
     return [report_category(c) for c in REPORT_CATEGORIES]
 
 def figure_files(fig):
-    return panel_files(fig, FIGURE_PANELS[fig], FIGURES_DIR)
+    return wp.figure_files(fig, FIGURE_PANELS[fig], FIGURES_DIR)
 
 def figure_images():
-    return png_copies([f for fig in config["figures"] for f in figure_files(fig)], FIGURES_DIR, FIGURE_IMAGES)
+    return wp.figure_images([f for fig in config["figures"] for f in figure_files(fig)], FIGURES_DIR, FIGURE_IMAGES)
 
 def figure_outputs(fig):
-    return outputs_of(fig, FIGURES_DIR, report_category(FIGURES[fig].category), report)
+    return wp.figure_outputs(fig, FIGURES_DIR, report_category(FIGURES[fig].category), report)
 
 def figure_panel(wildcards):
     """The options of the panel a figure job draws, the files it reads among them."""
     panels = planned(FIGURE_PANELS, wildcards.fig, "figure (params figures)")
     panel = planned(panels, tuple(wildcards[f] for f in STEM_FIELDS[wildcards.fig]), f"{wildcards.fig} panel")
-    return panel_inputs(wildcards.fig, panel, {**TABLES, **ROBUSTNESS_TABLES, **ZOO_TABLES},
+    return wp.panel_inputs(wildcards.fig, panel, {**TABLES, **ROBUSTNESS_TABLES, **ZOO_TABLES},
                         lambda rid: [eval_file(rid, ev) for ev in RUNS[rid].evaluations])
 
 def figure_inputs(wildcards):
@@ -277,5 +273,5 @@ REMADE = []
 def gathered(name, inputs, outputs):
     """The stamp of gathering rule `name`, an input of it beside `inputs` (files, lists or a mapping of them)."""
     stamp = STAMPS / f"{name}.stamp"
-    REMADE.extend(f for f in touch_stamp(stamp, inputs, outputs) if f not in REMADE)
+    REMADE.extend(f for f in wp.touch_stamp(stamp, inputs, outputs) if f not in REMADE)
     return str(stamp)
