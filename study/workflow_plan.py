@@ -315,6 +315,39 @@ def report_category(categories: Sequence[str], name: str) -> str:
     return f"{categories.index(name) + 1:02d} · {name}" if name in categories else name
 
 
+@dataclass(frozen=True)
+class FigurePlan:
+    """The configured figures of a plan: each one's panels (figure_panels), files, the report's
+    categories, and the PNG copies DVC draws (`images_dir`)."""
+
+    panels: dict[str, Panels]
+    left_out: list[str]
+    categories: list[str]
+    figures_dir: str
+    images_dir: str
+
+    @classmethod
+    def of(cls, figures: Sequence[str], study: Study, partial: bool, figures_dir: str, images_dir: str) -> FigurePlan:
+        panels, left_out = figure_panels(figures, study, partial)
+        return cls(panels, left_out, report_categories(f for f in figures if panels[f]), figures_dir, images_dir)
+
+    def category(self, name: str) -> str:
+        return report_category(self.categories, name)
+
+    def present_categories(self) -> list[str]:
+        """The report's categories that the preset's results fill, in the study's order."""
+        return [self.category(c) for c in self.categories]
+
+    def files(self, fig: str) -> list[str]:
+        return figure_files(fig, self.panels[fig], self.figures_dir)
+
+    def images(self) -> dict[str, str]:
+        return figure_images([f for fig in self.panels for f in self.files(fig)], self.figures_dir, self.images_dir)
+
+    def outputs(self, fig: str, report: Callable[..., object]) -> dict[str, object]:
+        return figure_outputs(fig, self.figures_dir, self.category(FIGURES[fig].category), report)
+
+
 # ---- a killed update, finished by the same command (common.smk: gathered)
 def _files(inputs: object) -> Iterator[str]:
     """The file names in `inputs`: a name, or lists and mappings of them, nested."""

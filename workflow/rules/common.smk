@@ -5,7 +5,6 @@ import json
 import os
 import shlex
 import sys
-from functools import partial
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -225,34 +224,22 @@ STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUP
 for _fig in config["figures"]:
     planned(FIGURES, _fig, "figure")
 try:  # a figure that needs runs left out (UNREACHABLE) is left out whole
-    FIGURE_PANELS, FIGURES_LEFT_OUT = wp.figure_panels(config["figures"], STUDY, partial=bool(UNREACHABLE))
+    FIGS = wp.FigurePlan.of(config["figures"], STUDY, bool(UNREACHABLE), FIGURES_DIR, f"{PRESET_RESULTS}/figure_images")
 except ValueError as err:
     raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
-STEM_FIELDS = {fig: wp.stem_fields(fig) for fig in FIGURES}
-# the report's categories that this preset's results fill, numbered in the study's order
-REPORT_CATEGORIES = wp.report_categories(fig for fig in config["figures"] if FIGURE_PANELS[fig])
-FIGURE_IMAGES = f"{PRESET_RESULTS}/figure_images"  # the figures' PNGs, which DVC draws as image plots (dvc.yaml)
-
-report_category = partial(wp.report_category, REPORT_CATEGORIES)
-
-def present_categories():
-    return [report_category(c) for c in REPORT_CATEGORIES]
-
-def figure_files(fig):
-    return wp.figure_files(fig, FIGURE_PANELS[fig], FIGURES_DIR)
-
-def figure_images():
-    return wp.figure_images([f for fig in config["figures"] for f in figure_files(fig)], FIGURES_DIR, FIGURE_IMAGES)
+FIGURE_PANELS, FIGURES_LEFT_OUT, FIGURE_IMAGES = FIGS.panels, FIGS.left_out, FIGS.images_dir  # (DVC's image plots)
+report_category, present_categories, figure_files, figure_images = (FIGS.category, FIGS.present_categories,
+                                                                    FIGS.files, FIGS.images)
 
 def figure_outputs(fig):
-    return wp.figure_outputs(fig, FIGURES_DIR, report_category(FIGURES[fig].category), report)
+    return FIGS.outputs(fig, report)
 
 def figure_panel(wildcards):
     """The options of the panel a figure job draws, the files it reads among them."""
     panels = planned(FIGURE_PANELS, wildcards.fig, "figure (params figures)")
-    panel = planned(panels, tuple(wildcards[f] for f in STEM_FIELDS[wildcards.fig]), f"{wildcards.fig} panel")
+    panel = planned(panels, tuple(wildcards[f] for f in wp.stem_fields(wildcards.fig)), f"{wildcards.fig} panel")
     return wp.panel_inputs(wildcards.fig, panel, {**TABLES, **ROBUSTNESS_TABLES, **ZOO_TABLES},
-                        lambda rid: [eval_file(rid, ev) for ev in RUNS[rid].evaluations])
+                           lambda rid: [eval_file(rid, ev) for ev in RUNS[rid].evaluations])
 
 def figure_inputs(wildcards):
     return {k: v for k, v in figure_panel(wildcards).items() if k in ("table", "records", "constructed", "data", "reference")}
