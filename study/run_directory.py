@@ -136,6 +136,26 @@ def write_stand_in(run_dir: Path, name: str, key: str, chosen: str = "last") -> 
     return path
 
 
+def kept_checkpoints(run: RunConfig) -> list[str]:
+    """The checkpoints a run keeps a model of: `last`, `best` with a validation split, `published`
+    with the published protocol; the others' files are stand-ins."""
+    return ["last", *(["best"] if run.validation is not None else []),
+            *(["published"] if run.published_selection is not None else [])]
+
+
+def write_missing_stand_ins(run_dir: str | Path) -> list[str]:
+    """The stand-ins a finished run lacks, written (a results folder of a version that wrote none):
+    the train job's files are then complete and Snakemake reruns nothing, where a rerun of the job
+    would rewrite model.pt and so rerun every evaluation of the run. Returns their files."""
+    run_dir = Path(run_dir)
+    spec = read_run_config(run_dir)
+    if not isinstance(spec.config, RunConfig) or not (run_dir / CHECKPOINT_FILES["last"]).is_file():
+        return []  # a zoo model, or a run not finished: its train job writes them
+    kept = kept_checkpoints(spec.config)
+    return [write_stand_in(run_dir, name, spec.key).name for name, file in CHECKPOINT_FILES.items()
+            if name not in kept and not (run_dir / file).is_file()]
+
+
 def stand_in_error(path: Path, blob: Mapping) -> ValueError:
     """The one-line refusal of a stand-in read as a model."""
     return ValueError(f"{path} is a stand-in for {blob['file']} (the run keeps no {blob['checkpoint']} checkpoint), "

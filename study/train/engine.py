@@ -47,6 +47,7 @@ from study.run_directory import (
     PUBLISHED_FILE,
     STATE_FILE,
     VALIDATION_FILE,
+    kept_checkpoints,
     save_model,
     write_stand_in,
 )
@@ -230,18 +231,11 @@ def keep_model(state: RunState, name: str, out_model: torch.nn.Module, epoch: in
     place_copy(kept, state.run_dir / CHECKPOINT_FILES[name])
 
 
-def kept_checkpoints(state: RunState) -> list[str]:
-    """The chosen checkpoints the run keeps besides `last`: `best` with a validation split,
-    `published` with the published protocol."""
-    return [name for name, wanted in (("best", state.has_validation),
-                                      ("published", state.run.published_selection is not None)) if wanted]
-
-
 def write_stand_ins(state: RunState) -> list[str]:
     """A stand-in for model.pt in the file of every checkpoint the run keeps none of
     (run_directory.STANDS_IN_FOR): every run has every file of the checkpoint table. Returns their files."""
-    kept = kept_checkpoints(state)
-    missing = [name for name in CHECKPOINT_FILES if name != "last" and name not in kept]
+    kept = kept_checkpoints(state.run)
+    missing = [name for name in CHECKPOINT_FILES if name not in kept]
     return [write_stand_in(state.run_dir, name, state.spec.key).name for name in missing]
 
 
@@ -253,7 +247,7 @@ def restore_finished(state: RunState) -> None:
     written where it is missing)."""
     run_dir = state.run_dir
     write_epochs_csv(run_dir / EPOCHS_FILE, state.records)
-    kept = kept_checkpoints(state)
+    kept = [name for name in kept_checkpoints(state.run) if name != "last"]
     for name in kept:
         place_copy(run_dir / KEPT_FILES[name], run_dir / CHECKPOINT_FILES[name])
     if (run_dir / META_FILE).exists():

@@ -12,7 +12,15 @@ from helpers.commands import run_study
 from study.checkpoints import CHECKPOINT_FILES
 from study.config import resolve_evaluation
 from study.io import load_torch
-from study.run_directory import CONFIG_FILE, EPOCHS_FILE, STANDS_IN_FOR, load_trained_model, owned_run, read_run_config
+from study.run_directory import (
+    CONFIG_FILE,
+    EPOCHS_FILE,
+    STANDS_IN_FOR,
+    load_trained_model,
+    owned_run,
+    read_run_config,
+    write_missing_stand_ins,
+)
 from study.train.engine import train_run
 
 STAND_INS = ("best", "published")  # a standard run of the ci preset keeps neither
@@ -72,3 +80,15 @@ def test_a_rerun_of_the_finished_run_writes_its_stand_ins_again(standard_run, tm
     assert all((run / name).is_file() for name in declared)
     for name in STAND_INS:
         assert load_torch(run / CHECKPOINT_FILES[name]) == load_torch(standard_run / CHECKPOINT_FILES[name])
+
+
+def test_a_run_of_a_version_without_stand_ins_gets_them_and_keeps_its_model(standard_run, tmp_path):
+    run = _run_copy(standard_run, tmp_path)
+    for name in STAND_INS:
+        (run / CHECKPOINT_FILES[name]).unlink()
+    model = (run / "model.pt").stat().st_mtime_ns
+    assert write_missing_stand_ins(run) == ["model_best.pt", "model_published.pt"]
+    for name in STAND_INS:
+        assert load_torch(run / CHECKPOINT_FILES[name]) == load_torch(standard_run / CHECKPOINT_FILES[name])
+    assert (run / "model.pt").stat().st_mtime_ns == model  # no file an evaluation reads is touched
+    assert write_missing_stand_ins(run) == []
