@@ -33,6 +33,11 @@ PUBLISHED_FILE = "published.json"
 #: workflow removes a job's declared files before it reruns the job, and a finished run's rerun
 #: rewrites them from these (study.train.engine: restore_finished)
 KEPT_FILES = {"best": "checkpoint_best.pt", "published": "checkpoint_published.pt"}
+#: the key of a stand-in's blob: every run has every file of the checkpoint table, so that the
+#: workflow declares a run's files with one rule; a checkpoint the run keeps none of (no validation
+#: split: no `best`; no published protocol: no `published`) is a stand-in naming the checkpoint it
+#: stands for and holding no weights, which no evaluation, check or fine-tuning loads as a chosen model
+STANDS_IN_FOR = "stands_in_for"
 
 #: the columns that name a run's training setting (everything but dataset, model, method, seed)
 SETTING_COLUMNS = ["optimizer", "lr", "schedule", "weight_decay", "epochs", "train_per_class", "train_data"]
@@ -118,6 +123,44 @@ def owned_run(run_dir: str | Path, checkpoint: str | None = "last") -> ConfigSpe
     return spec
 
 
+def write_stand_in(run_dir: Path, name: str, key: str, chosen: str = "last") -> Path:
+    """The file of checkpoint `name` of a run that keeps none: a stand-in for its `chosen` one
+    (written atomically; a rerun writes it again)."""
+    from study.io import atomic_torch_save
+
+    path = run_dir / CHECKPOINT_FILES[name]
+    atomic_torch_save({STANDS_IN_FOR: chosen, "checkpoint": name, "file": CHECKPOINT_FILES[chosen], "run_key": key},
+                      path)
+    return path
+
+
+def kept_checkpoints(run: RunConfig) -> list[str]:
+    """The checkpoints a run keeps a model of: `last`, `best` with a validation split, `published`
+    with the published protocol; the others' files are stand-ins."""
+    return ["last", *(["best"] if run.validation is not None else []),
+            *(["published"] if run.published_selection is not None else [])]
+
+
+def write_missing_stand_ins(run_dir: str | Path) -> list[str]:
+    """The stand-ins a finished run lacks, written (a results folder of a version that wrote none):
+    the train job's files are then complete and Snakemake reruns nothing, where a rerun of the job
+    would rewrite model.pt and so rerun every evaluation of the run. Returns their files."""
+    run_dir = Path(run_dir)
+    spec = read_run_config(run_dir)
+    if not isinstance(spec.config, RunConfig) or not (run_dir / CHECKPOINT_FILES["last"]).is_file():
+        return []  # a zoo model, or a run not finished: its train job writes them
+    kept = kept_checkpoints(spec.config)
+    return [write_stand_in(run_dir, name, spec.key).name for name, file in CHECKPOINT_FILES.items()
+            if name not in kept and not (run_dir / file).is_file()]
+
+
+def stand_in_error(path: Path, blob: Mapping) -> ValueError:
+    """The one-line refusal of a stand-in read as a model."""
+    return ValueError(f"{path} is a stand-in for {blob['file']} (the run keeps no {blob['checkpoint']} checkpoint), "
+                      f"not a model of its own; use the run's {blob[STANDS_IN_FOR]} checkpoint, or plan the run with "
+                      f"{'a validation split' if blob['checkpoint'] == 'best' else 'train.published_selection'}")
+
+
 def save_model(path: Path, out_model: torch.nn.Module, raw_model: torch.nn.Module, arch: dict, key: str,
                epoch: int) -> None:
     """The weights a model file stands for (the averaged ones where the method averages),
@@ -153,6 +196,8 @@ def _model_blob(path: Path) -> dict:
                          "retrain the run (`study train`)") from err
     if isinstance(blob, dict) and "zoo" in blob:  # names a RobustBench model instead of holding weights
         return blob
+    if isinstance(blob, dict) and STANDS_IN_FOR in blob:
+        raise stand_in_error(path, blob)
     missing = [k for k in ("state_dict", "arch") if not isinstance(blob, dict) or k not in blob]
     if missing:
         raise ValueError(f"{path} is not a model file of `study train` (no {', '.join(missing)}); "

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import get_args
 
+from study.checkpoints import CHECKPOINTS
 from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
@@ -16,7 +16,6 @@ from study.config.params import typed_params
 from study.config.protocols import published_selection
 from study.config.spec import ConfigSpec, construction_key
 from study.config.types import (
-    Checkpoint,
     ExperimentGroup,
     Features,
     MethodEntry,
@@ -34,8 +33,6 @@ _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
 #: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
 #: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
 DEFAULT_TF32 = Tf32Settings().model_dump()
-#: every checkpoint a run may be evaluated at, in the plan's order
-CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
 
 
 @dataclass

@@ -15,7 +15,7 @@ a fixed seed, finishes with the same records as an uninterrupted run.
                    the best checkpoint  (study.train.selection)
                    and the published protocol's checkpoint  (study.train.published_protocol)
         save_state: checkpoint.pt and epochs.csv
-      finish_run: model.pt and meta.json
+      finish_run: model.pt, the stand-ins of the checkpoints a run keeps none of, meta.json
 
 A rerun of a finished run (a workflow reruns its job for a reason that cannot change the
 weights: a speed setting, the command's text, a touched input) trains no epoch: restore_finished
@@ -47,7 +47,9 @@ from study.run_directory import (
     PUBLISHED_FILE,
     STATE_FILE,
     VALIDATION_FILE,
+    kept_checkpoints,
     save_model,
+    write_stand_in,
 )
 from study.train.checkpoint import place_copy, rng_state, save_checkpoint
 from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedError, train_epoch
@@ -232,23 +234,33 @@ def keep_model(state: RunState, name: str, out_model: torch.nn.Module, epoch: in
     place_copy(kept, state.run_dir / CHECKPOINT_FILES[name])
 
 
+def write_stand_ins(state: RunState) -> list[str]:
+    """A stand-in for model.pt in the file of every checkpoint the run keeps none of
+    (run_directory.STANDS_IN_FOR): every run has every file of the checkpoint table. Returns their files."""
+    kept = kept_checkpoints(state.run)
+    missing = [name for name in CHECKPOINT_FILES if name not in kept]
+    return [write_stand_in(state.run_dir, name, state.spec.key).name for name in missing]
+
+
 def restore_finished(state: RunState) -> None:
     """The run's files written again from a finished checkpoint, no epoch trained: epochs.csv
     from its records, model.pt from its weights, model_best.pt and model_published.pt from the
-    training's copies (checked by setup.stale_reason); meta.json, validation.json and
-    published.json stay as the training wrote them (meta.json is written where it is missing)."""
+    training's copies (checked by setup.stale_reason) or as stand-ins where the run keeps none;
+    meta.json, validation.json and published.json stay as the training wrote them (meta.json is
+    written where it is missing)."""
     run_dir = state.run_dir
     write_epochs_csv(run_dir / EPOCHS_FILE, state.records)
-    kept = [name for name, wanted in (("best", state.has_validation),
-                                      ("published", state.run.published_selection is not None)) if wanted]
+    kept = [name for name in kept_checkpoints(state.run) if name != "last"]
     for name in kept:
         place_copy(run_dir / KEPT_FILES[name], run_dir / CHECKPOINT_FILES[name])
     if (run_dir / META_FILE).exists():
         save_model(run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.spec.key,
                    state.epochs)
+        stand_ins = write_stand_ins(state)
     else:
-        finish_run(state, state.compiled)
+        stand_ins = finish_run(state, state.compiled)
     files = [EPOCHS_FILE, CHECKPOINT_FILES["last"], *(CHECKPOINT_FILES[n] for n in kept)]
+    files += [f"{name} (a stand-in for {CHECKPOINT_FILES['last']})" for name in stand_ins]
     _log(f"{run_dir.name}: checkpoint.pt holds the finished run (epoch {state.epochs}/{state.epochs}); no epoch "
          f"trained, its files written again from it: {', '.join(files)}")
 
@@ -296,11 +308,13 @@ def averaging_report(state: RunState) -> dict | None:
     return report
 
 
-def finish_run(state: RunState, compiled: dict | None = None) -> None:
-    """model.pt (the averaged weights where the method averages) and meta.json; `compiled`
-    is the step's compile record (TrainStep.record: requested, resolved, ran, reason)."""
+def finish_run(state: RunState, compiled: dict | None = None) -> list[str]:
+    """model.pt (the averaged weights where the method averages), the stand-ins of the checkpoints
+    the run keeps none of, and meta.json; `compiled` is the step's compile record (TrainStep.record:
+    requested, resolved, ran, reason). Returns the stand-ins' files."""
     save_model(state.run_dir / CHECKPOINT_FILES["last"], state.output_model(), state.model, state.arch, state.spec.key,
                state.epochs)
+    stand_ins = write_stand_ins(state)
     has_val = state.has_validation
     averaging = averaging_report(state)
     atomic_write_json(state.run_dir / META_FILE, {
@@ -329,3 +343,4 @@ def finish_run(state: RunState, compiled: dict | None = None) -> None:
         # run compiles again): the records are that region's
         "compile": compiled,
     })
+    return stand_ins

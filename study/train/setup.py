@@ -19,7 +19,15 @@ from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
 from study.io import atomic_write_json, load_torch
 from study.models.registry import build_model
-from study.run_directory import CONFIG_FILE, EPOCHS_FILE, KEPT_FILES, STATE_FILE, VALIDATION_FILE
+from study.run_directory import (
+    CONFIG_FILE,
+    EPOCHS_FILE,
+    KEPT_FILES,
+    STANDS_IN_FOR,
+    STATE_FILE,
+    VALIDATION_FILE,
+    stand_in_error,
+)
 from study.train.adversary import Adversary
 from study.train.checkpoint import load_checkpoint, restore_rng, tensor_digest
 from study.train.optim import LrSchedule, OptimizerState, build_optimizer, build_scheduler
@@ -332,6 +340,8 @@ def _init_from_parent(model: torch.nn.Module, run: RunConfig, path: str | Path |
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: train the parent run {parent} first")
     blob = load_torch(path)
+    if STANDS_IN_FOR in blob:
+        raise stand_in_error(path, blob)
     if not parent.endswith(f"-{blob['run_key']}"):
         raise ValueError(f"{path} holds run key {blob['run_key']}, but this run fine-tunes {parent}")
     model.load_state_dict(blob["state_dict"])

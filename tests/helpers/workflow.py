@@ -152,9 +152,8 @@ def evaluate_count(counts: dict[str, int]) -> int:
                if rule.startswith("evaluate_") and rule != "evaluate_all")
 
 
-#: the training rules: train, and those of runs that also write model_best.pt (a validation
-#: split), model_published.pt (the published protocol) or both
-TRAIN_RULES = ("train", "train_validated", "train_published", "train_validated_published")
+#: the training rule: one for every run, which writes every checkpoint file (workflow/rules/train.smk)
+TRAIN_RULES = ("train",)
 
 
 def train_count(counts: dict[str, int]) -> int:

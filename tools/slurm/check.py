@@ -254,7 +254,7 @@ def subset_overrides(preset: str) -> list[str]:
     """`--config` settings that keep, of the preset's DAG, the part with a job of every kind: the
     experiment groups whose runs are checked and evaluated on corrupted data (their sharded
     evaluations: shards and merges), the group of a run that fine-tunes from its parent's best
-    checkpoint on validation (train_validated*, @best evaluations), the feature datasets built
+    checkpoint on validation (model_best.pt, @best evaluations), the feature datasets built
     from them (construct), tables, robustness tables, reproduction, and three figures and their
     manifest. Its jobs are jobs of the preset's whole DAG (a run's id is its config's hash)."""
     import yaml

@@ -1,5 +1,9 @@
 # Phase 2: training. One job per run; each resumes from its checkpoint.pt when rerun
-# (a preempted or retried cluster job continues where it stopped).
+# (a preempted or retried cluster job continues where it stopped). Every run writes the file of
+# every checkpoint of the table (study.checkpoints: model.pt, model_best.pt, model_published.pt),
+# one output each, named by the checkpoint; one it keeps none of (no validation split: no best; no
+# published protocol: no published) is a stand-in for model.pt that no job loads as a model
+# (study.run_directory.STANDS_IN_FOR): the evaluations read only the checkpoints a run lists.
 
 
 rule train:
@@ -7,7 +11,7 @@ rule train:
         data=run_data,
         parent=run_parent_model,
     output:
-        model=f"{RESULTS}/runs/{{run_id}}/model.pt",
+        **{name: f"{RESULTS}/runs/{{run_id}}/{file}" for name, file in CHECKPOINT_FILES.items()},
         epochs=f"{RESULTS}/runs/{{run_id}}/epochs.csv",
         config=f"{RESULTS}/runs/{{run_id}}/config.json",  # evaluate, check, tables, construct read it
     wildcard_constraints:
@@ -31,57 +35,6 @@ rule train:
     shell:
         "study train --data {input.data:q} --run-dir {params.run_dir:q} --run-config {params.config}"
         " {params.init_from} --compile {params.compile:q} --threads {threads} --no-progress 2> {log:q}"
-
-
-# A run with a validation split also writes its best checkpoint on validation, model_best.pt,
-# which its @best evaluations and checks and a fine-tuning run that starts from it read; a run
-# with train.published_selection writes model_published.pt, the published protocol's (its
-# @published evaluations): the same job, under a rule that declares those files as well (a
-# rule's outputs are those of every run it trains, so each combination the plan has gets its
-# own rule, and no rule is left without a run).
-_TRAINED = f"{RESULTS}/runs/{{run_id}}"
-
-if KEPT_CHECKPOINTS.get((True, False)):
-
-    use rule train as train_validated with:
-        output:
-            model=f"{_TRAINED}/model.pt",
-            epochs=f"{_TRAINED}/epochs.csv",
-            config=f"{_TRAINED}/config.json",
-            best=f"{_TRAINED}/model_best.pt",
-        wildcard_constraints:
-            run_id=one_of(KEPT_CHECKPOINTS[(True, False)]),
-
-    ruleorder: train_validated > train
-
-
-if KEPT_CHECKPOINTS.get((False, True)):
-
-    use rule train as train_published with:
-        output:
-            model=f"{_TRAINED}/model.pt",
-            epochs=f"{_TRAINED}/epochs.csv",
-            config=f"{_TRAINED}/config.json",
-            published=f"{_TRAINED}/model_published.pt",
-        wildcard_constraints:
-            run_id=one_of(KEPT_CHECKPOINTS[(False, True)]),
-
-    ruleorder: train_published > train
-
-
-if KEPT_CHECKPOINTS.get((True, True)):
-
-    use rule train as train_validated_published with:
-        output:
-            model=f"{_TRAINED}/model.pt",
-            epochs=f"{_TRAINED}/epochs.csv",
-            config=f"{_TRAINED}/config.json",
-            best=f"{_TRAINED}/model_best.pt",
-            published=f"{_TRAINED}/model_published.pt",
-        wildcard_constraints:
-            run_id=one_of(KEPT_CHECKPOINTS[(True, True)]),
-
-    ruleorder: train_validated_published > train
 
 
 rule train_all:
