@@ -2,7 +2,7 @@
 named from it; the evaluations and checks read only the checkpoints their run lists (a stand-in,
 workflow/rules/train.smk, is never read as a chosen model)."""
 
-from helpers.workflow import _plan
+from helpers.workflow import plan_preset
 
 from study.checkpoints import CHECKPOINT_FILES
 
@@ -10,7 +10,7 @@ _CHECKPOINT_OF = {file: name for name, file in CHECKPOINT_FILES.items()}
 
 
 def test_one_rule_trains_every_run_and_declares_its_every_checkpoint_file(project, ci_dry_run):
-    _, runs, _ = _plan(project, "ci")
+    _, runs, _ = plan_preset(project, "ci")
     trained = {job.wildcards["run_id"]: job for job in ci_dry_run.of("train")}
     assert set(trained) == {r.run_id for r in runs}
     assert [rule for rule in ci_dry_run.counts if rule.startswith("train")] == ["train"]
@@ -19,7 +19,7 @@ def test_one_rule_trains_every_run_and_declares_its_every_checkpoint_file(projec
 
 
 def test_a_run_s_chosen_checkpoint_is_read_only_where_the_run_lists_or_keeps_it(project, ci_dry_run):
-    _, runs, _ = _plan(project, "ci")
+    _, runs, _ = plan_preset(project, "ci")
     planned = {r.run_id: r for r in runs}
     read = set()
     for job in ci_dry_run.jobs:
