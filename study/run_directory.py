@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from study.checkpoints import CHECKPOINT_FILES
-from study.config.spec import ConfigSpec, require, run_key
+from study.config.spec import ConfigSpec, require
 from study.config.types import RunConfig, ZooRunConfig
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
@@ -185,13 +185,12 @@ def load_trained_model(
         return model, {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
-        written = json.loads(config.read_text())
-        want = run_key(written)
+        spec = ConfigSpec.parse(json.loads(config.read_text()), str(config))
         got = blob.get("run_key")
-        if got != want:
-            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {want}: "
+        if got != spec.key:
+            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {spec.key}: "
                              "put this run's own model file back, or retrain it (`study train`)")
-        set_numerics_threads(device, ConfigSpec.parse(written, str(config)).trained.threads)
+        set_numerics_threads(device, spec.trained.threads)
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]
@@ -207,7 +206,7 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
     (study.models.zoo_checksums): a pinned one whose hash differs, or one that torch will not
     read with weights_only, is refused; an unpinned one gets a warning line and is listed
     under `unpinned`."""
-    from study.io import atomic_torch_save, atomic_write_json
+    from study.io import atomic_torch_save, atomic_write_text
     from study.models.weights import resolve_weights_dir
     from study.models.zoo import ZooEntry, checked_zoo_weights
 
@@ -222,7 +221,7 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
             print(f"warning: weights of {entry.describe()}: {folder / f.relative} (sha256 {f.sha256}) is unpinned: "
                   "no pinned checksum (study/models/zoo_weights.sha256, $STUDY_ZOO_CHECKSUMS) vouches for it; "
                   "used, read with weights_only", file=sys.stderr)
-    atomic_write_json(run_dir / CONFIG_FILE, spec.identity)
+    atomic_write_text(run_dir / CONFIG_FILE, spec.json)
     # model.pt names the model as the run config writes it (robustbench's entries: three fields)
     blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),
             "files": {f.relative: f.sha256 for f in files}, "unpinned": unpinned}
