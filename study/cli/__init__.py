@@ -13,10 +13,10 @@ import argparse
 import os
 import sys
 
-from study.cli import bench, data, evaluate, features, figures, plan, report, robustness, tables, train, zoo
+from study.cli import bench, data, evaluate, features, figures, plan, rename, report, robustness, tables, train, zoo
 
 # In the order of the workflow, which is the order `study --help` lists them in.
-MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench)
+MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench, rename)
 
 
 class _Parser(argparse.ArgumentParser):
