@@ -1,8 +1,8 @@
 """The ci preset's results as the study wrote them before a run id was the hash of the typed
 value's canonical form (commit BASE, run in a git worktree of it), renamed by `study rename-runs`
 of today's code: Snakemake then plans no training and no evaluation, its tables and report accept
-the renamed records, and no file but the logs names an old id. About 2.5 minutes on 2 cores (the
-old code's run: 2 minutes)."""
+the renamed records, and no file but the logs names an old id. 8.5 minutes on 2 cores shared with
+other jobs, most of it the old code's ci run (2 minutes on an idle machine)."""
 
 import os
 import shutil
