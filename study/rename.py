@@ -110,7 +110,7 @@ def _plan_run(folder: Path, raw: Any, renames: Renames) -> None:
     new = expected_run_id(spec)
     if new != folder.name:
         renames.runs[folder.name] = new
-    if (folder / CONFIG_FILE).read_text() != spec.json and "zoo" not in raw:
+    if (folder / CONFIG_FILE).read_bytes() != spec.json.encode() and "zoo" not in raw:
         renames.configs[folder / CONFIG_FILE] = spec
         renames.keys[written_key(raw)] = spec.key
 
@@ -243,7 +243,8 @@ def _rewrite_construction(path: Path, renames: Renames, results: Path) -> None:
     con = blob["meta"]["constructed"]
     new = renames.constructions.get(path.stem)
     source = renames.runs.get(con["source_run"], con["source_run"])
-    model = results / "runs" / source / CHECKPOINT_FILES["last"]
+    # the source's folder is moved after this: its model file, rewritten already, is under the old name
+    model = results / "runs" / con["source_run"] / CHECKPOINT_FILES["last"]
     sha = file_checksums(model, ["sha256"])["sha256"] if model.is_file() else con.get("source_model_sha256")
     updated = {**con, "key": new.rsplit("-", 1)[1] if new else con["key"], "source_run": source,
                "source_model_sha256": sha}

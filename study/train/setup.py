@@ -163,7 +163,7 @@ def write_run_config(run_dir: Path, spec: ConfigSpec) -> None:
     """config.json: the run config's canonical form, whose hash is the run key; left as it is
     (its time stamp too) where it holds those bytes already."""
     path = run_dir / CONFIG_FILE
-    if not path.is_file() or path.read_text() != spec.json:
+    if not path.is_file() or path.read_bytes() != spec.json.encode():
         atomic_write_text(path, spec.json)
 
 

@@ -135,3 +135,28 @@ def test_a_missing_results_folder_is_one_line(tmp_path, capsys):
     assert code == 2 and out == (f"study rename-runs: error: {tmp_path / 'nope' / 'runs'} does not exist: --results "
                                  "names no results folder (the folder holding runs/ and evaluations/) "
                                  "(STUDY_TRACEBACK=1 shows the traceback)\n")
+
+
+def test_a_constructed_dataset_of_a_renamed_source_run_is_renamed_with_it(trained, tmp_path, capsys):
+    from study.config.spec import construction_key
+
+    results = tmp_path / "results"
+    shutil.copytree(trained[0], results)
+    _, spec, cfg = trained
+    old_id = _as_written_by_the_old_identity(results, spec, cfg)
+    settings = {"steps": 2, "eps": 0.5}
+    old_key = construction_key("d_r", {"robust": old_id}, settings)
+    constructed = tmp_path / "data" / "constructed"
+    constructed.mkdir(parents=True)
+    torch.save({"meta": {"constructed": {"kind": "d_r", "key": old_key, "source_run": old_id, "settings": settings,
+                                         "source_model_sha256": "old"}}}, constructed / f"d_r-{old_key}.pt")
+    code, out = _rename(results, capsys)
+    new_key = construction_key("d_r", {"robust": spec.run_id}, settings)
+    assert code == 0 and f"d_r-{old_key} -> d_r-{new_key}" in out.splitlines()
+    assert [p.name for p in constructed.iterdir()] == [f"d_r-{new_key}.pt"]
+    meta = load_torch(constructed / f"d_r-{new_key}.pt")["meta"]["constructed"]
+    from study.data.download import file_checksums
+
+    model_sha = file_checksums(results / "runs" / spec.run_id / "model.pt", ["sha256"])["sha256"]
+    assert (meta["key"], meta["source_run"], meta["source_model_sha256"]) == (new_key, spec.run_id, model_sha)
+    assert _rename(results, capsys)[1].startswith("nothing to rename")
