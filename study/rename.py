@@ -79,7 +79,7 @@ def plan_renames(results: Path, data: Path) -> Renames:
     renames = Renames()
     runs = results / "runs"
     folders = sorted(p for p in runs.iterdir() if (p / CONFIG_FILE).is_file()) if runs.is_dir() else []
-    raws = {p: json.loads((p / CONFIG_FILE).read_text()) for p in folders}
+    raws = {p: _read_json(p / CONFIG_FILE) for p in folders}
     # a run's id can depend on others' (its constructed set's source, its parent): the plain runs
     # first, then the constructions from them, then the runs on those
     for stage in ("plain", "constructions", "dependent"):
@@ -102,6 +102,14 @@ def plan_renames(results: Path, data: Path) -> Renames:
 def _affected(renames: Renames) -> set[str]:
     """The runs whose files `rename_results` rewrites."""
     return set(renames.runs) | {path.parent.name for path in renames.configs}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is not JSON ({err}): put the run's own config.json back, or move the run "
+                         "folder out of the results folder; nothing was renamed") from None
 
 
 def _plan_run(folder: Path, raw: Any, renames: Renames) -> None:

@@ -160,3 +160,17 @@ def test_a_constructed_dataset_of_a_renamed_source_run_is_renamed_with_it(traine
     model_sha = file_checksums(results / "runs" / spec.run_id / "model.pt", ["sha256"])["sha256"]
     assert (meta["key"], meta["source_run"], meta["source_model_sha256"]) == (new_key, spec.run_id, model_sha)
     assert _rename(results, capsys)[1].startswith("nothing to rename")
+
+
+def test_a_config_json_that_is_no_json_is_one_line_and_nothing_is_renamed(trained, tmp_path, capsys):
+    results = tmp_path / "results"
+    shutil.copytree(trained[0], results)
+    _, spec, cfg = trained
+    old_id = _as_written_by_the_old_identity(results, spec, cfg)
+    (results / "runs" / "broken").mkdir()
+    (results / "runs" / "broken" / "config.json").write_text("{")
+    code, out = _rename(results, capsys)
+    assert code == 2 and out.startswith(f"study rename-runs: error: {results / 'runs/broken/config.json'} is not "
+                                        "JSON (") and out.count("\n") == 1
+    assert "put the run's own config.json back, or move the run folder out of the results folder" in out
+    assert (results / "runs" / old_id).is_dir() and not (results / "runs" / spec.run_id).exists()
