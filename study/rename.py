@@ -81,8 +81,9 @@ def plan_renames(results: Path, data: Path) -> Renames:
     folders = sorted(p for p in runs.iterdir() if (p / CONFIG_FILE).is_file()) if runs.is_dir() else []
     raws = {p: _read_json(p / CONFIG_FILE) for p in folders}
     # a run's id can depend on others' (its constructed set's source, its parent): the plain runs
-    # first, then the constructions from them, then the runs on those
-    for stage in ("plain", "constructions", "dependent"):
+    # first, then the constructions from them, then the runs on those (twice: a fine-tuning run
+    # may start from a run that depends on another)
+    for stage in ("plain", "constructions", "dependent", "dependent"):
         if stage == "constructions":
             _plan_constructions(data / "constructed", renames)
             continue
@@ -116,6 +117,7 @@ def _plan_run(folder: Path, raw: Any, renames: Renames) -> None:
     where = str(folder / CONFIG_FILE)
     spec = ConfigSpec.parse(_translated(raw, renames) if isinstance(raw, dict) else raw, where)
     new = expected_run_id(spec)
+    renames.runs.pop(folder.name, None)  # planned again: what its dependencies' names now make
     if new != folder.name:
         renames.runs[folder.name] = new
     if (folder / CONFIG_FILE).read_bytes() != spec.json.encode() and "zoo" not in raw:
