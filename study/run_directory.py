@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from study.checkpoints import CHECKPOINT_FILES
-from study.config.spec import ConfigSpec, run_key
+from study.config.spec import ConfigSpec
 from study.config.types import RunConfig, ZooRunConfig
 
 if TYPE_CHECKING:  # torch is imported where a model is handled: tables and figures never pay for it
@@ -141,17 +141,25 @@ def kept_checkpoints(run: RunConfig) -> list[str]:
             *(["published"] if run.published_selection is not None else [])]
 
 
-def write_missing_stand_ins(run_dir: str | Path) -> list[str]:
-    """The stand-ins a finished run lacks, written (a results folder of a version that wrote none):
-    the train job's files are then complete and Snakemake reruns nothing, where a rerun of the job
-    would rewrite model.pt and so rerun every evaluation of the run. Returns their files."""
+def missing_stand_ins(run_dir: str | Path) -> list[str]:
+    """The checkpoint names whose stand-ins a finished run lacks (a results folder of a version
+    that wrote none); none for a zoo model or a run not finished (its train job writes them)."""
     run_dir = Path(run_dir)
     spec = read_run_config(run_dir)
     if not isinstance(spec.config, RunConfig) or not (run_dir / CHECKPOINT_FILES["last"]).is_file():
-        return []  # a zoo model, or a run not finished: its train job writes them
+        return []
     kept = kept_checkpoints(spec.config)
-    return [write_stand_in(run_dir, name, spec.key).name for name, file in CHECKPOINT_FILES.items()
-            if name not in kept and not (run_dir / file).is_file()]
+    return [name for name, file in CHECKPOINT_FILES.items() if name not in kept and not (run_dir / file).is_file()]
+
+
+def write_missing_stand_ins(run_dir: str | Path) -> list[str]:
+    """The stand-ins a finished run lacks, written: the train job's files are then complete and
+    Snakemake reruns nothing, where a rerun of the job would rewrite model.pt and so rerun every
+    evaluation of the run. Returns their files."""
+    run_dir = Path(run_dir)
+    missing = missing_stand_ins(run_dir)
+    key = read_run_config(run_dir).key if missing else ""
+    return [write_stand_in(run_dir, name, key).name for name in missing]
 
 
 def stand_in_error(path: Path, blob: Mapping) -> ValueError:
@@ -228,13 +236,12 @@ def load_trained_model(
         return zoo_model, {"name": "zoo", **blob["zoo"]}
     config = Path(run_dir) / CONFIG_FILE
     if config.exists():
-        written = json.loads(config.read_text())
-        want = run_key(written)
+        spec = ConfigSpec.parse(json.loads(config.read_text()), str(config))
         got = blob.get("run_key")
-        if got != want:
-            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {want}: "
+        if got != spec.key:
+            raise ValueError(f"{path} holds the model of run key {got}, but {config} is run key {spec.key}: "
                              "put this run's own model file back, or retrain it (`study train`)")
-        set_numerics_threads(device, ConfigSpec.parse(written, str(config)).trained.threads)
+        set_numerics_threads(device, spec.trained.threads)
     model = model_from_arch(blob["arch"])
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), blob["arch"]
@@ -250,7 +257,7 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
     (study.models.zoo_checksums): a pinned one whose hash differs, or one that torch will not
     read with weights_only, is refused; an unpinned one gets a warning line and is listed
     under `unpinned`."""
-    from study.io import atomic_torch_save, atomic_write_json
+    from study.io import atomic_torch_save, atomic_write_text
     from study.models.weights import resolve_weights_dir
     from study.models.zoo import ZooEntry, checked_zoo_weights
 
@@ -267,7 +274,7 @@ def write_zoo_run(run_dir: str | Path, spec: ConfigSpec, weights_dir: str | Path
             print(f"warning: weights of {entry.describe()}: {folder / f.relative} (sha256 {f.sha256}) is unpinned: "
                   "no pinned checksum (study/models/zoo_weights.sha256, $STUDY_ZOO_CHECKSUMS) vouches for it; "
                   "used, read with weights_only", file=sys.stderr)
-    atomic_write_json(run_dir / CONFIG_FILE, spec.identity)
+    atomic_write_text(run_dir / CONFIG_FILE, spec.json)
     # model.pt names the model as the run config writes it (robustbench's entries: three fields)
     blob = {"zoo": zoo.model_dump(exclude_unset=True), "weights_dir": str(folder),
             "files": {f.relative: f.sha256 for f in files}, "unpinned": unpinned}

@@ -14,10 +14,10 @@ import os
 import sys
 from typing import NoReturn
 
-from study.cli import bench, data, evaluate, features, figures, plan, report, robustness, tables, train, zoo
+from study.cli import bench, data, evaluate, features, figures, plan, rename, report, robustness, tables, train, zoo
 
 # In the order of the workflow, which is the order `study --help` lists them in.
-MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench)
+MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench, rename)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -6,8 +6,8 @@
     methods   method (`base` chains) and evaluation resolution
     plan      the runs, constructions and feature runs of the configured study
     protocols the checkpoint selection protocols (validation; published: published_protocol)
-    spec      a run config and an evaluation parsed where they enter: typed, and as written
-              (the identity whose hash is the run key and the run id's tail)
+    spec      a run config and an evaluation parsed where they enter, typed; the canonical form
+              of the typed value is the identity, its hash the run key and the run id's tail
 
 Training settings and a run directory's files live in `study.run_directory`. The names below are the
 package's public face, so callers need not know which module holds what.

@@ -39,7 +39,7 @@ DEFAULT_TF32 = Tf32Settings().model_dump()
 class RunSpec:
     #: a trained run's spec.run_id; a zoo model's its own (study.config.zoo.zoo_run_id)
     run_id: str
-    #: the run config, typed and as written (parsed once, where the plan makes it)
+    #: the run config, typed (parsed once, where the plan makes it)
     spec: ConfigSpec
     groups: list[str] = field(default_factory=list)
     evaluations: list[str] = field(default_factory=list)
@@ -52,7 +52,7 @@ class RunSpec:
 
     @property
     def config(self) -> Mapping:
-        """The run config as written (read-only): its hash is the run id's, config.json holds it."""
+        """The run config's canonical form (a new dict): its hash is the run id's, config.json holds it."""
         return self.spec.identity
 
     @property

@@ -1,10 +1,12 @@
 """A run config and an evaluation as they enter the study: parsed once, where they are read
-(the plan, the command line, a run's config.json, a record's metadata), into a value that
-holds both the typed settings and the mapping as written.
+(the plan, the command line, a run's config.json, a record's metadata), into a typed value.
 
-The mapping as written is the identity: its hash is the run key (and the run id's tail), it
-is what config.json and a record's metadata keep, and a type's defaults are no part of it.
-Below these boundaries the library takes the typed values only (mypy holds its callers to them: `make lint`).
+The typed value is the identity: its canonical form (`canonical`: the fields that were set,
+dumped with sorted keys and compact separators) is what config.json and a record's metadata
+keep, and its hash is the run key (and the run id's tail); a type's defaults are no part of
+it, and an integer written where a float belongs is the float. Parsing what was written and
+dumping it again gives the same bytes. Below these boundaries the library takes the typed
+values only (mypy holds its callers to them: `make lint`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from study.config.core import ConfigError
 from study.config.evaluations import EvaluationJob
 from study.config.types import RunConfig, ZooRunConfig, parse
@@ -22,14 +26,17 @@ from study.config.types import RunConfig, ZooRunConfig, parse
 # ---------------------------------------------------------------- identities
 
 
-def _short_hash(obj: object) -> str:
-    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+def _short_hash(blob: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
-def run_key(cfg: Mapping) -> str:
-    """Short hash of everything that determines a run's result (a run config as written)."""
-    return _short_hash(cfg)
+def run_key(raw: object) -> str | None:
+    """The run key of a run config as read back (a config.json, a record's `run_config`): the
+    key of what it parses to, whatever its keys' order or layout; None where it does not parse."""
+    try:
+        return ConfigSpec.parse(raw).key
+    except ConfigError:
+        return None
 
 
 def construction_key(kind: str, source_runs: Mapping[str, str], settings: Mapping) -> str:
@@ -42,62 +49,15 @@ def _slug_number(x: float) -> str:
     return f"{x:g}".replace("-", "m").replace("+", "")
 
 
-class Frozen(dict):
-    """A read-only mapping that is still a dict: json writes it as it writes the mapping it
-    was copied from (key order included), and nothing below the boundary can change an
-    identity that names files already written."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("an identity as written is read-only; build a new mapping ({**identity, ...})")
-
-    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple:
-        return Frozen, (dict(self),)
-
-    def __copy__(self) -> dict:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict) -> dict:
-        # a deep copy is taken to be edited: a plain one, as written
-        return as_written(self)
+def canonical(value: BaseModel) -> dict:
+    """A typed value's identity: the fields that were set (a type's defaults are no part of
+    it), recursively, as JSON values under their written names (`lambda`, not `lambda_`)."""
+    return value.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
-class FrozenList(list):
-    """A read-only list that is still a list (equal to the list read back from JSON)."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("an identity as written is read-only; build a new list")
-
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple:
-        return FrozenList, (list(self),)
-
-    def __copy__(self) -> list:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict) -> list:
-        return as_written(self)
-
-
-def frozen(value: Any) -> Any:
-    """A read-only deep copy of a JSON-like value: mappings as `Frozen`, lists as `FrozenList`."""
-    if isinstance(value, Mapping):
-        return Frozen({k: frozen(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return FrozenList(frozen(v) for v in value)
-    return value
-
-
-def as_written(value: Any) -> Any:
-    """A mutable deep copy of an identity (plain dicts and lists), to build a new one from."""
-    if isinstance(value, Mapping):
-        return {k: as_written(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [as_written(v) for v in value]
-    return value
+def canonical_json(value: BaseModel) -> str:
+    """`canonical(value)` as the one string that is hashed and written (sorted keys, compact)."""
+    return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------- a run config
@@ -151,11 +111,10 @@ def _trained(cfg: Any, where: str) -> RunConfig:
 
 @dataclass(frozen=True)
 class ConfigSpec:
-    """One run's configuration: `config` typed (what the library reads), `identity` the
-    mapping as written (read-only; its hash is the run key, config.json holds it)."""
+    """One run's configuration, typed: its canonical form (`identity`) is what config.json
+    holds, and its hash the run key."""
 
     config: RunConfig | ZooRunConfig
-    identity: Mapping
 
     @classmethod
     def parse(cls, raw: Any, where: str = "run config") -> ConfigSpec:
@@ -166,12 +125,23 @@ class ConfigSpec:
             config: RunConfig | ZooRunConfig = parse(ZooRunConfig, raw, f"zoo {where}")
         else:
             config = _trained(raw, where)
-        return cls(config, frozen(raw))
+        return cls(config)
+
+    @property
+    def identity(self) -> dict:
+        """The canonical form (a new dict each time): what config.json and a record's
+        `run_config` hold."""
+        return canonical(self.config)
+
+    @property
+    def json(self) -> str:
+        """The canonical form as config.json holds it (one line, sorted keys, compact)."""
+        return canonical_json(self.config) + "\n"
 
     @property
     def key(self) -> str:
-        """The run key: the short hash of the config as written."""
-        return run_key(self.identity)
+        """The run key: the short hash of the canonical form."""
+        return _short_hash(canonical_json(self.config))
 
     @property
     def run_id(self) -> str:
@@ -192,7 +162,7 @@ class ConfigSpec:
                 f"s{run.seed}",
             ]
         )
-        # the hash is of the config as written: a type's defaults are no part of a run's identity
+        # the hash is of the canonical form: a type's defaults are no part of a run's identity
         return f"{slug}-{self.key}"
 
     @property
@@ -208,17 +178,21 @@ class ConfigSpec:
 
 @dataclass(frozen=True)
 class EvaluationSpec:
-    """One evaluation job: `config` typed and named (`EvaluationJob`), `identity` the mapping
-    as written (read-only), which a record's metadata keeps as its `evaluation`."""
+    """One evaluation job, typed and named (`EvaluationJob`); its canonical form (`identity`)
+    is what a record's metadata keeps as its `evaluation`."""
 
     config: Any  # EvaluationJob: CleanJob | PgdJob | AutoAttackJob | SquareJob
-    identity: Mapping
 
     @classmethod
     def parse(cls, raw: Any, where: str = "evaluation", tp: Any = EvaluationJob) -> EvaluationSpec:
         """The one place an evaluation job (`--evaluation`, a params evaluation resolved by
         study.config.methods.resolve_evaluation) becomes typed; `tp` narrows it (`PgdJob`)."""
-        return cls(parse(tp, raw, where), frozen(raw))
+        return cls(parse(tp, raw, where))
+
+    @property
+    def identity(self) -> dict:
+        """The canonical form (a new dict each time): a record's `evaluation`."""
+        return canonical(self.config)
 
     @property
     def name(self) -> str:
@@ -227,6 +201,5 @@ class EvaluationSpec:
     def at(self, checkpoint: str, record: str) -> EvaluationSpec:
         """The job on a checkpoint's model, its records named `record` (study.record_names.record_name:
         `<name>@best`), as a typed copy; this one is unchanged."""
-        update = {"name": record, "checkpoint": checkpoint}
-        # the identity keeps the keys' order as written, a new `checkpoint` last
-        return EvaluationSpec(self.config.model_copy(update=update), frozen({**self.identity, **update}))
+        # model_copy counts the updated fields as set: the record's identity names them
+        return EvaluationSpec(self.config.model_copy(update={"name": record, "checkpoint": checkpoint}))

@@ -99,7 +99,7 @@ def evaluate_model(
     frame = records_frame(idx.numpy(), labels.numpy(), preds.pred, preds.logits, preds.broken_by)
     meta = {
         "run_id": run_id,
-        # as written: the record names the run and the job by the mappings their hashes name
+        # canonical forms: the record names the run and the job as config.json and the run key do
         "run_config": run_config.identity,
         "evaluation": evaluation.identity,
         "dataset": run_config.config.dataset,

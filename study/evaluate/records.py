@@ -51,6 +51,15 @@ def write_records(df: pd.DataFrame, path: str | Path, meta: Mapping) -> None:
         pq.write_table(table, tmp)
 
 
+def replace_record_metadata(path: str | Path, meta: Mapping) -> None:
+    """A record written again with `meta` as its metadata, its rows as they are."""
+    table = pq.read_table(path)
+    existing = table.schema.metadata or {}
+    table = table.replace_schema_metadata({**existing, _META_KEY: json.dumps(dict(meta), default=str).encode()})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
 def _metadata(schema: pa.Schema) -> dict | None:
     """The study's metadata of a record's schema (None where it is not JSON)."""
     try:

@@ -17,7 +17,7 @@ from study.config.spec import ConfigSpec, run_key
 from study.config.types import RunConfig
 from study.data.splits import Splits, stratified_subset
 from study.device import describe, select_device, set_cudnn_benchmark
-from study.io import atomic_write_json, load_torch
+from study.io import atomic_write_json, atomic_write_text, load_torch
 from study.models.registry import build_model
 from study.run_directory import (
     CONFIG_FILE,
@@ -141,12 +141,12 @@ def check_run_dir(run_dir: Path, spec: ConfigSpec) -> None:
     path = run_dir / CONFIG_FILE
     if not path.exists():
         return
-    existing = _read_config(path)
-    if existing is not None and run_key(existing) == spec.key:
+    existing = _read_key(path)
+    if existing == spec.key:
         return
     trained = [name for name in (STATE_FILE, EPOCHS_FILE, *CHECKPOINT_FILES.values()) if (run_dir / name).exists()]
     if trained:
-        other = run_key(existing) if existing is not None else "unreadable"
+        other = existing or "unreadable"
         raise ValueError(
             f"{run_dir} already holds a run with a different config (run key {other}: {', '.join(trained)}; "
             f"this config: {spec.key}); use a new run directory, or move that one aside"
@@ -154,22 +154,21 @@ def check_run_dir(run_dir: Path, spec: ConfigSpec) -> None:
     _log(f"{path}: replacing the config of a run that never trained ({spec.key} now)")
 
 
-def _read_config(path: Path) -> dict | None:
-    """The config in `path` as written, or None when it is unreadable (replaced unless a run
-    trained under it); not parsed: only its hash, the run key, is compared, so a config.json
-    that today's types refuse is still named by its key."""
+def _read_key(path: Path) -> str | None:
+    """The run key of the config in `path`, or None when it is unreadable or today's types
+    refuse it (replaced unless a run trained under it)."""
     try:
-        return json.loads(path.read_text())
+        return run_key(json.loads(path.read_text()))
     except ValueError:
         return None
 
 
 def write_run_config(run_dir: Path, spec: ConfigSpec) -> None:
-    """config.json: the run config as written (its identity), so its hash is the run key."""
+    """config.json: the run config's canonical form, whose hash is the run key; left as it is
+    (its time stamp too) where it holds those bytes already."""
     path = run_dir / CONFIG_FILE
-    existing = _read_config(path) if path.exists() else None
-    if existing is None or run_key(existing) != spec.key:
-        atomic_write_json(path, spec.identity)
+    if not path.is_file() or path.read_bytes() != spec.json.encode():
+        atomic_write_text(path, spec.json)
 
 
 def check_data(run: RunConfig, splits: Splits) -> None:

@@ -1,19 +1,19 @@
-"""The pins of tests/integration/test_config_identity.py: what the configuration resolves to for every
-preset (run ids, the config.json of every run, the `--evaluation` JSON of every evaluation job)
-and the records of one tiny run of the ci preset, as hashes.
+"""The pins of tests/integration/test_config_identity.py, in tests/data/run_ids.txt: one line per
+run of every preset (its id, the hash of its config.json, of its evaluations' `--evaluation` JSON,
+its groups, evaluations and checkpoints), one per constructed dataset, and the records of one tiny
+run of the ci preset, as hashes. A line reads
 
-A refactoring of the configuration code must leave all of them unchanged. The pins are written
-from the code as it is checked out; to regenerate them for a changed preset with the code as it
-was before a refactoring, run this file from a worktree of that commit:
+    <preset> <run id> config:<sha> evaluations:<sha> groups=<a,b> evaluate=<e,f> checkpoints=<last,best>
 
-    git worktree add /tmp/pre <commit>
-    cp workflow/presets/<preset>.yaml /tmp/pre/workflow/presets/      # the preset as it is now
-    PYTHONPATH=/tmp/pre .venv/bin/python tests/helpers/config_identity.py --root /tmp/pre \
-        --out tests/data/config_identity.json
+A refactoring of the configuration code must leave all of them unchanged; a deliberate change
+regenerates them from the code as it is checked out:
 
-(from a commit before the tests/ folders by tier, the file is /tmp/pre/tests/helpers/config_identity.py).
+    .venv/bin/python tests/helpers/config_identity.py
 
-`--presets` limits the rewrite to some presets (the others' pins are kept).
+`--presets` limits the rewrite to some presets (the others' lines are kept), `--no-records`
+keeps the records' lines. The run ids of the change that made a run id the hash of the typed
+value's canonical form (its old id -> new id) are tests/data/run_ids_renamed.txt
+(tools/run_id_table.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PINS = ROOT / "tests/data/config_identity.json"
+PINS = ROOT / "tests/data/run_ids.txt"
 PRESETS = ("ci", "demo", "paper", "laptop", "reproduce")
 #: floats of the records are compared at this many decimals: the pins name what the
 #: configuration makes of a run, not the last bit of a CPU's float reductions
@@ -120,6 +120,33 @@ def record_pins(root: Path) -> dict:
         }
 
 
+def plan_lines(root: Path, preset: str) -> list[str]:
+    """The pins of a preset's plan, one line per run and per constructed dataset."""
+    pins = plan_pins(root, preset)
+    lines = [f"{preset} {run_id} config:{run['config']} evaluations:{sha(run['evaluation_args'])} "
+             f"groups={','.join(run['groups'])} evaluate={','.join(run['evaluations'])} "
+             f"checkpoints={','.join(run['checkpoints'])}" for run_id, run in sorted(pins["runs"].items())]
+    return lines + [f"{preset} construction {name}" for name in pins["constructions"]]
+
+
+def record_lines(root: Path) -> list[str]:
+    return [f"records {name} {digest}" for name, digest in sorted(record_pins(root).items())]
+
+
+def read_pins(path: Path = PINS) -> dict[str, list[str]]:
+    """The pinned lines by preset (`records`: the ci run's records), comments left out."""
+    out: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line and not line.startswith("#"):
+            out.setdefault(line.split(" ", 1)[0], []).append(line)
+    return out
+
+
+HEADER = ("# run id pins of tests/integration/test_config_identity.py (tests/helpers/config_identity.py);\n"
+          "# <preset> <run id> config:<sha of config.json> evaluations:<sha of its evaluations' JSON> groups= "
+          "evaluate= checkpoints=\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose params and presets are read")
@@ -127,14 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     parser.add_argument("--no-records", action="store_true", help="keep the pinned records as they are")
     args = parser.parse_args(argv)
-    pins = json.loads(args.out.read_text()) if args.out.exists() else {"presets": {}}
+    pins = read_pins(args.out)
     for preset in args.presets:
-        pins["presets"][preset] = plan_pins(args.root, preset)
+        pins[preset] = plan_lines(args.root, preset)
     if not args.no_records:
-        pins["ci_records"] = record_pins(args.root)
+        pins["records"] = record_lines(args.root)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(pins, indent=1, sort_keys=True) + "\n")
-    counts = ", ".join(f"{p} {len(pins['presets'][p]['runs'])} runs" for p in args.presets)
+    order = [*PRESETS, "records"]
+    args.out.write_text(HEADER + "".join(line + "\n" for key in order for line in pins.get(key, [])))
+    counts = ", ".join(f"{p} {sum(' construction ' not in line for line in pins[p])} runs" for p in args.presets)
     print(f"wrote {args.out}: {counts}", file=sys.stderr)
     return 0
 
