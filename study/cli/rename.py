@@ -44,7 +44,8 @@ def cmd_rename_runs(args: argparse.Namespace) -> int:
     rename_results(args.results, args.data, renames)
     written = write_stand_ins(args.results, list(missing))
     print(f"renamed {len(renames.runs)} runs and {len(renames.constructions)} constructed datasets; "
-          f"{len(rewritten)} other config.json files written canonically; {written} stand-in files written")
+          f"{len(rewritten)} other config.json files written canonically"
+          + (f"; {written} stand-in files written" if written else ""))
     return 0
 
 

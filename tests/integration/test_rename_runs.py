@@ -174,3 +174,32 @@ def test_a_config_json_that_is_no_json_is_one_line_and_nothing_is_renamed(traine
                                         "JSON (") and out.count("\n") == 1
     assert "put the run's own config.json back, or move the run folder out of the results folder" in out
     assert (results / "runs" / old_id).is_dir() and not (results / "runs" / spec.run_id).exists()
+
+
+def test_a_run_trained_before_the_one_train_rule_gets_its_stand_ins_and_nothing_else(trained, tmp_path, capsys):
+    """A folder of a version that wrote no stand-ins (its run keeps no best or published
+    checkpoint): the call writes them, so Snakemake finds the train job's files complete, and
+    leaves every other file as it was."""
+    from study.checkpoints import CHECKPOINT_FILES
+    from study.run_directory import STANDS_IN_FOR, kept_checkpoints
+
+    results = tmp_path / "results"
+    shutil.copytree(trained[0], results)
+    _, spec, _ = trained
+    run_dir = results / "runs" / spec.run_id
+    absent = [name for name in CHECKPOINT_FILES if name not in kept_checkpoints(spec.trained)]
+    assert absent, "the run keeps every checkpoint: this test would show nothing"
+    for name in absent:
+        (run_dir / CHECKPOINT_FILES[name]).unlink()
+    times = {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()}
+
+    code, out = _rename(results, capsys, "--dry-run")
+    assert (code, out.splitlines()) == (0, [f"{spec.run_id}: stand-ins for model.pt written ({', '.join(absent)}: "
+                                            "the run keeps no such checkpoint)", "dry run: nothing changed"])
+    assert not any((run_dir / CHECKPOINT_FILES[name]).exists() for name in absent)
+
+    code, out = _rename(results, capsys)
+    assert code == 0 and out.splitlines()[-1].endswith(f"; {len(absent)} stand-in files written")
+    assert all(load_torch(run_dir / CHECKPOINT_FILES[name])[STANDS_IN_FOR] == "last" for name in absent)
+    assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir() if p.name in times} == times
+    assert _rename(results, capsys)[1].startswith("nothing to rename")
