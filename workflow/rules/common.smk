@@ -1,6 +1,7 @@
 # All helper Python of the workflow: it maps the configured study onto files and command arguments.
 # Science and the plan live in `study` (the plan: study.config; the figures: study.figures.catalog); the rules'
 # own helpers (command-line words, wildcard constraints) are below, and the run summary is run_summary.py.
+import copy
 import json
 import os
 import re
@@ -69,13 +70,14 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 # itself is given them too (config_overrides_arg), so it reads the configuration planned here
 CONFIG_OVERRIDES = dict(workflow.config_settings.overwrite_config or {})
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
-    _resolved = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
+    PARAMS = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
                             overrides=CONFIG_OVERRIDES,
                             presets_dir=_BASE / "presets", schema_path=_BASE / "schemas/params.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.clear()
-config.update(_resolved)
+# the typed params go to every library call (PARAMS); the rules' own lookups read Snakemake's mapping
+config.update(copy.deepcopy(dict(PARAMS.as_written)))
 
 DATA, RESULTS = config["data"]["root"], "results"
 # Every file that summarizes the preset (its tables, metrics, figures and their manifest, the
@@ -99,12 +101,12 @@ REPRODUCTION = f"{PRESET_RESULTS}/reproduction"  # .md and .html
 # (the jobs that summarize the preset write their logs and benchmarks under PRESET_RESULTS too)
 # what the user's targets name: the preset selected's manifest and reproduction report (figures.smk)
 SELECTED_FIGURES, SELECTED_REPRODUCTION = f"{RESULTS}/figures/all", f"{RESULTS}/reproduction.md"
-PLAN = plan_runs(config)
+PLAN = plan_runs(PARAMS)
 try:  # a --config value of the train section that a run's own settings override: refused, not skipped
-    check_train_overrides(config, coerce_overrides(CONFIG_OVERRIDES))
+    check_train_overrides(PARAMS, coerce_overrides(CONFIG_OVERRIDES))
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
-ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
+ZOO = plan_zoo(PARAMS)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 
 
 # ---- the machine and the network, before any job (study.preflight; the lines printed in preflight.smk)
@@ -127,25 +129,25 @@ RUNS_JOBS = _on_this_machine() and not (workflow.remote_exec or workflow.subproc
     {"--report", "--list", "--list-rules", "--summary", "--detailed-summary", "--lint", "--unlock", "--touch",
      "--cleanup-metadata", "--list-target-rules", "--dag", "--rulegraph", "--filegraph"}, "l"))
 # a plan priced over a week on this machine: refused in one line (a dry run: the same line, as a warning)
-if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.basedir)):
+if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(PARAMS, PLAN, ZOO, workflow.basedir)):
     print(f"{'warning (dry run): the run would be ' if DRY_RUN else ''}{PRICE_REFUSAL}", file=sys.stderr)
     if not DRY_RUN:
         sys.exit(1)
 # a dataset or zoo model whose host does not answer: out of the plan, one line each (UNREACHABLE)
 PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before parts are left out
-PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
+PLAN, ZOO, UNREACHABLE = reachable_plan(PARAMS, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 
 
 def mitigation_controls(methods):
     """Each of figure 13's methods' control among them, from the configuration planned here (its
     --config values included)."""
-    return {m: present_baseline(config, m, methods) for m in methods}
+    return {m: present_baseline(PARAMS, m, methods) for m in methods}
 
 
 _PLANNED = {r.run_id for r in PLAN}
 # a construction whose source run is left out (its dataset unreachable) is left out with it
-CONSTRUCTIONS = {c.name: c for c in constructions(config, PRESET_PLAN)
+CONSTRUCTIONS = {c.name: c for c in constructions(PARAMS, PRESET_PLAN)
                  if c.source_run.run_id in _PLANNED} if config.get("features") else {}
 ROBUSTNESS = config["robustness"]
 
@@ -182,7 +184,7 @@ def prepared_file(dataset, variant):
 
 def data_mirror():
     """The local mirror: $STUDY_DATA_MIRROR when set (a user's explicit choice), else data.mirror."""
-    return configured_mirror(config)
+    return configured_mirror(PARAMS.data.mirror)
 
 def source_args(wildcards):
     """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
@@ -211,21 +213,21 @@ def run_model(checkpoint_file):
 
 def run_data(wildcards):
     run = run_of(wildcards)
-    con = run.config.get("constructed")
-    return f"{DATA}/constructed/{con['kind']}-{con['key']}.pt" if con else prepared_file(run.dataset, run.variant)
+    con = run.trained.constructed if run.trained is not None else None
+    return f"{DATA}/constructed/{con.kind}-{con.key}.pt" if con else prepared_file(run.dataset, run.variant)
 
 # (keeps model_best.pt, keeps model_published.pt) -> ids of those runs: the training rule of
 # each combination declares exactly its files (train.smk)
 KEPT_CHECKPOINTS = {}
 for _run in PLAN:
-    _kept = (bool(_run.config.get("validation")), bool(_run.config.get("published_selection")))
+    _kept = (bool(_run.trained.validation), bool(_run.trained.published_selection))
     KEPT_CHECKPOINTS.setdefault(_kept, []).append(_run.run_id)
 
 def parent_checkpoint(wildcards):
     """The parent's checkpoint a fine-tuning method (FRL) starts from, as the run config names it
     (init_checkpoint): its best on validation (model_best.pt), or its last; None without a parent."""
     run = run_of(wildcards)
-    name = "model_best.pt" if run.config.get("init_checkpoint") == "best" else "model.pt"
+    name = "model_best.pt" if run.trained is not None and run.trained.init_checkpoint == "best" else "model.pt"
     return f"{run_dir(run.init_from)}/{name}" if run.init_from else None
 
 def run_parent_model(wildcards):
@@ -289,7 +291,7 @@ def train_priority(wildcards):
 # protocol's). A sharded evaluation of the last checkpoint runs a job per shard,
 # shards/<evaluation>/<i>-of-<n>.parquet, joined by merge_shards.
 EVALUATED = {e for run in PLAN + ZOO for e in run.evaluations}
-SHARDED = {e for e in EVALUATED if int(config["evaluations"].get(e, {}).get("shards", 1)) > 1}
+SHARDED = {e for e in EVALUATED if e in PARAMS.evaluations and PARAMS.evaluations[e].shards > 1}
 EVALUATION_SETS = {}  # (evaluations, checkpoint) -> ids of the runs whose evaluate job that is
 for _run, _cp in ((r, c) for r in PLAN + ZOO for c in r.checkpoints):
     if _set := tuple(sorted(e for e in _run.evaluations if _cp != "last" or e not in SHARDED)):
@@ -306,7 +308,7 @@ def eval_file(run_id, evaluation, checkpoint="last", root=None):
 def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
     dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None
-    return resolve_evaluation(config, name or wildcards.evaluation, dataset=dataset)
+    return resolve_evaluation(PARAMS, name or wildcards.evaluation, dataset=dataset)
 
 def evaluation_args(evaluations):
     """`--evaluation JSON --out FILE` of each evaluation of an evaluate job."""
@@ -319,7 +321,7 @@ def evaluate_runtime(evaluations, shards=1):
                                                              shards=shards) for e in evaluations)
 
 def shard_files(wildcards):
-    n = int(config["evaluations"][wildcards.evaluation]["shards"])
+    n = PARAMS.evaluations[wildcards.evaluation].shards
     return [f"{evaluations_dir(wildcards.run_id)}/shards/{wildcards.evaluation}/{i}-of-{n}.parquet"
             for i in range(n)]
 
@@ -327,7 +329,7 @@ def shard_files(wildcards):
 TABLES = {name: f"{PRESET_RESULTS}/tables/{name}.csv" for name in ("classwise", "summary", "classwise_seeds", "epochs")}
 # the headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file)
 METRICS_FILES = sorted({f"{PRESET_RESULTS}/metrics/"
-                        f"{metrics_stem(r.dataset, r.config['model'], r.config['method'], training_setting(r.run)['train_data'])}.json"
+                        f"{metrics_stem(r.dataset, r.run.model, r.run.method, training_setting(r.run)['train_data'])}.json"
                         for r in PLAN})
 ROBUSTNESS_TABLES = {name: f"{PRESET_RESULTS}/tables/{name}.csv"
                      for name in ("frl", "cfp", "confusion", "attacks", "checks", "corruptions")}
@@ -337,7 +339,7 @@ ZOO_TABLES = {f"zoo_{n}": f"{PRESET_RESULTS}/zoo/tables/{n}.csv" for n in ("clas
 # ---------------------------------------------------------------- robustness (checks, CIFAR-10-C)
 def runs_of_groups(groups):
     """Runs of these experiment groups, those trained on constructed data excluded."""
-    return [r for r in PLAN if set(r.groups) & set(groups) and not r.config.get("constructed")]
+    return [r for r in PLAN if set(r.groups) & set(groups) and not (r.trained is not None and r.trained.constructed)]
 
 
 # Runs in figures 3 and 11; runs checked (every checkpoint): those and every mitigation run;
@@ -355,7 +357,7 @@ def checked_checkpoint(wildcards):
 # the checks of every checked run and checkpoint: every table reads them (study.metrics.trust)
 CHECK_FILES = [f"{evaluations_dir(r.run_id)}/{record_name('checks', c)}.json"
                for r in CHECKED_RUNS for c in r.checkpoints]
-ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
+ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(PARAMS, ZOO), zoo_corrupted(PARAMS, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
 
 
 def corruption_args(wildcards):  # the official archive: looked for in the mirror, then in data/raw

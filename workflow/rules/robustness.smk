@@ -19,7 +19,7 @@ rule check:
         f"{{root}}/benchmarks/check/{{run_id}}{{at}}.tsv",
     params:
         run_dir=lambda w: run_dir(w.run_id),
-        pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
+        pgd=lambda w: quoted_json(resolve_evaluation(PARAMS, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
         per_class=ROBUSTNESS["checks"]["per_class"],
         eps_factors=[str(f) for f in ROBUSTNESS["checks"]["eps_factors"]],
         checkpoint=checked_checkpoint,
