@@ -67,7 +67,8 @@ def synthetic_file(tmp_path_factory, ci_params) -> Path:
     from study.data.prepared import prepare_dataset
 
     out = tmp_path_factory.mktemp("data") / "synthetic-default.pt"
-    prepare_dataset("synthetic", "default", out.parent / "raw", None, out, synthetic=ci_params.data.synthetic.model_dump(exclude_unset=True))
+    synthetic = ci_params.data.synthetic.model_dump(exclude_unset=True)
+    prepare_dataset("synthetic", "default", out.parent / "raw", None, out, synthetic=synthetic)
     return out
 
 

@@ -88,7 +88,7 @@ def _planned(params: dict) -> dict | None:
                              schema_path=ROOT / "workflow/schemas/params.schema.yaml")
         plan = plan_runs(loaded)
         plan_zoo(loaded, root=ROOT)
-        if loaded.get("features"):
+        if loaded.features is not None:
             constructions(loaded, plan)
     except ConfigError as err:
         assert "\n" not in str(err)

@@ -438,7 +438,8 @@ def _typed_examples() -> dict[str, dict]:
     ci = load_params(overrides={"preset": "ci"})
     return {"RunConfig": dict(plan_runs(ci)[0].config),
             "EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
-            "Construct": ci["features"]["construct"], "SyntheticData": ci["data"]["synthetic"]}
+            "Construct": ci.features.construction.model_dump(exclude_unset=True),
+            "SyntheticData": ci.data.synthetic.model_dump(exclude_unset=True)}
 
 
 def _dummy_argv(name, sub_parser) -> list[str]:
