@@ -682,6 +682,8 @@ class Params(Config):
     _written: dict[str, Any] = PrivateAttr(default_factory=dict)
     #: the per-dataset views already parsed (`for_dataset`), so each is parsed once per process
     _views: dict[str, Params] = PrivateAttr(default_factory=dict)
+    #: a per-dataset view's params (None: these are the params as loaded)
+    _loaded: Params | None = PrivateAttr(default=None)
 
     @classmethod
     def from_written(cls, written: Mapping[str, Any], what: str = "invalid configuration") -> Params:
@@ -699,12 +701,16 @@ class Params(Config):
 
     def for_dataset(self, dataset: str) -> Params:
         """The params of runs on `dataset`: its `per_dataset` entry merged over the methods,
-        evaluations, evaluate and train sections (self where it has none), parsed once."""
-        if dataset not in self.per_dataset:
-            return self
-        if dataset not in self._views:
-            self._views[dataset] = Params.from_written(merge_dataset_sections(self._written, dataset))
-        return self._views[dataset]
+        evaluations, evaluate and train sections (self where it has none), parsed once. A view's
+        view is the loaded params' view (an entry is merged once)."""
+        loaded = self._loaded or self
+        if dataset not in loaded.per_dataset:
+            return loaded
+        if dataset not in loaded._views:
+            view = Params.from_written(merge_dataset_sections(loaded._written, dataset))
+            view._loaded = loaded
+            loaded._views[dataset] = view
+        return loaded._views[dataset]
 
     def variant(self, dataset: str) -> str:
         """The variant of `dataset` the study uses (data.variants, else the registry's first)."""
