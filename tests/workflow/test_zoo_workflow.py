@@ -44,10 +44,10 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     # ImageNet is made by prepare_imagenet only (ruleorder), with the zoo's subset options
     assert writers["data/prepared/imagenet-val.pt"] == ["prepare_imagenet"]
     (prepare,) = dag.of("prepare_imagenet")
-    assert f'"per_class": {zoo["imagenet"]["per_class"]}' in prepare.shell
+    assert f'"per_class": {zoo.imagenet.per_class}' in prepare.shell
     # torchvision's ResNet-50: its zoo-run names the source and the file in the weights folder
-    tv = next(m for m in zoo["models"] if m.get("source") == "torchvision")
-    command = next(j.shell for j in dag.of("zoo_run") if f'"file": "{tv["file"]}"' in j.shell)
+    tv = next(m for m in zoo.models if m.source == "torchvision")
+    command = next(j.shell for j in dag.of("zoo_run") if f'"file": "{tv.file}"' in j.shell)
     assert '"source": "torchvision"' in command and "zoo-imagenet-Linf-resnet50" in command
     assert any('"eps": 0.01568' in j.shell for j in dag.jobs)  # 4/255, RobustBench's ImageNet Linf budget
 
