@@ -33,9 +33,6 @@ from study.config.types import (
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
 # claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).
 _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
-#: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
-#: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
-DEFAULT_TF32 = Tf32Settings().model_dump()
 #: every checkpoint a run may be evaluated at, in the plan's order
 CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
 
@@ -57,7 +54,9 @@ class RunSpec:
 
     @property
     def config(self) -> Mapping:
-        """The run config as written (read-only): its hash is the run id's, config.json holds it."""
+        """The run config as written (read-only): its hash is the run id's, config.json holds it. Kept
+        for writing it out only (the train and zoo rules pass it to `--run-config`, `study plan --json`
+        prints it); a reader of its values reads the typed `run`."""
         return self.spec.identity
 
     @property
@@ -191,9 +190,9 @@ def _used_only(params: Params, group: ExperimentGroup, model: str, definition: M
         extra["published_selection"] = published.model_dump()
     if train.precision != "fp32":
         extra["precision"] = train.precision
-    tf32 = train.tf32.model_dump()
-    if tf32 != DEFAULT_TF32:
-        extra["tf32"] = tf32
+    # the default (PyTorch's, the references': cuDNN in TF32, matmuls in fp32) goes unnamed: ids kept
+    if train.tf32 != Tf32Settings():
+        extra["tf32"] = train.tf32.model_dump()
     if train.threads != 1:
         extra["threads"] = train.threads
     if definition.init_from:
