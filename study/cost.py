@@ -31,7 +31,7 @@ from pathlib import Path
 from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation
 from study.config.plan import RunSpec, prepared_name
 from study.config.spec import EvaluationSpec
-from study.config.types import RunConfig, ZooRunConfig
+from study.config.types import Params, RunConfig, ZooRunConfig
 from study.data.registry import get_dataset_info
 from study.io import replace_marked
 from study.record_names import record_name
@@ -100,11 +100,13 @@ def train_job(run: RunSpec, group: str, table: Throughput, results: str = "resul
               constructed: Mapping[str, int] | None = None) -> Job:
     """A run's training job; `constructed`: the images of each constructed dataset (kind-key),
     which a run trained on one sees instead of its dataset's."""
-    cfg: RunConfig = run.run
+    cfg = run.trained
+    if cfg is None:
+        raise ValueError(f"{run.run_id}: a zoo model is evaluated, never trained: it has no training job")
     train, *_ = data_facts(cfg)
-    con = run.config.get("constructed")
-    if con and constructed and f"{con['kind']}-{con['key']}" in constructed:
-        train = constructed[f"{con['kind']}-{con['key']}"]
+    con = cfg.constructed
+    if con and constructed and f"{con.kind}-{con.key}" in constructed:
+        train = constructed[f"{con.kind}-{con.key}"]
     work = train_work(cfg, train)
     seconds, basis, rows = _priced(work, table, cfg.model, cfg.precision)
     return Job("train", group, benchmark_of(f"{results}/logs/train/{run.run_id}.log"), seconds, basis,
@@ -144,7 +146,7 @@ def cascade_shares(run: RunSpec, ev: AutoAttackEvaluation, name: str, checkpoint
     return expected_shares(ev, model_kind(run))
 
 
-def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, results: str = "results",
+def evaluate_jobs(run: RunSpec, group: str, params: Params, table: Throughput, results: str = "results",
                   root: str | Path | None = None) -> list[Job]:
     """The evaluate jobs of a run (common.smk's EVALUATION_SETS): one per checkpoint for its
     evaluations, a sharded evaluation of the last checkpoint one per shard. `root`: the project
@@ -154,7 +156,7 @@ def evaluate_jobs(run: RunSpec, group: str, params: Mapping, table: Throughput, 
     base = f"{results}/zoo" if isinstance(run.run, ZooRunConfig) else results
     model, forward = evaluated_model(run.run)
     evs = {e: EvaluationSpec.parse(resolve_evaluation(params, e, dataset=run.dataset)).config for e in run.evaluations}
-    shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for e in run.evaluations}
+    shards = {e: params.evaluations[e].shards if e in params.evaluations else 1 for e in run.evaluations}
     logs = f"{base}/logs/evaluate/{run.run_id}"
     records = Path(root) / base / "evaluations" if root is not None else None
     jobs = []
@@ -184,7 +186,7 @@ def prepare_jobs(runs: Sequence[RunSpec], table: Throughput, results: str = "res
     jobs, seen = [], set()
     for run in runs:
         key = (run.dataset, run.variant)
-        if key in seen or run.dataset == "imagenet" or run.config.get("constructed"):
+        if key in seen or run.dataset == "imagenet" or (run.trained is not None and run.trained.constructed):
             continue
         seen.add(key)
         train, test, channels, side = data_facts(run.run)
@@ -200,7 +202,7 @@ def prepare_jobs(runs: Sequence[RunSpec], table: Throughput, results: str = "res
     return jobs
 
 
-def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], table: Throughput,
+def plan_jobs(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], table: Throughput,
               results: str = "results", root: str | Path | None = None) -> list[Job]:
     """Every priced job of the plan; a run counts under the first of its groups, a zoo model under
     `zoo`. `root`: the project folder whose evaluation records price AutoAttack's cascade (None:
@@ -211,8 +213,8 @@ def plan_jobs(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], 
     jobs = prepare_jobs([*runs, *zoo], table, results)
     # per_class null: the source run's whole training set (data_facts already counts it)
     constructed = ({f"{c.kind}-{c.key}": c.settings["per_class"] * get_dataset_info(c.source_run.dataset).num_classes
-                    for c in constructions(params, runs) if c.settings.get("per_class")}
-                   if params.get("features") else {})
+                    for c in constructions(params, list(runs)) if c.settings.get("per_class")}
+                   if params.features is not None else {})
     for run in runs:
         group = run.groups[0] if run.groups else "other"
         jobs.append(train_job(run, group, table, results, constructed))
@@ -326,7 +328,7 @@ def _mark(basis: str) -> str:
     return {MEASURED: " (m)", TABLE: "", SCALED: " (s)", ASSUMED: " (a)"}[basis]
 
 
-def render_cost(preset: str, jobs: Sequence[Job], table: Throughput) -> str:
+def render_cost(preset: str | None, jobs: Sequence[Job], table: Throughput) -> str:
     """The price table: a line per experiment group and the total, then what each mark means."""
     def header(title: str) -> str:
         return (f"{title:<22} {'jobs':>5} {'CPU h (2 cores)':>18} {'H100 h':>14} {'checkpoints':>12} "
@@ -377,7 +379,7 @@ def summary_line(total: Totals) -> str:
             f"{_bytes(sum(total.disk.values()))} of disk ({total.jobs} priced jobs, {total.measured} measured)")
 
 
-def price(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path = ".",
+def price(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path = ".",
           table: str | Path | None = None, measured: bool = True) -> tuple[list[Job], Throughput]:
     """The priced jobs of a plan in the project folder `root`, its benchmark files applied
     (`measured`: on the device kind of this machine, where the table prices that kind)."""

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from study.checkpoints import CHECKPOINT_LABELS
 from study.config.evaluations import EVALUATION_KINDS
+from study.config.types import Params
 from study.data.registry import DATASETS
 from study.models.registry import MODELS
 from study.record_names import split_record_name
@@ -275,13 +276,11 @@ def norm_title(norm: str | None) -> str:
     return f"{NORM_NAMES.get(norm, humanize(norm))} attacks" if norm else "clean"
 
 
-def evaluation_settings(params: Mapping, dataset: str | None = None) -> dict[str, dict]:
+def evaluation_settings(params: Params, dataset: str | None = None) -> dict[str, dict]:
     """Every evaluation's settings from the params (per_dataset applied), for `eval_settings=`."""
     from study.config.methods import resolve_evaluation
-    from study.config.params import typed_params
 
-    typed = typed_params(params)
-    names = set(typed.evaluations)
-    if dataset is not None and dataset in typed.per_dataset:
-        names |= set(typed.per_dataset[dataset].evaluations)
+    names = set(params.evaluations)
+    if dataset is not None and dataset in params.per_dataset:
+        names |= set(params.per_dataset[dataset].evaluations)
     return {name: resolve_evaluation(params, name, dataset) for name in sorted(names)}

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 from study.config.core import configured_mirror
 from study.config.plan import RunSpec, prepared_name
+from study.config.types import Params
 from study.config.zoo import (
     LeftOut,
     default_weights_dir,
@@ -86,7 +87,7 @@ def _host(url: str) -> str:
     return urlparse(url).netloc or url
 
 
-def _dataset_items(params: Mapping, runs: Sequence[RunSpec], data: Path, mirror: Path | None) -> list[Item]:
+def _dataset_items(params: Params, runs: Sequence[RunSpec], data: Path, mirror: Path | None) -> list[Item]:
     from study.data.archives import CIFAR10C, VARIANT_ARCHIVES
 
     items = []
@@ -112,10 +113,10 @@ def _dataset_items(params: Mapping, runs: Sequence[RunSpec], data: Path, mirror:
             items.append(Item(name, MISSING, f"{files}: no copy and no download URL",
                               f"put {files} in {data / 'raw'}/ or a mirror (${MIRROR_ENV} or {MIRROR_CONFIG_KEY}), "
                               f"or set ${URL_BASE_ENV} to a site mirror"))
-    corruptions = (params.get("robustness") or {}).get("corruptions") or {}
+    corruptions = params.robustness.corruptions
     # the official archive is CIFAR-10's only; other corrupted test sets are always regenerated
-    if "cifar10" in corruptions.get("datasets", []) and any(r.dataset == "cifar10" for r in runs):
-        source, name = corruptions.get("source", "auto"), "CIFAR-10-C"
+    if corruptions is not None and "cifar10" in corruptions.datasets and any(r.dataset == "cifar10" for r in runs):
+        source, name = corruptions.source, "CIFAR-10-C"
         if held_locally(CIFAR10C, data / "raw", mirror):
             items.append(Item(name, PRESENT, f"{CIFAR10C.filename} (official archive)"))
         elif source == "official":
@@ -126,27 +127,27 @@ def _dataset_items(params: Mapping, runs: Sequence[RunSpec], data: Path, mirror:
     return items
 
 
-def _zoo_items(params: Mapping, zoo: Sequence[RunSpec], root: Path) -> list[Item]:
+def _zoo_items(params: Params, zoo: Sequence[RunSpec], root: Path) -> list[Item]:
     if not zoo:
         return []
     folder = zoo_weights_dir(params)
     present: list[RunSpec] = []
     fetch: list[RunSpec] = []
     for run in zoo:
-        (present if weights_present(params, run.config["zoo"], root) else fetch).append(run)
+        (present if weights_present(params, run.zoo, root) else fetch).append(run)
     items = []
     if present:
         items.append(Item(f"zoo weights, {len(present)} models", PRESENT,
-                          f"in {folder}: {_names([r.config['zoo']['name'] for r in present])}"))
+                          f"in {folder}: {_names([r.zoo.name for r in present])}"))
     if not fetch:
         return items
-    names = _names([r.config["zoo"]["name"] for r in fetch])
+    names = _names([r.zoo.name for r in fetch])
     if zoo_downloads(params):
         base = os.environ.get(WEIGHTS_URL_BASE_ENV, "").strip()
         source = f"${WEIGHTS_URL_BASE_ENV} ({base})" if base else "robustbench (Google Drive; torchvision's host)"
         items.append(Item(f"zoo weights, {len(fetch)} models", DOWNLOAD, f"into {folder} by {source}: {names}"))
     else:
-        example = fetch[0].config["zoo"]
+        example = fetch[0].zoo
         items.append(Item(f"zoo weights, {len(fetch)} models", MISSING,
                           f"not in {folder} (given by {WEIGHTS_CONFIG_KEY} / ${WEIGHTS_ENV}, never written): {names}",
                           f"copy each file to its place in that folder, e.g. {folder}/{zoo_weights_file(example)}, "
@@ -155,13 +156,13 @@ def _zoo_items(params: Mapping, zoo: Sequence[RunSpec], root: Path) -> list[Item
     return items
 
 
-def left_out_parts(params: Mapping, zoo: Sequence[RunSpec], root: str | Path | None = None) -> list[Item]:
+def left_out_parts(params: Params, zoo: Sequence[RunSpec], root: str | Path | None = None) -> list[Item]:
     """The parts left out of the plan for want of a hand-placed input: one item per input,
     naming the zoo runs and the figure panels (dataset__threat model) that go with them."""
     by_data: dict[str, list[LeftOut]] = {}
     for item in zoo_left_out(params, root):
         by_data.setdefault(item.dataset, []).append(item)
-    planned_panels = {f"{r.dataset}__{r.config['zoo']['threat_model']}" for r in zoo}
+    planned_panels = {f"{r.dataset}__{r.zoo.threat_model}" for r in zoo}
     items = []
     for dataset, parts in by_data.items():
         panels = sorted({f"{p.dataset}__{p.threat_model}" for p in parts} - planned_panels)
@@ -174,25 +175,25 @@ def left_out_parts(params: Mapping, zoo: Sequence[RunSpec], root: str | Path | N
     return items
 
 
-def left_out_lines(params: Mapping, zoo: Sequence[RunSpec], root: str | Path | None = None) -> list[str]:
+def left_out_lines(params: Params, zoo: Sequence[RunSpec], root: str | Path | None = None) -> list[str]:
     """One line per hand-placed input that is missing: what the plan leaves out, and how to supply it."""
     return [f"left out of the plan: {item.detail}: the {item.what} is not in place ({item.how})"
             for item in left_out_parts(params, zoo, root)]
 
 
-def preflight(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
+def preflight(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
               root: str | Path | None = None) -> list[Item]:
     """Every need of the plan (trained runs `runs`, zoo runs `zoo`), in the project folder `root`."""
     root = Path(root or ".")
-    data = root / params["data"]["root"]
-    mirror = configured_mirror(params)
+    data = root / params.data.root
+    mirror = configured_mirror(params.data.mirror)
     items = _dataset_items(params, [*runs, *zoo], data, Path(mirror) if mirror else None)
     items += _zoo_items(params, zoo, root)
     items += left_out_parts(params, zoo, root)
     return items
 
 
-def price_line(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None) -> str:
+def price_line(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None) -> str:
     """The plan's price in one line (study.cost; `study plan --cost` gives it per group), or why
     there is none (no throughput table in the project folder)."""
     from study.cost import THROUGHPUT_TABLE, price, summary_line, totals
@@ -204,13 +205,13 @@ def price_line(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
     return summary_line(totals(jobs)) + "; per group: study plan --cost"
 
 
-def render(params: Mapping, items: Sequence[Item], runs: int, zoo: int, price: str | None = None) -> str:
+def render(params: Params, items: Sequence[Item], runs: int, zoo: int, price: str | None = None) -> str:
     """The one screen: the plan's size and price, where data comes from, then each section's items."""
-    mirror = configured_mirror(params)
+    mirror = configured_mirror(params.data.mirror)
     source = f"${MIRROR_ENV}" if os.environ.get(MIRROR_ENV) else MIRROR_CONFIG_KEY
     weights = given_weights_dir(params)
-    lines = [f"Preflight of preset {params['preset']}: {runs} runs to train, {zoo} zoo models to evaluate",
-             f"  raw data: {params['data']['root']}/raw   mirror: {f'{mirror} ({source})' if mirror else 'none'}"
+    lines = [f"Preflight of preset {params.preset}: {runs} runs to train, {zoo} zoo models to evaluate",
+             f"  raw data: {params.data.root}/raw   mirror: {f'{mirror} ({source})' if mirror else 'none'}"
              f"   zoo weights: {zoo_weights_dir(params)}"
              f" ({f'given by {WEIGHTS_CONFIG_KEY} / ${WEIGHTS_ENV}' if weights else 'the project default'})"]
     if price:
@@ -287,11 +288,11 @@ def probe_hosts(urls: Sequence[str], cache: Path = PROBE_CACHE, probe: bool = Tr
 def _zoo_urls(run: RunSpec) -> list[str]:
     from study.models.zoo import TORCHVISION_URL_BASE
 
-    zoo = run.config["zoo"]
+    zoo = run.zoo
     base = os.environ.get(WEIGHTS_URL_BASE_ENV, "").strip().rstrip("/")
     if base:
         return [f"{base}/{zoo_weights_file(zoo)}"]
-    return [f"{TORCHVISION_URL_BASE}/{zoo['file']}" if zoo.get("source") == "torchvision" else GDRIVE]
+    return [f"{TORCHVISION_URL_BASE}/{zoo.file}" if zoo.source == "torchvision" else GDRIVE]
 
 
 def _unreachable_datasets(items: Sequence[Item], runs: Sequence[RunSpec], down: Mapping[str, str]) -> dict:
@@ -309,7 +310,7 @@ def _unreachable_datasets(items: Sequence[Item], runs: Sequence[RunSpec], down: 
     return found
 
 
-def reachable_plan(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None,
+def reachable_plan(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: str | Path | None = None,
                    probe: bool = True) -> tuple[list[RunSpec], list[RunSpec], list[Item]]:
     """The plan without what cannot be fetched: (runs, zoo runs, an item per part left out). A
     dataset whose download hosts do not answer leaves out every run on it (and the zoo models
@@ -317,7 +318,7 @@ def reachable_plan(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSp
     is left out too. `probe` False: only answers cached by an earlier run count (a dry run)."""
     root = Path(root or ".")
     items = preflight(params, runs, zoo, root)
-    fetched = [r for r in zoo if not weights_present(params, r.config["zoo"], root)] if zoo_downloads(params) else []
+    fetched = [r for r in zoo if not weights_present(params, r.zoo, root)] if zoo_downloads(params) else []
     from study.data.archives import VARIANT_ARCHIVES
 
     urls = [u for i in items if i.status == DOWNLOAD and i.what.startswith("dataset ")
@@ -328,7 +329,7 @@ def reachable_plan(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSp
     if not down:
         return list(runs), list(zoo), []
     datasets = _unreachable_datasets(items, [*runs, *zoo], down)
-    mirror = f"put the archives in {params['data']['root']}/raw/ or set ${MIRROR_ENV} to a folder holding them"
+    mirror = f"put the archives in {params.data.root}/raw/ or set ${MIRROR_ENV} to a folder holding them"
     left = []
     for (dataset, variant), (hosts, why) in datasets.items():
         ids = [r.run_id for r in [*runs, *zoo] if (r.dataset, r.variant) == (dataset, variant)]
@@ -380,7 +381,7 @@ def _days(hours: float) -> str:
     return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.0f} days"
 
 
-def _hours_here(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: Path) -> tuple[float, float]:
+def _hours_here(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec], root: Path) -> tuple[float, float]:
     """(hours on this machine, hours on one H100) of a plan."""
     from study.cost import price, totals
 
@@ -389,7 +390,7 @@ def _hours_here(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec]
     return total.hours[device] * factor, total.hours["h100"]
 
 
-def price_refusal(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
+def price_refusal(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec],
                   root: str | Path | None = None) -> str | None:
     """One line refusing a plan whose price on this machine exceeds PRICE_LIMIT_HOURS, with the
     ways out; None where it does not, where the user confirmed it, or with no throughput table."""
@@ -398,18 +399,18 @@ def price_refusal(params: Mapping, runs: Sequence[RunSpec], zoo: Sequence[RunSpe
     from study.cost import THROUGHPUT_TABLE
 
     root = Path(root or ".")
-    if params.get(CONFIRM_KEY) or not (root / THROUGHPUT_TABLE).is_file():
+    if params.confirm_price or not (root / THROUGHPUT_TABLE).is_file():
         return None
     here, gpu = _hours_here(params, runs, zoo, root)
     if here <= PRICE_LIMIT_HOURS:
         return None
     smaller = ""
-    if params["preset"] != SMALLER_PRESET and (root / "workflow/presets" / f"{SMALLER_PRESET}.yaml").is_file():
+    if params.preset != SMALLER_PRESET and (root / "workflow/presets" / f"{SMALLER_PRESET}.yaml").is_file():
         small = load_params(root / "params.yaml", {"preset": SMALLER_PRESET}, presets_dir=root / "workflow/presets",
                             schema_path=root / "workflow/schemas/params.schema.yaml")
         smaller = (f"a smaller preset (--config preset={SMALLER_PRESET}: "
                    f"{_days(_hours_here(small, plan_runs(small), plan_zoo(small), root)[0])} here), ")
-    return (f"refused: preset {params['preset']} would keep this machine ({this_machine()[2]}) busy for "
+    return (f"refused: preset {params.preset} would keep this machine ({this_machine()[2]}) busy for "
             f"{_days(here)} by its estimated price, over the {PRICE_LIMIT_HOURS / 24:.0f}-day limit of a run here; "
             f"ways out: {smaller}a GPU ({_days(gpu)} on one H100), the Slurm profile (--profile {SLURM_PROFILE}), "
             f"or --config {CONFIRM_KEY}=true to run it here anyway")

@@ -92,8 +92,7 @@ def expected_run_id(spec: ConfigSpec) -> str:
     if isinstance(spec.config, ZooRunConfig):
         from study.config.zoo import zoo_run_id
 
-        zoo = spec.config.zoo.model_dump(exclude_unset=True)
-        return zoo_run_id({**zoo, "data": spec.config.dataset})
+        return zoo_run_id(spec.config.zoo, spec.config.dataset)
     return spec.run_id
 
 

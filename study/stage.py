@@ -25,6 +25,7 @@ from study.config.core import ConfigError
 from study.config.overrides import config_arguments, describe, run_overrides
 from study.config.params import load_params
 from study.config.reach import check_train_overrides
+from study.config.types import Params
 
 PROFILES = Path("workflow/profiles")
 
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_resolved(path: Path, params: dict) -> None:
+def write_resolved(path: Path, params: Params) -> None:
     """The configuration that runs, as YAML: the file that the stages after the first declare as params."""
     import yaml
 
@@ -97,7 +98,7 @@ def write_resolved(path: Path, params: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Written by `python -m study.stage --write-params` (dvc.yaml's params stage): params.yaml, its\n"
               "# preset and the values set for this run, merged. Edit params.yaml, not this file.\n")
-    atomic_write_text(path, header + yaml.safe_dump(params, sort_keys=False, width=120))
+    atomic_write_text(path, header + yaml.safe_dump(dict(params.as_written), sort_keys=False, width=120))
 
 
 def restore_committed_params(params: Path) -> str | None:
@@ -157,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         return _refuse(err, args.params, overrides)
     if args.write_params:
         write_resolved(args.write_params, params)
-        print(f"study.stage: wrote {args.write_params} (preset {params['preset']}; values set for this run: "
+        print(f"study.stage: wrote {args.write_params} (preset {params.preset}; values set for this run: "
               f"{', '.join(describe(overrides)) or 'none'})", flush=True)
     if not args.targets:
         return 0

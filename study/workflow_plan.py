@@ -21,7 +21,8 @@ from typing import TypeVar
 
 from study.checkpoints import CHECKPOINT_FILES
 from study.config import Construction, RunSpec, prepared_name
-from study.config.types import RunConfig
+from study.config.evaluations import AnyEvaluation
+from study.config.types import Checks, Corruptions, Robustness, RunConfig
 from study.figures.catalog import FIGURES, Study
 from study.figures.panels import Panels
 from study.record_names import metrics_stem, record_name
@@ -166,12 +167,12 @@ def preset_results(results: str, preset: str | None) -> str:
     return f"{results}/{preset}"
 
 
-def evaluation_sets(runs: Iterable[RunSpec], evaluations: Mapping[str, Mapping]
+def evaluation_sets(runs: Iterable[RunSpec], evaluations: Mapping[str, AnyEvaluation]
                     ) -> tuple[set[str], dict[tuple[tuple[str, ...], str], list[str]]]:
     """(the sharded evaluations, {(evaluations, checkpoint): run ids}): one evaluate job per run and
     checkpoint evaluates all its evaluations but a sharded one of the last checkpoint (a job per shard)."""
     runs = list(runs)
-    sharded = {e for run in runs for e in run.evaluations if int(evaluations.get(e, {}).get("shards", 1)) > 1}
+    sharded = {e for run in runs for e in run.evaluations if e in evaluations and evaluations[e].shards > 1}
     sets: dict[tuple[tuple[str, ...], str], list[str]] = {}
     for run in runs:
         for checkpoint in run.checkpoints:
@@ -202,23 +203,29 @@ class RobustnessRuns:
     corrupted: list[RunSpec]  # evaluated on CIFAR-10-C: the corruption groups' on a dataset it corrupts
 
 
-def robustness_runs(plan: Sequence[RunSpec], robustness: Mapping) -> RobustnessRuns:
+def robustness_runs(plan: Sequence[RunSpec], robustness: Robustness) -> RobustnessRuns:
     """The runs of the robustness section (params `robustness`)."""
-    shown = runs_of_groups(plan, robustness["groups"])
-    checks = robustness["checks"]
-    checked = (runs_of_groups(plan, checks["groups"]) if "groups" in checks else
+    shown = runs_of_groups(plan, robustness.groups)
+    checks = robustness.checks
+    checked = (runs_of_groups(plan, checks.groups) if checks.groups is not None else
                shown + [r for r in plan if r not in shown and "mitigation" in r.kinds])
-    corruptions = robustness.get("corruptions") or {}
-    corrupted = [r for r in runs_of_groups(plan, corruptions.get("groups") or robustness["groups"])
-                 if r.dataset in corruptions.get("datasets", [])]
+    corruptions = robustness.corruptions
+    corrupted = [] if corruptions is None else [
+        r for r in runs_of_groups(plan, corruptions.groups or robustness.groups) if r.dataset in corruptions.datasets]
     return RobustnessRuns(shown, checked, corrupted)
 
 
-def corruption_options(corruptions: Mapping, raw_dir: str, mirror: str | None) -> dict[str, object]:
+def corruption_options(corruptions: Corruptions, raw_dir: str, mirror: str | None) -> dict[str, object]:
     """`study corruptions` options: the official archive, looked for in the mirror, then in raw_dir."""
-    return {"corruptions": corruptions["names"], "severities": corruptions["severities"], "seed": corruptions["seed"],
-            "per_class": corruptions.get("per_class") or None, "source": corruptions.get("source", "auto"),
+    return {"corruptions": list(corruptions.names), "severities": list(corruptions.severities),
+            "seed": corruptions.seed, "per_class": corruptions.per_class, "source": corruptions.source,
             "raw_dir": raw_dir, "mirror": mirror}
+
+
+def check_strong_options(checks: Checks) -> dict[str, object]:
+    """`study check`'s strong-attack options as the params set them (the names' order: the same
+    values in another key order make the same command, so shared check jobs are not rerun)."""
+    return {f"strong_{k}": v for k, v in sorted(checks.strong.model_dump(exclude_unset=True).items())}
 
 
 # ---- the figures: their files and the report's categories

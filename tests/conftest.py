@@ -67,7 +67,8 @@ def synthetic_file(tmp_path_factory, ci_params) -> Path:
     from study.data.prepared import prepare_dataset
 
     out = tmp_path_factory.mktemp("data") / "synthetic-default.pt"
-    prepare_dataset("synthetic", "default", out.parent / "raw", None, out, synthetic=ci_params["data"]["synthetic"])
+    synthetic = ci_params.data.synthetic.model_dump(exclude_unset=True)
+    prepare_dataset("synthetic", "default", out.parent / "raw", None, out, synthetic=synthetic)
     return out
 
 
@@ -87,7 +88,7 @@ def tiny_run_config(ci_params):
     cfg = copy.deepcopy(runs["pgd_at"].config)
     cfg["epochs"] = 3
     # A third of the preset's images: the engine tests check mechanics (records, resume), not learning.
-    cfg["train_per_class"] = ci_params["data"]["synthetic"]["train_per_class"] // 3
+    cfg["train_per_class"] = ci_params.data.synthetic.train_per_class // 3
     cfg["epoch_eval"]["per_class"] = 4
     return cfg
 

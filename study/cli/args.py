@@ -6,7 +6,10 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from study.config.types import Params
 
 #: the `sub` every `add_<command>` registers its command with (`build_parser`'s add_subparsers)
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -86,7 +89,7 @@ def _json_mapping(text: str) -> dict:
     return value
 
 
-def load_params_args(args: argparse.Namespace) -> dict:
+def load_params_args(args: argparse.Namespace) -> Params:
     """The study's parameters as the arguments of `add_params_args` select them."""
     from study.config import load_params
 

@@ -51,13 +51,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from study.cost import price, render_cost
 
         jobs, table = price(params, runs, plan_zoo(params))
-        print(render_cost(params["preset"], jobs, table))
+        print(render_cost(params.preset, jobs, table))
         return 0
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "groups": r.groups, "evaluations": r.evaluations,
                            "checkpoints": r.checkpoints, "config": r.config} for r in runs], indent=2))
     else:
-        print(f"preset {params['preset']}: {len(runs)} runs")
+        print(f"preset {params.preset}: {len(runs)} runs")
         for r in runs:
             print(f"  {r.run_id}  groups={','.join(r.groups)}  evals={','.join(r.evaluations)}")
     return 0

@@ -26,7 +26,7 @@ def cmd_reproduction(args: argparse.Namespace) -> int:
     from study.reproduction import reproduction_report
 
     params = load_params_args(args)
-    preset_dir = Path("results") / str(params["preset"])  # the preset's own results (workflow/rules/common.smk)
+    preset_dir = Path("results") / str(params.preset)  # the preset's own results (workflow/rules/common.smk)
     path = reproduction_report(args.tables_dir or preset_dir / "tables", params,
                                args.out or preset_dir / "reproduction.md", args.html)
     print(f"wrote {path}" + (f" and {args.html}" if args.html else ""), file=sys.stderr)

@@ -1,7 +1,8 @@
 """The study's configuration, one module per job:
 
-    core      the error type, fractions ('8/255'), merging, per-dataset settings
-    params    params.yaml + preset + overrides, the schema, the checks of every name used
+    core      the error type, fractions ('8/255'), merging (a dataset's `per_dataset` entry)
+    params    params.yaml + preset + overrides, the schema, the checks of every name used, parsed
+              once into the frozen `Params` (types; its `for_dataset` views)
     grid      the cells of an experiment group's grid
     methods   method (`base` chains) and evaluation resolution
     plan      the runs, constructions and feature runs of the configured study
@@ -17,10 +18,7 @@ from study.config.core import (
     PER_DATASET_SECTIONS,
     ConfigError,
     configured_mirror,
-    dataset_params,
-    dataset_variant,
     deep_merge,
-    group_datasets,
     parse_fraction,
     set_dotted,
 )
@@ -37,6 +35,7 @@ from study.config.params import (
     available_presets,
     coerce_overrides,
     load_params,
+    parse_params,
     read_yaml,
     validate_params,
 )
@@ -50,13 +49,14 @@ from study.config.plan import (
     run_config,
 )
 from study.config.spec import ConfigSpec, EvaluationSpec, run_key
+from study.config.types import Params
 
 __all__ = [
-    "PER_DATASET_SECTIONS", "ConfigError", "ConfigSpec", "Construction", "EvaluationSpec", "RunSpec",
+    "PER_DATASET_SECTIONS", "ConfigError", "ConfigSpec", "Construction", "EvaluationSpec", "Params", "RunSpec",
     "available_presets", "check_method",
     "coerce_overrides", "comparison_baseline", "configured_mirror",
-    "constructions", "dataset_params", "dataset_variant", "deep_merge", "feature_runs", "grid_combinations",
-    "group_datasets", "load_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
+    "constructions", "deep_merge", "feature_runs", "grid_combinations",
+    "load_params", "parse_params", "method_definition", "parse_fraction", "plan_runs", "prepared_name",
     "present_baseline",
     "read_yaml", "resolve_evaluation", "resolve_method", "run_config", "run_key", "set_dotted",
     "validate_params",

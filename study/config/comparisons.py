@@ -25,9 +25,9 @@ from typing import Any, get_args
 from study.config.core import ConfigError
 from study.config.grid import grid_combinations
 from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_entry, present_baseline
-from study.config.params import available_presets, load_params, typed_params
+from study.config.params import available_presets, load_params
 from study.config.plan import run_config
-from study.config.types import DeclaredPair, ExperimentGroup, Method, OptimizerSettings, ScheduleSettings
+from study.config.types import DeclaredPair, ExperimentGroup, Method, OptimizerSettings, Params, ScheduleSettings
 from study.io import atomic_write_text, replace_marked
 
 #: run config key -> the declared path it is reported under
@@ -87,7 +87,7 @@ def covers(declared: str, path: str) -> bool:
     return path == declared or path.startswith(declared + ".")
 
 
-def declared_differences(params: Mapping, method: str) -> tuple[str, ...]:
+def declared_differences(params: Params, method: str) -> tuple[str, ...]:
     """A compared method's `differs_in`; a one-line ConfigError where it has none."""
     declared = method_entry(params, method).differs_in
     if declared is None:
@@ -98,15 +98,15 @@ def declared_differences(params: Mapping, method: str) -> tuple[str, ...]:
     return tuple(declared)
 
 
-def _group(params: Mapping, name: str) -> ExperimentGroup:
-    groups = typed_params(params).experiments
+def _group(params: Params, name: str) -> ExperimentGroup:
+    groups = params.experiments
     for group in groups:
         if group.group == name:
             return group
     raise ConfigError(f"unknown experiment group {name!r}; defined: {', '.join(g.group for g in groups)}")
 
 
-def _present(params: Mapping, group: ExperimentGroup) -> list[str]:
+def _present(params: Params, group: ExperimentGroup) -> list[str]:
     """The methods a group lists, then the runs planned for it that it does not list (the
     parents its methods fine-tune)."""
     present = list(group.methods)
@@ -118,17 +118,17 @@ def _present(params: Mapping, group: ExperimentGroup) -> list[str]:
     return present
 
 
-def group_baseline(params: Mapping, group: ExperimentGroup, method: str) -> str | None:
+def group_baseline(params: Params, group: ExperimentGroup, method: str) -> str | None:
     """The method `method` is compared with in `group`, where that group runs one."""
     return present_baseline(params, method, _present(params, group))
 
 
-def comparison_differences(params: Mapping, method: str, group: str | None = None,
+def comparison_differences(params: Params, method: str, group: str | None = None,
                            baseline: str | None = None) -> set[str]:
     """The paths where the runs of `method` and of the method it is compared with differ, both
     built as the plan builds them for `group` (default: the first group that runs both), over
     the group's datasets and grid cells."""
-    candidates = [_group(params, group)] if group is not None else typed_params(params).experiments
+    candidates = [_group(params, group)] if group is not None else params.experiments
     for typed in candidates:
         if method not in typed.methods:
             continue
@@ -139,7 +139,7 @@ def comparison_differences(params: Mapping, method: str, group: str | None = Non
     raise ConfigError(f"method {method!r}: no method it is compared with runs in {where}")
 
 
-def _differences(params: Mapping, group: ExperimentGroup, method: str, baseline: str,
+def _differences(params: Params, group: ExperimentGroup, method: str, baseline: str,
                  control_group: ExperimentGroup | None = None) -> set[str]:
     found: set[str] = set()
     control_group = control_group or group
@@ -204,12 +204,12 @@ def _diff(a: Any, b: Any, path: str = "") -> set[str]:
     return {path}
 
 
-def comparisons(params: Mapping) -> list[Comparison]:
+def comparisons(params: Params) -> list[Comparison]:
     """Every compared pair of every experiment group: each method of a group whose comparison
     baseline the group runs (lists it, or trains it for a fine-tune), then the pairs the group
     declares (`compare`), each with its declared and actual differences."""
     out = []
-    for group in typed_params(params).experiments:
+    for group in params.experiments:
         for method in group.methods:
             baseline = group_baseline(params, group, method)
             if baseline is None:
@@ -221,7 +221,7 @@ def comparisons(params: Mapping) -> list[Comparison]:
     return out
 
 
-def _declared_pair(params: Mapping, group: ExperimentGroup, pair: DeclaredPair) -> Comparison:
+def _declared_pair(params: Params, group: ExperimentGroup, pair: DeclaredPair) -> Comparison:
     """A pair a group declares, its method and control checked against the runs the groups plan."""
     where = f"experiment group {group.group!r}: compare"
     if pair.method not in _present(params, group):
@@ -243,7 +243,7 @@ def _declared_pair(params: Mapping, group: ExperimentGroup, pair: DeclaredPair) 
 
 
 def preset_params(preset: str | None, params_path: Path | str = "params.yaml",
-                  presets_dir: Path | str = "workflow/presets") -> dict:
+                  presets_dir: Path | str = "workflow/presets") -> Params:
     """params.yaml with a preset's overlay, or bare (preset None: no overlay)."""
     return load_params(params_path, {"preset": preset}, presets_dir=presets_dir)
 

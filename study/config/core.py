@@ -53,26 +53,21 @@ def deep_merge(base: Mapping, over: Mapping) -> dict:
 
 def set_dotted(tree: Mapping, path: str, value: object) -> dict:
     """`tree` with `value` merged at the dotted `path` (mappings merge, other values replace)."""
-    patch = value
-    for key in reversed(path.split(".")):
+    *parents, last = path.split(".")
+    patch: dict = {last: value}
+    for key in reversed(parents):
         patch = {key: patch}
     return deep_merge(tree, patch)
 
 
-def group_datasets(group: Mapping) -> list[str]:
-    """A group names one `dataset` or a list of `datasets` (each dataset x model x method x seed is a run)."""
-    if "datasets" in group:
-        return list(group["datasets"])
-    return [group["dataset"]]
-
-
-def dataset_params(params: Mapping, dataset: str) -> dict:
-    """params with `per_dataset[dataset]` merged over its sections; unchanged for other datasets.
+def merge_dataset_sections(params: Mapping, dataset: str) -> dict:
+    """params as loaded with `per_dataset[dataset]` merged over its sections; unchanged for other
+    datasets. Params.for_dataset parses the result (the per-dataset view of the typed params).
 
     Precedence, lowest first: params.yaml, preset, per_dataset entry (params.yaml's, then the
     preset's, merged key by key), an experiment group's own `train` and `grid`.
     """
-    over = (params.get("per_dataset") or {}).get(dataset)  # raw: the entry is merged as written, then typed
+    over = (params.get("per_dataset") or {}).get(dataset)  # loading: the entry is merged as written, then typed
     if not over:
         return dict(params)
     out = dict(params)
@@ -82,13 +77,12 @@ def dataset_params(params: Mapping, dataset: str) -> dict:
     return out
 
 
-def configured_mirror(params: Mapping) -> str | None:
+def configured_mirror(mirror: str | None) -> str | None:
     """The local mirror folder: $STUDY_DATA_MIRROR when set (a user's explicit choice), else
-    `data.mirror`, else None."""
+    `mirror` (params' data.mirror), else None."""
     from study.data.download import MIRROR_ENV
 
-    # raw: core sits below the types (they import it), and this runs while the params load
-    return os.environ.get(MIRROR_ENV) or (params.get("data") or {}).get("mirror") or None
+    return os.environ.get(MIRROR_ENV) or mirror or None
 
 
 def resolve_auto_variants(params: Mapping) -> dict:
@@ -104,18 +98,10 @@ def resolve_auto_variants(params: Mapping) -> dict:
     if AUTO_VARIANT not in variants.values():
         return dict(params)
     raw_dir = Path(data["root"]) / "raw"
-    mirror = configured_mirror(params)
+    mirror = configured_mirror(data.get("mirror"))  # raw, see above
     resolved = {
         dataset: resolve_variant(dataset, variant, raw_dir, Path(mirror).expanduser() if mirror else None)
         if dataset in DATASETS else variant
         for dataset, variant in variants.items()
     }
     return {**params, "data": {**data, "variants": resolved}}
-
-
-def dataset_variant(params: Mapping, dataset: str) -> str:
-    """The variant of `dataset` the study uses (data.variants, else the registry's first)."""
-    from study.data.registry import get_dataset_info
-
-    variants = params.get("data", {}).get("variants", {}) or {}  # raw: called per planned run, no full parse
-    return variants.get(dataset, get_dataset_info(dataset).variants[0])

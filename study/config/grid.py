@@ -3,13 +3,11 @@ schedule x weight-decay product)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from study.config.core import ConfigError, set_dotted
-from study.config.types import ExperimentGroup, parse
+from study.config.types import ExperimentGroup
 
 
-def grid_combinations(group: Mapping | ExperimentGroup) -> list[dict]:
+def grid_combinations(group: ExperimentGroup) -> list[dict]:
     """The train overrides of every cell of a group's `grid` (one empty override without a grid).
 
     `grid` maps dotted paths of the train section to lists of values, e.g.
@@ -17,8 +15,6 @@ def grid_combinations(group: Mapping | ExperimentGroup) -> list[dict]:
     every combination is one setting (Cartesian product, in the order the keys are written),
     applied over the group's `train`; a mapping value merges into the section at its path.
     """
-    if not isinstance(group, ExperimentGroup):
-        group = parse(ExperimentGroup, group, f"experiment group {group.get('group')!r}")  # a mapping: typed here
     cells: list[dict] = [{}]
     for path, values in (group.grid or {}).items():
         if not isinstance(values, list) or not values:

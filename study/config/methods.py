@@ -4,10 +4,10 @@ its policies, an evaluation's settings for one dataset, fractions turned into nu
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from study.config.core import ConfigError, dataset_params, deep_merge, parse_fraction
-from study.config.types import EvaluateSettings, Method, MethodEntry, TrainSettings, parse
+from study.config.core import ConfigError, deep_merge, parse_fraction
+from study.config.types import Method, MethodEntry, Params, TrainSettings, parse
 
 #: the heads of a `differs_in` path: a policy, or a run-level key (`train.<setting>`)
 POLICIES = tuple(Method.model_fields)
@@ -17,9 +17,10 @@ RUN_LEVEL = ("init_from", "validation_attack", "train")
 _ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
 
 
-def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -> dict:
-    """A method's params entry with its `base` chain merged in (the derived method wins)."""
-    methods = params["methods"]
+def method_definition(params: Params, name: str, _seen: tuple[str, ...] = ()) -> dict:
+    """A method's params entry with its `base` chain merged in (the derived method wins), as
+    written: a run config's `method_config` copies it (its hash is the run id's)."""
+    methods = params.as_written["methods"]
     if name not in methods:
         raise ConfigError(f"unknown method {name!r}; defined in params 'methods': {', '.join(sorted(methods))}")
     if name in _seen:
@@ -31,12 +32,12 @@ def method_definition(params: Mapping, name: str, _seen: tuple[str, ...] = ()) -
     return deep_merge(method_definition(params, base, (*_seen, name)), method)
 
 
-def method_entry(params: Mapping, name: str) -> MethodEntry:
+def method_entry(params: Params, name: str) -> MethodEntry:
     """A method's params entry with its `base` chain merged in, typed."""
     return parse(MethodEntry, method_definition(params, name), f"methods.{name}")
 
 
-def resolve_method(params: Mapping, name: str) -> dict:
+def resolve_method(params: Params, name: str) -> dict:
     """The policies of a method (study.train.policies), fractions resolved; without the
     run-level keys `train`, `init_from` and `validation_attack` (run_config puts those into the run),
     `compare_with` (which method it is compared with: `comparison_baseline`) and `differs_in`
@@ -65,12 +66,12 @@ def _plain(method: Method) -> bool:
             and (method.loss is None or method.loss.lambda2 is None))
 
 
-def resolved_method(params: Mapping, name: str) -> Method:
+def resolved_method(params: Params, name: str) -> Method:
     """A method of params, resolved (its `base` chain merged) and typed: where params' methods are parsed."""
     return Method.model_validate(resolve_method(params, name))
 
 
-def comparison_baseline(params: Mapping, name: str) -> str | None:
+def comparison_baseline(params: Params, name: str) -> str | None:
     """The method `name` is compared with (figure 13, the reproduction report): its
     `compare_with`; else, for a fine-tuning method, the run it starts from; else the nearest
     method of its `base` chain that is a training objective alone. None for such a method."""
@@ -89,12 +90,13 @@ def comparison_baseline(params: Mapping, name: str) -> str | None:
     return None
 
 
-def _entry(params: Mapping, name: str) -> MethodEntry:
+def _entry(params: Params, name: str) -> MethodEntry:
     """A method's own entry, its `base` not merged in."""
-    return parse(MethodEntry, params["methods"][name] or {}, f"methods.{name}")
+    entry = params.methods[name]
+    return entry if entry is not None else MethodEntry()
 
 
-def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str | None:
+def present_baseline(params: Params, name: str, present: Iterable[str]) -> str | None:
     """Of the methods `present` (a figure's, a report's), the one `name` is compared with:
     its `comparison_baseline` or a method with the same policies (`at` for `pgd_at`)."""
     baseline = comparison_baseline(params, name)
@@ -113,11 +115,11 @@ def present_baseline(params: Mapping, name: str, present: Iterable[str]) -> str 
     return None
 
 
-def check_method(params: Mapping, name: str) -> None:
+def check_method(params: Params, name: str) -> None:
     """A method's `base` and `init_from` name methods that exist, and its policies are
     consistent (the policy names themselves are checked by the types)."""
     definition = method_entry(params, name)
-    methods = params["methods"]
+    methods = params.methods
     for key in ("init_from", "compare_with"):
         other = getattr(definition, key)
         if other is not None and other not in methods:
@@ -144,22 +146,21 @@ def check_differs_in(name: str, paths: Iterable[str]) -> None:
                               f"{', '.join(TrainSettings.model_fields)}")
 
 
-def resolve_evaluation(params: Mapping, name: str, dataset: str | None = None) -> dict:
+def resolve_evaluation(params: Params, name: str, dataset: str | None = None) -> dict:
     """One evaluation's settings, with `per_dataset[dataset]` applied when a dataset is given:
     the entry as written (its JSON is the evaluate job's argument, its hash part of a record),
     fractions as numbers, and params `evaluate`'s test_per_class, batch_size and seed where the
     entry has none."""
     if dataset is not None:
-        params = dataset_params(params, dataset)
-    if name not in params["evaluations"]:
-        raise ConfigError(f"unknown evaluation {name!r}; defined: {', '.join(sorted(params['evaluations']))}")
-    ev = copy.deepcopy(dict(params["evaluations"][name]))
+        params = params.for_dataset(dataset)
+    if name not in params.evaluations:
+        raise ConfigError(f"unknown evaluation {name!r}; defined: {', '.join(sorted(params.evaluations))}")
+    ev = copy.deepcopy(dict(params.as_written["evaluations"][name]))
     for key in ("eps", "alpha"):
         if key in ev:
             ev[key] = parse_fraction(ev[key])
     ev["name"] = name
-    evaluate = parse(EvaluateSettings, params["evaluate"], "evaluate")
-    ev.setdefault("test_per_class", evaluate.test_per_class)
-    ev.setdefault("batch_size", evaluate.batch_size)
-    ev.setdefault("seed", evaluate.seed)
+    ev.setdefault("test_per_class", params.evaluate.test_per_class)
+    ev.setdefault("batch_size", params.evaluate.batch_size)
+    ev.setdefault("seed", params.evaluate.seed)
     return ev

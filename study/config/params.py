@@ -9,7 +9,7 @@ Both front ends (Snakemake and the `study` command) resolve the configuration th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 import jsonschema
@@ -17,15 +17,13 @@ import yaml
 
 from study.config.core import (
     ConfigError,
-    dataset_params,
-    dataset_variant,
     deep_merge,
     resolve_auto_variants,
     set_dotted,
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
-from study.config.types import ExperimentGroup, Params, parse
+from study.config.types import ExperimentGroup, Params
 from study.config.yamlfile import load_yaml
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -52,7 +50,7 @@ def read_yaml(path: Path) -> dict:
     return data
 
 
-def non_finite_paths(value, where: str = "") -> list[str]:
+def non_finite_paths(value: object, where: str = "") -> list[str]:
     """Key paths of NaN or infinite numbers (JSON schema bounds do not exclude NaN)."""
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{where}: {value} is not a finite number"]
@@ -98,7 +96,7 @@ def coerce_overrides(overrides: Mapping) -> dict:
     return out
 
 
-def _typed_scalars(value):
+def _typed_scalars(value: object) -> object:
     """Snakemake parses `--config 'train={epochs: 5}'` with YAML's base loader, which keeps
     every scalar a string ({'epochs': '5'}); read each as YAML would ('5' -> 5, '8/255'
     stays a string)."""
@@ -121,10 +119,10 @@ def load_params(
     presets_dir: Path | str = DEFAULT_PRESETS,
     schema_path: Path | str = DEFAULT_SCHEMA,
     base: Mapping | None = None,
-) -> dict:
+) -> Params:
     """params.yaml, then the preset named by its `preset` key (or by the overrides), then
     the overrides (command-line values win over the preset they select; see
-    `coerce_overrides` for the forms they take)."""
+    `coerce_overrides` for the forms they take), parsed once (`parse_params`)."""
     overrides = coerce_overrides(overrides or {})
     params = dict(base) if base is not None else read_yaml(Path(params_path))
     # A front end that already merged the overrides in their raw form (Snakemake's config
@@ -146,39 +144,36 @@ def load_params(
     if set(overrides) - {"preset"}:
         sources.append("command-line overrides")
     try:
-        _check_params(params, Path(schema_path))
+        return parse_params(params, Path(schema_path))
     except ConfigError as err:
         # which files (and overrides) the bad value may come from
         raise ConfigError(f"{' + '.join(sources) or 'configuration'}: {err}") from None
-    # one spelling of a value that YAML 1.1 spells two ways (an unquoted `off` is false): the
-    # typed one, since the workflow reads this mapping (speed.compile becomes `study train --compile`)
-    params["speed"] = typed_params(params).speed.model_dump()
-    return params
 
 
-def typed_params(params: Mapping) -> Params:
-    """The params (as load_params returns them, or per_dataset-resolved) as the typed `Params`:
-    a ConfigError naming every bad key path otherwise."""
-    return parse(Params, params, "invalid configuration")
-
-
-def _check_params(params: Mapping, schema_path: Path) -> None:
+def parse_params(params: Mapping, schema_path: Path | str = DEFAULT_SCHEMA) -> Params:
+    """The study's params (params.yaml merged with a preset, or a mapping built by hand) as the
+    frozen, typed `Params`, after every check (the types, the schema, each dataset's merged
+    settings, every name an experiment group uses): a ConfigError of one line otherwise. The one
+    place the params are parsed; below it the library takes `Params`."""
     check_no_method_selection(params)
     # The types first (their message names the valid keys and values), then the schema that the
     # workflow documents and that is generated from them (tools/params_schema.py), so the two agree.
-    typed_params(params)
-    validate_params(params, schema_path)
-    for dataset in params.get("per_dataset") or {}:  # raw: each dataset's merge of the raw params is typed below
+    typed = Params.from_written(params)
+    # one spelling of a value that YAML 1.1 spells two ways (an unquoted `off` is false): the
+    # typed one, since the workflow's rules read the mapping (speed.compile becomes `study train --compile`)
+    typed._written["speed"] = typed.speed.model_dump()
+    validate_params(params, Path(schema_path))
+    for dataset in typed.per_dataset:
         # The merged settings of each dataset must be as valid as the global ones.
         try:
-            typed_params(dataset_params(params, dataset))
-            validate_params(dataset_params(params, dataset), schema_path)
+            validate_params(typed.for_dataset(dataset).as_written, Path(schema_path))
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
-    _check_dataset_names(params)
-    _check_references(params)
-    _check_names_outside_groups(params)
-    _check_features(params)
+    _check_dataset_names(typed)
+    _check_references(typed)
+    _check_names_outside_groups(typed)
+    _check_features(typed)
+    return typed
 
 
 def check_no_method_selection(params: Mapping) -> None:
@@ -191,11 +186,10 @@ def check_no_method_selection(params: Mapping) -> None:
                               "train: {selection: {score, from_epoch}})")
 
 
-def _check_references(params: Mapping) -> None:
+def _check_references(typed: Params) -> None:
     """Names used by experiment groups must be defined, so a typo fails before any job runs."""
     from study.data.registry import DATASETS, check_variant
 
-    typed = typed_params(params)
     valid = ", ".join(sorted(DATASETS))
     for dataset, variant in typed.data.variants.items():
         if dataset not in DATASETS:
@@ -208,18 +202,17 @@ def _check_references(params: Mapping) -> None:
         for dataset in group.dataset_names:
             if dataset not in DATASETS:
                 raise ConfigError(f"experiment group {group.group!r}: unknown dataset {dataset!r}; valid: {valid}")
-            check_variant(dataset, dataset_variant(params, dataset))
-            _check_group_names(dataset_params(params, dataset), group, dataset)
+            check_variant(dataset, typed.variant(dataset))
+            _check_group_names(typed.for_dataset(dataset), group, dataset)
         grid_combinations(group)  # a malformed grid fails here, before any job
 
 
-def _check_dataset_names(params: Mapping) -> None:
+def _check_dataset_names(typed: Params) -> None:
     """The datasets named outside the experiment groups (CIFAR-10-C's, a zoo entry's data): an unknown
     one would leave its figure's panels out of the plan without a word; and each variant named
     (data.variants, a zoo entry's), in one line rather than the registry's ValueError."""
     from study.data.registry import DATASETS, check_variant
 
-    typed = typed_params(params)
     valid = ", ".join(sorted(DATASETS))
     for dataset, variant in typed.data.variants.items():
         if dataset in DATASETS and variant != "auto":
@@ -241,16 +234,15 @@ def _check_dataset_names(params: Mapping) -> None:
                 raise ConfigError(f"zoo.models[{i}].variant: {err}") from None
 
 
-def _unknown(where: str, names, valid, what: str) -> None:
+def _unknown(where: str, names: Iterable[str], valid: Collection[str], what: str) -> None:
     for name in names:
         if name not in valid:
             raise ConfigError(f"{where}: unknown {what} {name!r}; valid: {', '.join(sorted(valid)) or 'none'}")
 
 
-def _check_names_outside_groups(params: Mapping) -> None:
+def _check_names_outside_groups(typed: Params) -> None:
     """Groups, evaluations and bench settings named by the robustness, zoo and bench sections: an
     unknown one would leave its runs, panels or jobs out without a word (or name a missing file)."""
-    typed = typed_params(params)
     groups, evaluations = {g.group for g in typed.experiments}, set(typed.evaluations)
     rob = typed.robustness
     _unknown("robustness.groups", rob.groups, groups, "experiment group")
@@ -269,11 +261,10 @@ def _check_names_outside_groups(params: Mapping) -> None:
         _unknown("bench.default", typed.bench.default, typed.bench.settings, "bench setting")
 
 
-def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) -> None:
+def _check_group_names(typed: Params, group: ExperimentGroup, dataset: str) -> None:
     """Models, methods and evaluations of one group on one dataset (settings resolved for it)."""
     from study.models.registry import MODELS
 
-    typed = typed_params(params)
     gname = group.group
     methods, evaluations = typed.methods, typed.evaluations
     for model in group.models:
@@ -287,7 +278,7 @@ def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) ->
                 f"experiment group {gname!r}: unknown method {method!r}; "
                 f"defined in params 'methods': {', '.join(sorted(methods))}"
             )
-        check_method(params, method)
+        check_method(typed, method)
     for ev in group.evaluations or typed.evaluate.default:
         if ev not in evaluations:
             raise ConfigError(
@@ -296,8 +287,7 @@ def _check_group_names(params: Mapping, group: ExperimentGroup, dataset: str) ->
             )
 
 
-def _check_features(params: Mapping) -> None:
-    typed = typed_params(params)
+def _check_features(typed: Params) -> None:
     feats = typed.features
     if feats is None:
         return

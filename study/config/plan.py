@@ -5,24 +5,26 @@ and the runs trained on them."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from study.checkpoints import CHECKPOINTS
-from study.config.core import ConfigError, dataset_params, dataset_variant, deep_merge, group_datasets
+from study.config.core import ConfigError, deep_merge
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry, resolve_evaluation, resolve_method
-from study.config.params import typed_params
 from study.config.protocols import published_selection
 from study.config.spec import ConfigSpec, construction_key
 from study.config.types import (
     ExperimentGroup,
     Features,
+    FeatureTrain,
     MethodEntry,
     OptimizerSettings,
+    Params,
     RunConfig,
     Tf32Settings,
     TrainSettings,
+    ZooModel,
     ZooRunConfig,
     parse,
 )
@@ -30,9 +32,6 @@ from study.config.types import (
 # Keys that only one optimizer reads; dropped for the other so an Adam run's config does not
 # claim an SGD momentum (SGD configs keep exactly their keys, so their run ids are unchanged).
 _OPTIMIZER_ONLY = {"sgd": ("betas",), "adam": ("momentum", "nesterov")}
-#: TF32 on a GPU as PyTorch sets it by default (torch 1.12-2.13) and the references ran:
-#: cuDNN convolutions in TF32, matmuls in fp32; a run config names `tf32` only where it differs
-DEFAULT_TF32 = Tf32Settings().model_dump()
 
 
 @dataclass
@@ -52,7 +51,9 @@ class RunSpec:
 
     @property
     def config(self) -> Mapping:
-        """The run config's canonical form (a new dict): its hash is the run id's, config.json holds it."""
+        """The run config's canonical form (a new dict): its hash is the run id's, config.json holds it.
+        Kept for writing it out only (the train and zoo rules pass it to `--run-config`, `study plan
+        --json` prints it); a reader of its values reads the typed `run`."""
         return self.spec.identity
 
     @property
@@ -61,8 +62,20 @@ class RunSpec:
         return self.spec.config
 
     @property
+    def trained(self) -> RunConfig | None:
+        """The typed run config of a run trained here (None: a zoo model's)."""
+        return self.run if isinstance(self.run, RunConfig) else None
+
+    @property
+    def zoo(self) -> ZooModel:
+        """The model a zoo run evaluates (a run of plan_zoo; a TypeError for a run trained here)."""
+        if not isinstance(self.run, ZooRunConfig):
+            raise TypeError(f"run {self.run_id} is trained here, not a zoo model")
+        return self.run.zoo
+
+    @property
     def init_from(self) -> str | None:
-        return self.run.init_from if isinstance(self.run, RunConfig) else None
+        return self.trained.init_from if self.trained is not None else None
 
     @property
     def dataset(self) -> str:
@@ -82,7 +95,7 @@ def _resolved_optimizer(raw: Mapping, opt: OptimizerSettings) -> dict:
     return out
 
 
-def _training_attack(params: Mapping, name: str) -> dict:
+def _training_attack(params: Params, name: str) -> dict:
     """An evaluation's attack as the engine runs it on the epoch's subsets (no test-set keys)."""
     attack = resolve_evaluation(params, name)
     for key in ("test_per_class", "batch_size", "name"):
@@ -90,7 +103,7 @@ def _training_attack(params: Mapping, name: str) -> dict:
     return attack
 
 
-def _epoch_eval(params: Mapping, train: TrainSettings, definition: MethodEntry) -> dict:
+def _epoch_eval(params: Params, train: TrainSettings, definition: MethodEntry) -> dict:
     """The per-epoch evaluation of a run, its attacks resolved: `attack` on the test subset
     and the validation split, `validation_attack` on the validation split where the method
     names its own (FRL's reference drives its multipliers with PGD-20)."""
@@ -102,33 +115,29 @@ def _epoch_eval(params: Mapping, train: TrainSettings, definition: MethodEntry) 
     return epoch_eval
 
 
-def _group_of(group: Mapping | ExperimentGroup) -> tuple[str, list[str], dict]:
-    """(name, datasets, train overrides) of an experiment group, or of the group-like mapping
-    that the feature runs and the bench plan with ({dataset, train})."""
-    if isinstance(group, ExperimentGroup):
-        return group.group, group.dataset_names, group.train
-    # a mapping of the plan's own making (feature runs, bench): no group of params
-    name = group.get("group", "features")  # mapping of the plan's own making, not config
-    return name, group_datasets(group), dict(group.get("train") or {})  # mapping of the plan's own making
+def feature_group(dataset: str, train: FeatureTrain) -> ExperimentGroup:
+    """The runs trained on a constructed dataset (features.train), as a group the plan expands."""
+    return ExperimentGroup(group="features", dataset=dataset, models=[train.model], methods=[train.method],
+                           seeds=list(train.seeds), train=dict(train.train))
 
 
-def train_settings(params: Mapping, group: Mapping | ExperimentGroup, method: str, dataset: str,
+def train_settings(params: Params, group: ExperimentGroup, method: str, dataset: str,
                    cell: Mapping | None = None) -> tuple[dict, TrainSettings]:
     """The train section of a run as written (params', the dataset's, the group's, its grid
     cell's, the method's, merged in that order) and as typed: an unknown or bad key of any of
     them fails here, naming the group and method."""
-    name, _, overrides = _group_of(group)
-    params = dataset_params(params, dataset)
+    params = params.for_dataset(dataset)
     definition = method_entry(params, method)
-    raw = deep_merge(deep_merge(params["train"], overrides), cell or {})
+    # as written: a run config copies its schedule, augment and optimizer keys (their hash is the run id's)
+    raw = deep_merge(deep_merge(params.as_written["train"], group.train), cell or {})
     # A fine-tuning method (FRL) brings its own schedule, over the group's settings.
     raw = deep_merge(raw, definition.train or {})
-    return raw, parse(TrainSettings, raw, f"experiment group {name!r} on {dataset}, method {method!r}: train")
+    return raw, parse(TrainSettings, raw, f"experiment group {group.group!r} on {dataset}, method {method!r}: train")
 
 
 def run_config(
-    params: Mapping,
-    group: Mapping | ExperimentGroup,
+    params: Params,
+    group: ExperimentGroup,
     model: str,
     method: str,
     seed: int,
@@ -140,13 +149,13 @@ def run_config(
     `dataset` picks one of a group's `datasets` (default: its only one); `cell` is one of
     `grid_combinations(group)`, applied over the group's `train`.
     """
-    dataset = dataset if dataset is not None else _group_of(group)[1][0]
+    dataset = dataset if dataset is not None else group.dataset_names[0]
     raw, train = train_settings(params, group, method, dataset, cell)
-    params = dataset_params(params, dataset)
+    params = params.for_dataset(dataset)
     definition = method_entry(params, method)
     cfg = {
         "dataset": dataset,
-        "data_variant": dataset_variant(params, dataset),
+        "data_variant": params.variant(dataset),
         "train_per_class": train.train_per_class,
         "model": model,
         "method": method,
@@ -162,25 +171,25 @@ def run_config(
     return {**cfg, **_used_only(params, group, model, definition, seed, dataset, cell, train)}
 
 
-def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, definition: MethodEntry, seed: int,
+def _used_only(params: Params, group: ExperimentGroup, model: str, definition: MethodEntry, seed: int,
                dataset: str, cell: Mapping | None, train: TrainSettings) -> dict:
     """The keys of a run config that appear only when used, so runs without them keep their run ids."""
     extra: dict = {}
     if dataset == "synthetic":
-        extra["synthetic"] = params["data"]["synthetic"]  # as written: its hash is the run id's
+        extra["synthetic"] = params.as_written["data"]["synthetic"]  # as written: its hash is the run id's
     if train.validation is not None:
         extra["validation"] = train.validation.model_dump()
         # the checkpoint rule is the comparison's (the group's train.selection), the same for
         # every method of the group, baselines included
         extra["selection"] = train.selection.model_dump()
-    if (published := published_selection(train, f"experiment group {_group_of(group)[0]!r} on {dataset}")) is not None:
+    if (published := published_selection(train, f"experiment group {group.group!r} on {dataset}")) is not None:
         # the published protocol's checkpoint (model_published.pt): only runs that keep one name it
         extra["published_selection"] = published.model_dump()
     if train.precision != "fp32":
         extra["precision"] = train.precision
-    tf32 = train.tf32.model_dump()
-    if tf32 != DEFAULT_TF32:
-        extra["tf32"] = tf32
+    # the default (PyTorch's, the references': cuDNN in TF32, matmuls in fp32) goes unnamed: ids kept
+    if train.tf32 != Tf32Settings():
+        extra["tf32"] = train.tf32.model_dump()
     if train.threads != 1:
         extra["threads"] = train.threads
     if definition.init_from:
@@ -194,7 +203,7 @@ def _used_only(params: Mapping, group: Mapping | ExperimentGroup, model: str, de
     return extra
 
 
-def _run_chain(params: Mapping, group: ExperimentGroup, model: str, method: str, seed: int, dataset: str,
+def _run_chain(params: Params, group: ExperimentGroup, model: str, method: str, seed: int, dataset: str,
                cell: Mapping) -> list[tuple[str, dict]]:
     """(method, config) of a run and of the runs it fine-tunes (its init_from chain), parents first."""
     chain = [method]
@@ -206,7 +215,7 @@ def _run_chain(params: Mapping, group: ExperimentGroup, model: str, method: str,
             for name in reversed(chain)]
 
 
-def _group_configs(params: Mapping, group: ExperimentGroup):
+def _group_configs(params: Params, group: ExperimentGroup) -> Iterator[tuple[str, str, dict]]:
     """(dataset, method, run config) of every run a group needs, fine-tuning parents first."""
     cells = grid_combinations(group)
     for dataset in group.dataset_names:
@@ -233,19 +242,18 @@ def _wanted_checkpoints(group: ExperimentGroup, cfg: Mapping) -> list[str]:
     return list(wanted)
 
 
-def plan_runs(params: Mapping) -> list[RunSpec]:
+def plan_runs(params: Params) -> list[RunSpec]:
     """Expand the experiment groups into runs; a run shared by two groups appears once.
 
     Order: groups as written, then dataset, grid cell, model, method, seed.
     """
-    typed = typed_params(params)
     runs: dict[str, RunSpec] = {}
     checkpoints: dict[str, set[str]] = {}
-    defaults = {dataset: typed.per_dataset[dataset].evaluate.default
-                for dataset in typed.per_dataset if typed.per_dataset[dataset].evaluate is not None}
-    for group in typed.experiments:
+    defaults = {dataset: entry.evaluate.default for dataset, entry in params.per_dataset.items()
+                if entry.evaluate is not None and entry.evaluate.default is not None}
+    for group in params.experiments:
         for dataset, method, cfg in _group_configs(params, group):
-            evaluations = group.evaluations or defaults.get(dataset) or typed.evaluate.default
+            evaluations = group.evaluations or defaults.get(dataset) or params.evaluate.default
             parsed = ConfigSpec.parse(cfg, f"experiment group {group.group!r}, method {method!r}: run config")
             rid = parsed.run_id
             spec = runs.setdefault(rid, RunSpec(rid, parsed))
@@ -262,14 +270,14 @@ def plan_runs(params: Mapping) -> list[RunSpec]:
                 if ev not in spec.evaluations:
                     spec.evaluations.append(ev)
             checkpoints.setdefault(rid, set()).update(_wanted_checkpoints(group, cfg))
-    if typed.features is not None:
+    if params.features is not None:
         _add_feature_runs(params, runs)
     for rid, spec in runs.items():
         spec.checkpoints = [c for c in CHECKPOINTS if c in checkpoints.get(rid, {"last"})]
     return list(runs.values())
 
 
-def _add_feature_runs(params: Mapping, runs: dict[str, RunSpec]) -> None:
+def _add_feature_runs(params: Params, runs: dict[str, RunSpec]) -> None:
     base = list(runs.values())
     # The source models are compared with the models trained on their datasets, so they
     # get the same evaluations.
@@ -280,8 +288,8 @@ def _add_feature_runs(params: Mapping, runs: dict[str, RunSpec]) -> None:
         runs.setdefault(spec.run_id, spec)
 
 
-def _features(params: Mapping) -> Features:
-    features = typed_params(params).features
+def _features(params: Params) -> Features:
+    features = params.features
     if features is None:
         raise ConfigError("params have no `features` section: no constructed datasets are planned")
     return features
@@ -304,12 +312,12 @@ class Construction:
         return f"{self.kind}-{self.key}"
 
 
-def _feature_source(params: Mapping, runs: list[RunSpec], role: str) -> RunSpec:
+def _feature_source(params: Params, runs: list[RunSpec], role: str) -> RunSpec:
     src = getattr(_features(params).sources, role)
     for run in runs:
-        c = run.config
-        if (src.group in run.groups and c["model"] == src.model and c["method"] == src.method
-                and c["seed"] == src.seed and "constructed" not in c):
+        c = run.run
+        if (src.group in run.groups and c.model == src.model and c.method == src.method
+                and c.seed == src.seed and not (isinstance(c, RunConfig) and c.constructed is not None)):
             return run
     raise ConfigError(
         f"features.sources.{role}: no run of group {src.group!r} with model {src.model!r}, "
@@ -317,7 +325,7 @@ def _feature_source(params: Mapping, runs: list[RunSpec], role: str) -> RunSpec:
     )
 
 
-def constructions(params: Mapping, runs: list[RunSpec]) -> list[Construction]:
+def constructions(params: Params, runs: list[RunSpec]) -> list[Construction]:
     """The constructed datasets of the study: D_R from the robust source model, the others
     from the standard one (Ilyas et al. 2019)."""
     feats = _features(params)
@@ -326,17 +334,17 @@ def constructions(params: Mapping, runs: list[RunSpec]) -> list[Construction]:
         role = "robust" if kind == "d_r" else "standard"
         source = _feature_source(params, runs, role)
         # as written, not as typed (its hash names the constructed file; a dump writes 1 as 1.0)
-        settings = copy.deepcopy(dict(params["features"]["construct"]))
+        settings = copy.deepcopy(dict(params.as_written["features"]["construct"]))
         out.append(Construction(kind, construction_key(kind, {role: source.run_id}, settings), source, settings))
     return out
 
 
-def feature_runs(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
+def feature_runs(params: Params, runs: list[RunSpec]) -> list[RunSpec]:
     """Standard training on each constructed dataset, evaluated on the real test set."""
     train = _features(params).train
     specs = []
     for con in constructions(params, runs):
-        group = {"dataset": con.source_run.dataset, "train": train.train}
+        group = feature_group(con.source_run.dataset, train)
         for seed in train.seeds:
             cfg = {**run_config(params, group, train.model, train.method, seed),
                    "train_per_class": None,  # the constructed set is already the chosen subset

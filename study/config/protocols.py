@@ -5,12 +5,10 @@ chose the checkpoints behind its published table; study.train.published_protocol
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from study.config.core import ConfigError, dataset_params, deep_merge
-from study.config.params import typed_params
-from study.config.types import PublishedSelection, TrainSettings, parse
+from study.config.core import ConfigError, deep_merge
+from study.config.types import Params, PublishedSelection, TrainSettings, parse
 
 _INDEX_WORDS = {"mean_plus_worst": "CFA index (mean + worst-class robust accuracy)",
                 "mean": "mean robust accuracy", "worst": "worst-class robust accuracy (TRIX's best checkpoint)"}
@@ -52,18 +50,17 @@ class PublishedProtocol:
                 f"band {self.selection.band:g}")
 
 
-def published_protocol(params: Mapping, group: str, dataset: str | None = None) -> PublishedProtocol | None:
+def published_protocol(params: Params, group: str, dataset: str | None = None) -> PublishedProtocol | None:
     """The published protocol of experiment group `group` on `dataset` (default: its first), from
     the group's train section over params' (the dataset's applied); None where its runs keep no
     published checkpoint (no train.published_selection). A method's own train (FRL's epochs) or
     a grid cell may differ from it; a run's own is its run config's `published_selection`."""
-    typed = typed_params(params)
     try:
-        found = typed.group(group)
+        found = params.group(group)
     except KeyError as err:
         raise ConfigError(str(err.args[0])) from None
     dataset = dataset if dataset is not None else found.dataset_names[0]
-    raw = deep_merge(dataset_params(params, dataset)["train"], found.train)
+    raw = deep_merge(params.for_dataset(dataset).as_written["train"], found.train)
     where = f"experiment group {group!r} on {dataset}"
     train = parse(TrainSettings, raw, f"{where}: train")
     selection = published_selection(train, where)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
-from study.config.core import ConfigError, dataset_params
+from study.config.core import ConfigError
 from study.config.grid import grid_combinations
 from study.config.methods import method_entry
-from study.config.plan import train_settings
-from study.config.types import ExperimentGroup
+from study.config.plan import feature_group, train_settings
+from study.config.types import ExperimentGroup, Params
 
 _MISSING = object()
 
@@ -41,9 +41,9 @@ def _same(a: object, b: object) -> bool:
     return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
-def _setter(params: Mapping, group: ExperimentGroup, dataset: str, method: str, cell: Mapping, key: str) -> str:
+def _setter(params: Params, group: ExperimentGroup, dataset: str, method: str, cell: Mapping, key: str) -> str:
     """The key of the block that sets `train.<key>` for this run, the highest in precedence first."""
-    if _get(method_entry(dataset_params(params, dataset), method).train or {}, key) is not _MISSING:
+    if _get(method_entry(params.for_dataset(dataset), method).train or {}, key) is not _MISSING:
         return f"methods.{method}.train.{key}"
     if _get(cell, key) is not _MISSING:
         return f"experiments[{group.group}].grid"
@@ -56,31 +56,28 @@ def _setter(params: Mapping, group: ExperimentGroup, dataset: str, method: str, 
 Setter = Callable[[str], str]
 
 
-def _runs(params: Mapping) -> Iterator[tuple[str, Setter, dict]]:
+def _runs(params: Params) -> Iterator[tuple[str, Setter, dict]]:
     """(run label, setter of a key, effective train section) of every planned run's training."""
-    from study.config.params import typed_params
-
-    typed = typed_params(params)
-    for group in typed.experiments:
+    for group in params.experiments:
         for dataset in group.dataset_names:
             for cell in grid_combinations(group):
                 chain = list(group.methods)
                 for method in chain:  # the fine-tuned parents train too
-                    parent = method_entry(dataset_params(params, dataset), method).init_from
+                    parent = method_entry(params.for_dataset(dataset), method).init_from
                     if parent is not None and parent not in chain:
                         chain.append(parent)
                 for method in chain:
                     raw, _ = train_settings(params, group, method, dataset, cell)
                     setter = partial(_setter, params, group, dataset, method, cell)
                     yield f"{group.group}/{dataset}/{method}", setter, raw
-    if typed.features is not None:
-        train, source = typed.features.train, typed.features.sources.standard.group
-        for dataset in next((g.dataset_names[:1] for g in typed.experiments if g.group == source), []):
-            raw, _ = train_settings(params, {"train": train.train, "dataset": dataset}, train.method, dataset)
+    if params.features is not None:
+        train, source = params.features.train, params.features.sources.standard.group
+        for dataset in next((g.dataset_names[:1] for g in params.experiments if g.group == source), []):
+            raw, _ = train_settings(params, feature_group(dataset, train), train.method, dataset)
             yield f"features/{dataset}/{train.method}", lambda key: f"features.train.train.{key}", raw
 
 
-def check_train_overrides(params: Mapping, overrides: Mapping) -> None:
+def check_train_overrides(params: Params, overrides: Mapping) -> None:
     """A ConfigError line for a command-line value of the train section that some run's own
     settings override (see the module's docstring); `overrides` as load_params merged them."""
     train = overrides.get("train")

@@ -24,6 +24,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     TypeAdapter,
     ValidationError,
     WithJsonSchema,
@@ -31,7 +32,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from study.config.core import ConfigError
+from study.config.core import ConfigError, merge_dataset_sections
 from study.config.evaluations import ByKind, Evaluation, EvaluationOverride
 from study.config.fields import Checkpoint, Config, EvalBatch, Fraction, Norm, PositiveInt
 from study.models.registry import MODELS
@@ -678,6 +679,47 @@ class Params(Config):
     #: run a plan whose estimated price on this machine exceeds the preflight's limit (a week:
     #: study.preflight.PRICE_LIMIT_HOURS) anyway; given on the command line, `--config confirm_price=true`
     confirm_price: bool = False
+
+    #: the mapping these values were parsed from (study.config.params.parse_params sets it): read
+    #: only where a run's identity is built, whose hash names files already written (`as_written`)
+    _written: dict[str, Any] = PrivateAttr(default_factory=dict)
+    #: the per-dataset views already parsed (`for_dataset`), so each is parsed once per process
+    _views: dict[str, Params] = PrivateAttr(default_factory=dict)
+    #: a per-dataset view's params (None: these are the params as loaded)
+    _loaded: Params | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_written(cls, written: Mapping[str, Any], what: str = "invalid configuration") -> Params:
+        """The params parsed from `written` (a ConfigError of one line otherwise), remembering it."""
+        params: Params = parse(cls, written, what)
+        params._written = dict(written)
+        return params
+
+    @property
+    def as_written(self) -> Mapping[str, Any]:
+        """The params as loaded (fractions as strings, 2 not 2.0): a run config's identity copies
+        parts of it, so that its hash, the run id's tail, does not change with the types' spelling.
+        Read-only; nothing but the identity's builders reads it."""
+        return self._written
+
+    def for_dataset(self, dataset: str) -> Params:
+        """The params of runs on `dataset`: its `per_dataset` entry merged over the methods,
+        evaluations, evaluate and train sections (self where it has none), parsed once. A view's
+        view is the loaded params' view (an entry is merged once)."""
+        loaded = self._loaded or self
+        if dataset not in loaded.per_dataset:
+            return loaded
+        if dataset not in loaded._views:
+            view = Params.from_written(merge_dataset_sections(loaded._written, dataset))
+            view._loaded = loaded
+            loaded._views[dataset] = view
+        return loaded._views[dataset]
+
+    def variant(self, dataset: str) -> str:
+        """The variant of `dataset` the study uses (data.variants, else the registry's first)."""
+        from study.data.registry import get_dataset_info
+
+        return self.data.variants[dataset] if dataset in self.data.variants else get_dataset_info(dataset).variants[0]
 
     def group(self, name: str) -> ExperimentGroup:
         for group in self.experiments:

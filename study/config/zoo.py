@@ -13,29 +13,23 @@ evaluates it alike.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from study.config.core import ConfigError, dataset_variant
-from study.config.params import typed_params
+from study.config.core import ConfigError, configured_mirror
 from study.config.plan import RunSpec
 from study.config.spec import ConfigSpec
-from study.config.types import Zoo, ZooEntry, ZooImageNet, parse
+from study.config.types import Params, Zoo, ZooEntry, ZooImageNet, ZooModel
 
 ZOO_PREFIX = "zoo-"
 ZOO_GROUP = "zoo"
 
 
-def _zoo(params: Mapping) -> Zoo | None:
-    return typed_params(params).zoo
+def _zoo(params: Params) -> Zoo | None:
+    return params.zoo
 
 
-def _entry(entry: Mapping | ZooEntry) -> ZooEntry:
-    return entry if isinstance(entry, ZooEntry) else parse(ZooEntry, entry, "zoo entry")
-
-
-def given_weights_dir(params: Mapping) -> str | None:
+def given_weights_dir(params: Params) -> str | None:
     """The weights folder a user chose: the config key zoo.weights_dir, else $STUDY_WEIGHTS_DIR; None if neither."""
     from study.models.weights import WEIGHTS_ENV
 
@@ -43,44 +37,42 @@ def given_weights_dir(params: Mapping) -> str | None:
     return (zoo.weights_dir if zoo is not None else None) or os.environ.get(WEIGHTS_ENV) or None
 
 
-def default_weights_dir(params: Mapping) -> str:
+def default_weights_dir(params: Params) -> str:
     """The project's own weights folder, <data.root>/zoo_weights: the one the workflow downloads into."""
     from study.models.weights import DEFAULT_WEIGHTS_SUBDIR
 
-    return f"{typed_params(params).data.root}/{DEFAULT_WEIGHTS_SUBDIR}"
+    return f"{params.data.root}/{DEFAULT_WEIGHTS_SUBDIR}"
 
 
-def zoo_weights_dir(params: Mapping) -> str:
+def zoo_weights_dir(params: Params) -> str:
     """The weights folder the zoo reads: the one a user chose (given_weights_dir; read as it
     is, never written: an offline machine's copy), else the project's default_weights_dir."""
     return given_weights_dir(params) or default_weights_dir(params)
 
 
-def zoo_downloads(params: Mapping) -> bool:
+def zoo_downloads(params: Params) -> bool:
     """Whether the zoo's jobs fetch missing weights: only into the project's own folder."""
     return given_weights_dir(params) is None
 
 
-def zoo_data(entry: Mapping | ZooEntry) -> str:
+def zoo_data(entry: ZooEntry) -> str:
     """The dataset an entry is evaluated on (`data`, default its leaderboard's)."""
-    entry = _entry(entry)
     return entry.data or entry.dataset
 
 
-def hand_placed_missing(params: Mapping, dataset: str, root: str | Path | None = None) -> str | None:
+def hand_placed_missing(params: Params, dataset: str, root: str | Path | None = None) -> str | None:
     """For a dataset a user must place by hand (ImageNet) that is neither prepared nor placed
     (data.root/raw, the mirror): how to supply it, in one line; None otherwise (in place, or
     downloadable)."""
-    from study.config.core import configured_mirror
     from study.config.plan import prepared_name
     from study.data.placed import imagenet_how_to_place, locate_imagenet
 
     if dataset != "imagenet":
         return None
-    data = Path(root or ".") / typed_params(params).data.root
+    data = Path(root or ".") / params.data.root
     if (data / "prepared" / f"{prepared_name('imagenet', 'val')}.pt").is_file():
         return None
-    mirror = configured_mirror(params)
+    mirror = configured_mirror(params.data.mirror)
     if locate_imagenet(data / "raw", Path(mirror) if mirror else None) is not None:
         return None
     return imagenet_how_to_place(data / "raw")
@@ -96,7 +88,7 @@ class LeftOut(NamedTuple):
     how: str
 
 
-def zoo_left_out(params: Mapping, root: str | Path | None = None) -> list[LeftOut]:
+def zoo_left_out(params: Params, root: str | Path | None = None) -> list[LeftOut]:
     """Every zoo entry left out of the plan because its hand-placed data is not in place;
     `root` is the project folder (default: the working one)."""
     zoo = _zoo(params)
@@ -107,15 +99,14 @@ def zoo_left_out(params: Mapping, root: str | Path | None = None) -> list[LeftOu
     return out
 
 
-def zoo_imagenet_options(params: Mapping) -> dict:
+def zoo_imagenet_options(params: Params) -> dict:
     """`study prepare --options` of the ImageNet validation subset (zoo.imagenet, its defaults the type's)."""
     zoo = _zoo(params)
     return (zoo.imagenet if zoo is not None else ZooImageNet()).model_dump()
 
 
-def zoo_source(entry: Mapping | ZooEntry) -> str:
+def zoo_source(entry: ZooEntry | ZooModel) -> str:
     """Who builds the entry's network: robustbench (the default) or torchvision (with its `file`)."""
-    entry = _entry(entry)
     if (entry.source == "torchvision") != bool(entry.file):
         raise ConfigError(f"zoo entry {entry.name}: `file` (its weights file in the folder) is given with "
                           f"source torchvision and only then; here source is {entry.source!r}, file {entry.file!r}")
@@ -125,19 +116,17 @@ def zoo_source(entry: Mapping | ZooEntry) -> str:
     return entry.source
 
 
-def zoo_weights_file(entry: Mapping | ZooEntry) -> str:
+def zoo_weights_file(entry: ZooEntry | ZooModel) -> str:
     """The entry's file in the weights folder (robustbench's layout, or the torchvision entry's `file`)."""
-    entry = _entry(entry)
     if zoo_source(entry) == "torchvision":
         return str(entry.file)
     return f"{entry.dataset}/{entry.threat_model}/{entry.name}.pt"
 
 
-def zoo_run_config(entry: Mapping | ZooEntry) -> dict:
+def zoo_run_config(entry: ZooEntry) -> dict:
     """The run config of one zoo entry; `data` (default: RobustBench's dataset) is what it is evaluated on."""
     from study.data.registry import get_dataset_info
 
-    entry = _entry(entry)
     data = entry.data or entry.dataset
     source = zoo_source(entry)
     return {
@@ -156,9 +145,10 @@ def zoo_run_config(entry: Mapping | ZooEntry) -> dict:
     }
 
 
-def zoo_run_id(entry: Mapping | ZooEntry) -> str:
-    entry = _entry(entry)
-    data = entry.data or entry.dataset
+def zoo_run_id(entry: ZooEntry | ZooModel, data: str | None = None) -> str:
+    """`zoo-<dataset>-<threat model>-<name>`, `-on-<data>` where it is evaluated on other data
+    (an entry's `data`, or `data` given for a zoo run config's model)."""
+    data = data or (entry.data if isinstance(entry, ZooEntry) else None) or entry.dataset
     on = "" if data == entry.dataset else f"-on-{data}"
     return f"{ZOO_PREFIX}{entry.dataset}-{entry.threat_model}-{entry.name}{on}"
 
@@ -167,15 +157,14 @@ def _weights_present(entry: ZooEntry, weights_dir: str | None) -> bool:
     return weights_dir is not None and (Path(weights_dir).expanduser() / zoo_weights_file(entry)).is_file()
 
 
-def weights_present(params: Mapping, entry: Mapping | ZooEntry, root: str | Path | None = None) -> bool:
+def weights_present(params: Params, entry: ZooEntry | ZooModel, root: str | Path | None = None) -> bool:
     """Whether the entry's file (an ensemble's first member: robustbench's record, which needs
     robustbench itself, says how many) lies in the weights folder."""
-    entry = _entry(entry)
     folder = Path(root or ".") / Path(zoo_weights_dir(params)).expanduser()
     return (folder / zoo_weights_file(entry)).is_file() or (folder / f"{zoo_weights_file(entry)}_m0.pt").is_file()
 
 
-def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
+def _check_image_size(params: Params, entry: ZooEntry) -> None:
     """RobustBench's architectures take their dataset's image size (CIFAR's 32 px: a fixed
     final pooling); evaluated on other data, that data must have the same size."""
     from study.data.registry import get_dataset_info
@@ -183,20 +172,19 @@ def _check_image_size(params: Mapping, entry: ZooEntry) -> None:
     data = entry.data or entry.dataset
     wanted, size = get_dataset_info(entry.dataset).image_size, get_dataset_info(data).image_size
     if data == "synthetic":  # generated at the size the params give (as plan.run_config passes them)
-        size = typed_params(params).data.synthetic.image_size
+        size = params.data.synthetic.image_size
     if size != wanted:
         raise ConfigError(f"zoo entry {entry.name}: RobustBench's {entry.dataset} models take {wanted}x{wanted} "
                           f"images, its data {data} has {size}x{size}"
                           + (f" (set data.synthetic.image_size: {wanted})" if data == "synthetic" else ""))
 
 
-def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
+def plan_zoo(params: Params, root: str | Path | None = None) -> list[RunSpec]:
     """The zoo's runs; with `require_weights` only those whose weights file is in the folder
     (for a preset that must not grow when no weights are placed); never those
     whose hand-placed data is missing (zoo_left_out). `root`: the project folder (default:
     the working one), where data.root lies."""
-    typed = typed_params(params)
-    zoo = typed.zoo
+    zoo = params.zoo
     if zoo is None:
         return []
     weights_dir = zoo_weights_dir(params)
@@ -216,11 +204,11 @@ def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
                               f"zoo.evaluations.{entry.threat_model})")
         _check_image_size(params, entry)
         for ev in evaluations:
-            if ev not in typed.evaluations:
+            if ev not in params.evaluations:
                 raise ConfigError(f"zoo entry {entry.name}: unknown evaluation {ev!r}; "
-                                  f"defined in params 'evaluations': {', '.join(sorted(typed.evaluations))}")
+                                  f"defined in params 'evaluations': {', '.join(sorted(params.evaluations))}")
         # An entry without its own variant takes the study's (data.variants, "auto" resolved).
-        variant = entry.variant or dataset_variant(params, entry.data or entry.dataset)
+        variant = entry.variant or params.variant(entry.data or entry.dataset)
         cfg = zoo_run_config(entry.model_copy(update={"variant": variant}))
         runs.append(RunSpec(zoo_run_id(entry), ConfigSpec.parse(cfg, f"zoo entry {entry.name}: run config"),
                             [ZOO_GROUP], list(evaluations)))
@@ -230,16 +218,15 @@ def plan_zoo(params: Mapping, root: str | Path | None = None) -> list[RunSpec]:
     return runs
 
 
-def zoo_checked(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
+def zoo_checked(params: Params, runs: list[RunSpec]) -> list[RunSpec]:
     """Zoo runs that get the checks against false robustness (zoo.checks: threat models)."""
     zoo = _zoo(params)
     wanted = set(zoo.checks) if zoo is not None else set()
-    return [r for r in runs if r.run.zoo.threat_model in wanted]
+    return [r for r in runs if r.zoo.threat_model in wanted]
 
 
-def zoo_corrupted(params: Mapping, runs: list[RunSpec]) -> list[RunSpec]:
+def zoo_corrupted(params: Params, runs: list[RunSpec]) -> list[RunSpec]:
     """Zoo runs evaluated on CIFAR-10-C (zoo.corruptions, on the datasets robustness.corruptions corrupts)."""
-    typed = typed_params(params)
-    if typed.zoo is None or not typed.zoo.corruptions or typed.robustness.corruptions is None:
+    if params.zoo is None or not params.zoo.corruptions or params.robustness.corruptions is None:
         return []
-    return [r for r in runs if r.dataset in typed.robustness.corruptions.datasets]
+    return [r for r in runs if r.dataset in params.robustness.corruptions.datasets]

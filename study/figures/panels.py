@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the plan's types import the figure catalog, which imports this module
-    from study.config.types import RunConfig, ZooRunConfig
+    from study.config.types import RunConfig, ZooModel, ZooRunConfig
 
 Panels = dict[tuple, tuple[list[str], dict]]
 
@@ -25,7 +25,7 @@ class Run(Protocol):  # study.config.RunSpec
     checkpoints: list[str]
 
     @property
-    def config(self) -> Mapping: ...
+    def zoo(self) -> ZooModel: ...
 
     @property
     def dataset(self) -> str: ...
@@ -63,7 +63,7 @@ def one_setting(panels: dict) -> dict[tuple, list[str]]:
 
 
 def dataset_model_method(run: Run, method: str | None = None) -> tuple[str, str, str]:
-    return run.dataset, run.config["model"], method or run.config["method"]
+    return run.dataset, run.run.model, method or run.run.method
 
 
 def evaluations_of(runs: Sequence[Run]) -> list[str]:
@@ -137,7 +137,7 @@ def robustness(runs: Sequence[Run], method: str | None = None, of_method: str | 
     """Figures 3, 11, 14 over the runs given (those of the robustness or corruption groups; only
     those trained with `of_method` if given), per (dataset, model, method); method "all" puts every
     method of a (dataset, model) in one panel."""
-    runs = [r for r in runs if of_method in (None, r.config["method"])]
+    runs = [r for r in runs if of_method in (None, r.run.method)]
     panels = one_setting(grouped(runs, lambda r: dataset_model_method(r, method)))
     return {key: (ids, _options(key, runs=ids)) for key, ids in panels.items()}
 
@@ -149,7 +149,7 @@ def mitigation(runs: Sequence[Run], controls: Callable[[list[str]], dict[str, st
     panels = grouped([r for r in runs if is_mitigation_run(r)], lambda r: dataset_model_method(r, "all"))
     out = {}
     for key, members in panels.items():
-        methods = list(dict.fromkeys(r.config["method"] for r in members))
+        methods = list(dict.fromkeys(r.run.method for r in members))
         more = {}
         if controls is not None:
             more["controls"] = [f"{m}={c}" for m, c in controls(methods).items() if c] or None
@@ -162,7 +162,7 @@ def zoo(runs: Sequence[Run], robust: Mapping[str, str], reference: str | None = 
     that threat model's robust evaluation (zoo.figure_evaluations); `reference` (figure 16) is
     the study's class-wise table, for our PGD-AT runs beside the zoo."""
     out = {}
-    for (dataset, threat), members in grouped(runs, lambda r: (r.dataset, r.config["zoo"]["threat_model"])).items():
+    for (dataset, threat), members in grouped(runs, lambda r: (r.dataset, r.zoo.threat_model)).items():
         ev = robust.get(threat)
         ids = [r.run_id for r in members if ev in r.evaluations]
         if ids:

@@ -15,12 +15,12 @@ difference whatever the recipe, its differences stated. Every compared row reads
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from study.config.comparisons import Comparison, comparisons
+from study.config.types import Params
 from study.published import BY_ID, PUBLISHED, Published
 from study.reproduction import verdicts
 from study.reproduction.matching import (
@@ -209,7 +209,7 @@ class Row:
         return verdicts.detectable(e.lo, e.hi)
 
 
-def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],
+def _value_row(params: Params, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],
                plan: Plan) -> Row:
     seeds = per_seed(rows)
     whole = whole_test_set(p, rows)
@@ -246,7 +246,7 @@ def _value_row(params: Mapping, p: Published, rows: pd.DataFrame, differences: t
                protocol=protocol_of(rows, plan))
 
 
-def _pair_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataFrame,
+def _pair_row(table: pd.DataFrame, params: Params, p: Published, rows: pd.DataFrame,
               differences: tuple[str, ...], pair: Comparison, plan: Plan) -> Row | None:
     """The method minus its control along one declared pair, on the same data and evaluation at
     the same checkpoint: beside a published difference (a difference row) or a claimed direction;
@@ -276,7 +276,7 @@ def _pair_row(table: pd.DataFrame, params: Mapping, p: Published, rows: pd.DataF
                protocol=protocol_of(rows, plan), pair=pair_text(pair))
 
 
-def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list[Comparison],
+def _paired_rows(table: pd.DataFrame, params: Params, p: Published, pairs: list[Comparison],
                  plan: Plan) -> list[Row]:
     """A row per declared pair of the closest run groups that some pair compares."""
     made = []
@@ -285,7 +285,7 @@ def _paired_rows(table: pd.DataFrame, params: Mapping, p: Published, pairs: list
     return [r for r in made if r is not None]
 
 
-def compare(classwise: pd.DataFrame, params: Mapping) -> tuple[list[Row], list[Row]]:
+def compare(classwise: pd.DataFrame, params: Params) -> tuple[list[Row], list[Row]]:
     """(value rows, difference rows): every published value with each closest run group of ours,
     or one row without a run group (not in this preset); and every published value that has a
     baseline, as the method minus its control along a pair the plan declares."""

@@ -35,6 +35,7 @@ from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdE
 from study.config.methods import method_entry, resolved_method
 from study.config.plan import RunSpec
 from study.config.protocols import first_eligible_epoch
+from study.config.types import Params
 from study.metrics.trust import not_counted
 from study.published import PUBLISHED_EPOCHS, Published
 from study.record_names import split_record_name, table_checkpoints
@@ -61,7 +62,7 @@ GROUP = ["dataset", "data_variant", "model", "method", *SETTING_COLUMNS]
 RUN_GROUP = ["group", *GROUP]
 
 
-def published_threat_kind(params: Mapping, name: str, dataset: str) -> tuple[str | None, float]:
+def published_threat_kind(params: Params, name: str, dataset: str) -> tuple[str | None, float]:
     """clean, pgd or autoattack (at the published L-inf 8/255) with the PGD step count; None otherwise."""
     try:
         ev = EvaluationSpec.parse(resolve_evaluation(params, name, dataset), f"evaluation {name!r}").config
@@ -82,7 +83,7 @@ def published_threat_kind(params: Mapping, name: str, dataset: str) -> tuple[str
 Plan = Mapping[str, RunSpec]
 
 
-def plan_index(params: Mapping) -> dict[str, RunSpec]:
+def plan_index(params: Params) -> dict[str, RunSpec]:
     """The plan's runs by run id."""
     return {spec.run_id: spec for spec in plan_runs(params)}
 
@@ -101,7 +102,7 @@ def run_groups(classwise: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return table.explode("group", ignore_index=True)
 
 
-def annotate(classwise: pd.DataFrame, params: Mapping, plan: Plan | None = None) -> pd.DataFrame:
+def annotate(classwise: pd.DataFrame, params: Params, plan: Plan | None = None) -> pd.DataFrame:
     """The class-wise table with each row's experiment group, its configured evaluation, its kind
     and PGD steps. `plan`: the plan's runs by id (plan_index), where the caller has it already."""
     if "group" not in classwise:
@@ -119,14 +120,14 @@ def annotate(classwise: pd.DataFrame, params: Mapping, plan: Plan | None = None)
     return table
 
 
-def _policies(params: Mapping, method: str) -> dict | None:
+def _policies(params: Params, method: str) -> dict | None:
     try:
         return resolve_method(params, method)
     except ConfigError:
         return None
 
 
-def equivalent_methods(params: Mapping, present: Iterable[str], references: Iterable[str]) -> set[str]:
+def equivalent_methods(params: Params, present: Iterable[str], references: Iterable[str]) -> set[str]:
     """The methods of the table whose policies equal those of one of the reference methods."""
     wanted = [p for p in (_policies(params, r) for r in references) if p is not None]
     return {m for m in present if (p := _policies(params, m)) is not None and p in wanted}
@@ -152,7 +153,7 @@ def checkpoint_order(p: Published) -> tuple[str, ...]:
     return (PUBLISHED_CHECKPOINT, "best") if p.checkpoint == "best" else (p.checkpoint,)
 
 
-def candidates(table: pd.DataFrame, params: Mapping, p: Published) -> pd.DataFrame:
+def candidates(table: pd.DataFrame, params: Params, p: Published) -> pd.DataFrame:
     """Rows of runs of the row's method at its checkpoint (checkpoint_order), of its evaluation
     kind (or the stand-in)."""
     methods = equivalent_methods(params, table["method"].unique(), (p.method,))
@@ -266,7 +267,7 @@ def protocol_of(rows: pd.DataFrame, plan: Plan | None = None) -> str:
     if checkpoint != PUBLISHED_CHECKPOINT:
         return text
     spec = run_spec(rows, plan)
-    per_class = (spec.config.get("epoch_eval") or {}).get("per_class") if spec is not None else None
+    per_class = spec.trained.epoch_eval.per_class if spec is not None and spec.trained is not None else None
     if per_class is None or int(per_class) >= CFA_TEST_PER_CLASS:
         return text + _PICK_INFERRED
     share = int(per_class) / CFA_TEST_PER_CLASS
@@ -288,7 +289,8 @@ def protocol_differences(p: Published, rows: pd.DataFrame, plan: Plan | None = N
         return (f"best checkpoint chosen on our validation split; the paper's {paper}",)
     spec = run_spec(rows, plan)
     if p.checkpoint == "best" and spec is not None and p.recipe.selection_index is not None:
-        ours = (spec.config.get("published_selection") or {}).get("index")
+        published = spec.trained.published_selection if spec.trained is not None else None
+        ours = published.index if published is not None else None
         if ours != p.recipe.selection_index:
             return (f"published checkpoint chosen by the index {ours}, not the paper's {p.recipe.selection_index}",)
     return ()
@@ -317,7 +319,7 @@ class Redefinitions(NamedTuple):
         return (*self.attack, *self.start)
 
 
-def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
+def redefinitions(params: Params, p: Published, method: str) -> Redefinitions:
     """How the preset redefines the published method (Redefinitions), read off its definition."""
     try:
         entry, adversary = method_entry(params, method), resolved_method(params, method).adversary
@@ -336,7 +338,7 @@ def redefinitions(params: Mapping, p: Published, method: str) -> Redefinitions:
     return Redefinitions(attack, fine_tunes)
 
 
-def control_substitution(params: Mapping, published: str, control: str) -> tuple[str, ...]:
+def control_substitution(params: Params, published: str, control: str) -> tuple[str, ...]:
     """A row whose control is not the published one (by policies): the control of a difference's
     baseline row, or of a claim."""
     if control in equivalent_methods(params, [control], (published,)):

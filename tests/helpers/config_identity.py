@@ -64,7 +64,7 @@ def plan_pins(root: Path, preset: str) -> dict:
     # the plan with every hand-placed input in place (an empty ImageNet folder will do for planning),
     # so that the pins do not depend on what this machine holds
     with tempfile.TemporaryDirectory() as placed:
-        (Path(placed) / params["data"]["root"] / "raw" / "imagenet" / "val").mkdir(parents=True)
+        (Path(placed) / params.data.root / "raw" / "imagenet" / "val").mkdir(parents=True)
         zoo = plan_zoo(params, root=placed)
     for run in plan + zoo:
         runs[run.run_id] = {
@@ -72,7 +72,7 @@ def plan_pins(root: Path, preset: str) -> dict:
             "config": sha(run.config),
             "evaluation_args": {e: sha(resolve_evaluation(params, e, dataset=run.dataset)) for e in run.evaluations},
         }
-    cons = [c.name for c in constructions(params, plan)] if params.get("features") else []
+    cons = [c.name for c in constructions(params, plan)] if params.features is not None else []
     return {"runs": runs, "constructions": cons}
 
 
@@ -99,7 +99,8 @@ def record_pins(root: Path) -> dict:
     evaluation = {**resolve_evaluation(params, "pgd3", dataset=run.dataset), "test_per_class": 2}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "synthetic-default.pt"
-        prepare_dataset("synthetic", "default", Path(tmp) / "raw", None, data, synthetic=params["data"]["synthetic"])
+        synthetic = params.data.synthetic.model_dump(exclude_unset=True)
+        prepare_dataset("synthetic", "default", Path(tmp) / "raw", None, data, synthetic=synthetic)
         splits = load_prepared(data)
         run_dir = Path(tmp) / "run"
         train_run(cfg, splits, run_dir, device="cpu", progress=False)

@@ -6,7 +6,8 @@ import copy
 
 import torch
 
-from study.config import ConfigSpec, run_config
+from study.config import ConfigSpec, Params, run_config
+from study.config.types import ExperimentGroup
 from study.data.batches import epoch_batches
 from study.train.epoch import EpochPolicyState, augmented_batch
 from study.train.optim import lr_table
@@ -17,14 +18,14 @@ from study.train.step import (
 )
 
 
-def _group(params: dict, method: str) -> dict:
-    for group in params["experiments"]:
-        if method in group.get("methods", []):
+def _group(params: Params, method: str) -> ExperimentGroup:
+    for group in params.experiments:
+        if method in group.methods:
             return group
-    return params["experiments"][0]
+    return params.experiments[0]
 
 
-def method_state(params: dict, splits, method: str, run_dir, optimizer: dict | None = None, **overrides):
+def method_state(params: Params, splits, method: str, run_dir, optimizer: dict | None = None, **overrides):
     cfg = run_config(params, _group(params, method), "small_cnn", method, 0)
     # FRL adapts to validation statistics: a held-out split wherever the group has none.
     cfg = {**copy.deepcopy(cfg), "batch_size": 24, "init_from": None,

@@ -97,7 +97,7 @@ def plan_preset(project, preset):
     params = load_params(project / "params.yaml", {"preset": preset}, presets_dir=project / "workflow/presets",
                          schema_path=project / "workflow/schemas/params.schema.yaml")
     runs = plan_runs(params)
-    return params, runs, (constructions(params, runs) if params.get("features") else [])
+    return params, runs, (constructions(params, runs) if params.features is not None else [])
 
 
 def is_mitigation(run) -> bool:
@@ -117,18 +117,18 @@ def _of_groups(runs, groups, datasets=None):
 def robustness_runs(params, runs):
     """(runs of the robustness groups: figures 3 and 11; runs checked, at each of their
     checkpoints: those and the mitigation runs; runs of the corruption groups on its datasets)."""
-    rob = params["robustness"]
-    cc = rob.get("corruptions") or {}
-    tabled = _of_groups(runs, rob["groups"])
-    if "groups" in rob["checks"]:
-        checked = _of_groups(runs, rob["checks"]["groups"])
+    rob = params.robustness
+    cc = rob.corruptions
+    tabled = _of_groups(runs, rob.groups)
+    if rob.checks.groups is not None:
+        checked = _of_groups(runs, rob.checks.groups)
     else:
         checked = tabled + [r for r in runs if is_mitigation(r) and r not in tabled]
-    return tabled, checked, _of_groups(runs, cc.get("groups") or rob["groups"], cc.get("datasets", []))
+    return tabled, checked, _of_groups(runs, (cc.groups if cc else None) or rob.groups, cc.datasets if cc else [])
 
 
 def evaluation_shards(params) -> dict[str, int]:
-    return {name: int(ev.get("shards", 1)) for name, ev in params["evaluations"].items()}
+    return {name: ev.shards for name, ev in params.evaluations.items()}
 
 
 def _whole(run, checkpoint: str, shards: dict[str, int]) -> list[str]:
@@ -170,7 +170,7 @@ def zoo_plan(params):
 
 def _zoo_panels(params) -> int:
     """Zoo figures: one panel per (dataset, threat model) with its robust evaluation."""
-    robust = (params.get("zoo") or {}).get("figure_evaluations") or {}
+    robust = params.zoo.figure_evaluations.model_dump() if params.zoo is not None else {}
     return len({(r.dataset, r.config["zoo"]["threat_model"]) for r in zoo_plan(params)[0]
                 if robust.get(r.config["zoo"]["threat_model"]) in r.evaluations})
 
@@ -197,13 +197,13 @@ def figure_jobs(params, runs) -> dict[str, int]:
         "fig09_confusion": panels([r for r in plain if "last" in r.checkpoints]),
         "fig10_logit_similarity": panels([r for r in plain if "last" in r.checkpoints]),
         "fig11_cfp": panels([r for r in tabled if r.config["method"] == "pgd_at"]),
-        "fig12_features": 1 if params.get("features") else 0,
+        "fig12_features": 1 if params.features is not None else 0,
         "fig13_mitigation": panels([r for r in runs if is_mitigation(r)], "all"),
         "fig13_policy_epochs": panels([r for r in runs if is_mitigation(r)], "all"),
         "fig14_corruptions": panels(corrupted),
         **{fig: _zoo_panels(params) for fig in ZOO_FIGURES},
     }
-    return {fig: n for fig, n in jobs.items() if fig in params["figures"] and n}
+    return {fig: n for fig, n in jobs.items() if fig in params.figures and n}
 
 
 def expected_logs(params, runs) -> set[str]:

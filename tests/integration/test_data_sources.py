@@ -172,7 +172,7 @@ def test_demo_runs_name_the_resolved_variant(tmp_path, monkeypatch):
             monkeypatch.setenv(MIRROR_ENV, str(mirror))
         params = load_params(ROOT / "params.yaml", {"preset": "demo"}, presets_dir=ROOT / "workflow/presets",
                              schema_path=ROOT / "workflow/schemas/params.schema.yaml")
-        assert params["data"]["variants"]["cifar10"] != "auto"
+        assert params.data.variants["cifar10"] != "auto"
         return {r.run_id: r.variant for r in plan_runs(params) if r.dataset == "cifar10"}
 
     online, offline = cifar_runs(None), cifar_runs(_mirror_with_jpeg(tmp_path))

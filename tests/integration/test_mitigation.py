@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 import torch
+from helpers.params import changed
 
 from study.config import (
     ConfigError,
@@ -121,8 +122,8 @@ def test_frl_without_validation_split_is_refused(tmp_path, synthetic_splits, tin
 
 
 def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
-    params = copy.deepcopy(ci_params)
-    group = next(g for g in params["experiments"] if g["group"] == "mitigation")
+    params = ci_params
+    group = params.group("mitigation")
     trades_cfa = run_config(params, group, "small_cnn", "trades_cfa", 0)["method_config"]
     # trades_cfa is trades_normalized (CFA's TRADES baseline) plus the calibration
     assert trades_cfa["loss"] == {"type": "trades", "beta": 6, "normalize": True, "lambda2": 0.5, "warmup": 0.05}
@@ -134,7 +135,8 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     assert frl["epochs"] == 1 and frl["optimizer"]["lr"] == 0.001 and frl["method_config"]["loss"]["beta"] == 1
     assert "init_from" not in frl["method_config"] and "train" not in frl["method_config"]
     # a changed parent is a new child
-    params["methods"]["at"]["adversary"] = {"steps": 4}
+    methods = params.as_written["methods"]
+    params = changed(params, methods={**methods, "at": {**methods["at"], "adversary": {"steps": 4}}})
     assert run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)["init_from"] != frl["init_from"]
 
 
@@ -152,7 +154,7 @@ def test_ci_mitigation_methods_use_every_policy_type_of_the_paper_grid(repo_root
     every policy type (and fine-tuning) that the paper's mitigation grid uses."""
     paper = load_params(repo_root / "params.yaml", {"preset": "paper"}, presets_dir=repo_root / "workflow/presets",
                         schema_path=repo_root / "workflow/schemas/params.schema.yaml")
-    grid = next(g for g in paper["experiments"] if g["group"] == "mitigation")["methods"]
+    grid = paper.group("mitigation").methods
     runs = plan_runs(ci_params)
     mitigation = {r.config["method"]: r for r in runs if any(g.startswith("mitigation") for g in r.groups)}
     assert set(mitigation) <= set(grid), "the ci preset draws its methods from the paper's grid"
@@ -180,15 +182,15 @@ def test_bad_method_definitions_are_named(repo_root, ci_params):
 def test_frl_fine_tunes_its_parents_best_checkpoint_and_validates_with_pgd20(ci_params):
     """fair_robust starts from its best pre-trained model and drives its multipliers with
     PGD-20 on the validation split; a parent without a validation split gives its last."""
-    params = copy.deepcopy(ci_params)
-    group = next(g for g in params["experiments"] if g["group"] == "mitigation")
+    params = ci_params
+    group = params.group("mitigation")
     frl = run_config(params, group, "small_cnn", "frl_reweight", 0)
     assert frl["init_checkpoint"] == "best"
     attack = frl["epoch_eval"]["validation_attack"]
     pgd20 = resolve_evaluation(params, "pgd20")
     assert attack["steps"] == pgd20["steps"] == 20 and attack["eps"] == pgd20["eps"]
     assert "validation_attack" not in frl["method_config"]  # a run-level key, not a policy
-    no_validation = {**group, "train": {k: v for k, v in group["train"].items() if k != "validation"}}
+    no_validation = group.model_copy(update={"train": {k: v for k, v in group.train.items() if k != "validation"}})
     assert run_config(params, no_validation, "small_cnn", "frl_reweight", 0)["init_checkpoint"] == "last"
     # plain methods carry neither key, so their run ids are unchanged
     plain = run_config(params, group, "small_cnn", "at", 0)

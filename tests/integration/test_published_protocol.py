@@ -10,6 +10,7 @@ from typing import get_args
 
 import pandas as pd
 import pytest
+from helpers.params import changed
 
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS, STUDY_CHECKPOINTS
 from study.config import ConfigError, load_params, plan_runs
@@ -120,8 +121,9 @@ def test_the_ci_plan_keeps_and_evaluates_the_published_checkpoint(ci_params):
 
 
 def test_a_group_listing_published_needs_the_protocol(ci_params):
-    params = copy.deepcopy(ci_params)
-    next(g for g in params["experiments"] if g["group"] == "baseline")["checkpoints"] = ["last", "published"]
+    groups = [{**g, "checkpoints": ["last", "published"]} if g["group"] == "baseline" else g
+              for g in ci_params.as_written["experiments"]]
+    params = changed(ci_params, experiments=groups)
     with pytest.raises(ConfigError, match=r"'baseline': checkpoint 'published' needs the published protocol "
                                           r"\(train\.published_selection\)") as err:
         plan_runs(params)
@@ -129,9 +131,9 @@ def test_a_group_listing_published_needs_the_protocol(ci_params):
 
 
 def test_the_protocol_without_an_epoch_attack_is_refused(ci_params):
-    params = copy.deepcopy(ci_params)
-    group = next(g for g in params["experiments"] if g["group"] == "mitigation_last")
-    group["train"] = {**group["train"], "epoch_eval": {"per_class": 4, "attack": None}}
+    groups = [{**g, "train": {**g["train"], "epoch_eval": {"per_class": 4, "attack": None}}}
+              if g["group"] == "mitigation_last" else g for g in ci_params.as_written["experiments"]]
+    params = changed(ci_params, experiments=groups)
     with pytest.raises(ConfigError, match=r"'mitigation_last' on synthetic: train\.published_selection needs "
                                           r"train\.epoch_eval\.attack") as err:
         plan_runs(params)
@@ -166,7 +168,7 @@ def test_the_paper_protocol_reads_as_the_report_names_it():
         assert protocol.describe() == (
             "published protocol: test set (100 images per class, pgd10), CFA index (mean + worst-class robust "
             "accuracy) from epoch 101 of 200, band 0.02")
-        listed = next(g for g in paper["experiments"] if g["group"] == group)["checkpoints"]
+        listed = paper.group(group).checkpoints
         assert listed == ["last", "best", "published"]
     assert published_protocol(paper, "baseline") is None
     with pytest.raises(ConfigError, match="unknown experiment group 'nope'"):

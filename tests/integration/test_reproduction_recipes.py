@@ -9,13 +9,15 @@ difference row, of its control) and evaluates it at the row's checkpoint with an
 the row's kind. The recipe itself (model, attack, epochs, split, control, checkpoint rule) is
 what the comparison checks, so a recipe that departs from the paper ends as "recipe differs"."""
 
+import copy
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.params import changed
 
-from study.config import comparison_baseline, load_params, plan_runs
+from study.config import Params, comparison_baseline, load_params, plan_runs
 from study.config.methods import method_entry
 from study.config.plan import RunSpec
 from study.config.types import RunConfig
@@ -38,7 +40,7 @@ TABLES = ("lee2024", "medi2025trix")
 _CLASSES = {"cifar10": 10, "cifar100": 100}
 
 
-def _load(overrides: dict | None = None) -> dict:
+def _load(overrides: dict | None = None) -> Params:
     return load_params(ROOT / "params.yaml", {"preset": "paper", **(overrides or {})},
                        presets_dir=ROOT / "workflow/presets",
                        schema_path=ROOT / "workflow/schemas/params.schema.yaml")
@@ -209,10 +211,11 @@ def test_the_recipe_runs_hold_out_only_what_their_paper_holds_out(params):
     assert not split_problems(params)
 
 
-def _mutated(name: str) -> dict:
+def _mutated(name: str) -> Params:
     """The paper preset with one departure from the papers' recipes."""
-    changed = _load()
-    groups = [g for g in changed["experiments"] if g["group"].startswith("published_")]
+    paper = _load()
+    raw = copy.deepcopy(dict(paper.as_written))
+    groups = [g for g in raw["experiments"] if g["group"].startswith("published_")]
     assert groups
     for g in groups:
         if name == "model":          # the protocol's PreAct-ResNet-18
@@ -225,10 +228,10 @@ def _mutated(name: str) -> dict:
             g["train"] = {**g["train"], "published_selection": {"index": "mean_plus_worst", "band": 0.02,
                                                                 "from_epoch": 0.5}}
     if name == "attack step":        # the protocol's 10 steps of 2/255 at 8/255
-        changed["methods"]["trades_published"]["adversary"] = {"eps": "8/255", "alpha": "2/255"}
+        raw["methods"]["trades_published"]["adversary"] = {"eps": "8/255", "alpha": "2/255"}
     elif name == "control":          # DAFA against the protocol's TRADES (2/255, other groups)
-        changed["methods"]["trades_dafa_published"]["compare_with"] = "trades"
-    return changed
+        raw["methods"]["trades_dafa_published"]["compare_with"] = "trades"
+    return changed(paper, experiments=raw["experiments"], methods=raw["methods"])
 
 
 @pytest.fixture(scope="module")

@@ -248,9 +248,9 @@ def test_the_tables_mark_a_run_whose_averaging_took_no_epoch(tmp_path, fawa_run,
 def test_tf32_setting_reaches_the_backend_flags_and_meta(paper, fawa_run):
     from study.config import run_config
 
-    group = next(g for g in paper["experiments"] if g["group"] == "baseline")
+    group = paper.group("baseline")
     assert "tf32" not in run_config(paper, group, "preact_resnet18", "standard", 0)  # the default: ids kept
-    flipped = run_config(paper, {**group, "train": {"tf32": {"cudnn": False, "matmul": True}}},
+    flipped = run_config(paper, group.model_copy(update={"train": {"tf32": {"cudnn": False, "matmul": True}}}),
                          "preact_resnet18", "standard", 0)
     assert flipped["tf32"] == {"cudnn": False, "matmul": True}
     # the run of fawa_run asked for cudnn off, matmul on: set on the backend, recorded in meta.json
@@ -278,7 +278,7 @@ def test_wide_resnets_are_initialized_as_the_reference_codes():
 
 def test_the_paper_grid_has_no_duplicate_of_at(paper):
     # cw_equal weights every class 1 on balanced data: it would train `at` again
-    for group in (g for g in paper["experiments"] if g["group"].startswith("mitigation")):
-        assert "cw_equal" not in group["methods"]
-        assert not [m for m in group["methods"]
+    for group in (g for g in paper.experiments if g.group.startswith("mitigation")):
+        assert "cw_equal" not in group.methods
+        assert not [m for m in group.methods
                     if (resolve_method(paper, m).get("weights") or {}).get("type") == "balanced"]

@@ -5,16 +5,17 @@ entry of source torchvision and is evaluated class-wise on a tiny ImageNet-shape
 any run; a missing file is one line naming its place; the zoo figures and the table beside
 RobustBench's numbers draw from hand-built records."""
 
-import copy
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from helpers.params import changed
 from helpers.zoo import ENTRY, place_random_weights
 
 from study.config import ConfigError
 from study.config.spec import ConfigSpec, EvaluationSpec
+from study.config.types import ZooEntry as ZooConfigEntry
 from study.config.zoo import plan_zoo, zoo_run_config
 from study.data.prepared import save_prepared
 from study.data.splits import Splits
@@ -93,7 +94,6 @@ def test_zoo_figures_and_table_from_hand_built_records(tmp_path):
 def test_zoo_entry_on_data_of_another_image_size_is_a_config_error(tmp_path, monkeypatch, ci_params):
     """The ci preset's synthetic images are smaller than CIFAR's: with the weights placed, its
     zoo entry is refused when planned, naming the setting that fits (not a shape error in a job)."""
-    import copy
 
     from study.config import ConfigError
     from study.config.zoo import plan_zoo
@@ -102,12 +102,12 @@ def test_zoo_entry_on_data_of_another_image_size_is_a_config_error(tmp_path, mon
     place_random_weights(tmp_path)
     monkeypatch.setenv("STUDY_WEIGHTS_DIR", str(tmp_path))
     side = get_dataset_info(ENTRY.dataset).image_size
-    assert ci_params["data"]["synthetic"]["image_size"] != side
+    assert ci_params.data.synthetic.image_size != side
     with pytest.raises(ConfigError, match=f"zoo entry {ENTRY.name}: RobustBench's {ENTRY.dataset} models take "
                                           f"{side}x{side} images.*set data.synthetic.image_size: {side}"):
         plan_zoo(ci_params)
-    params = copy.deepcopy(ci_params)
-    params["data"]["synthetic"]["image_size"] = side
+    data = ci_params.as_written["data"]
+    params = changed(ci_params, data={**data, "synthetic": {**data["synthetic"], "image_size": side}})
     assert [r.config["zoo"]["name"] for r in plan_zoo(params)] == [ENTRY.name]
 
 
@@ -176,7 +176,7 @@ def test_torchvision_entry_is_torchvisions_resnet50_with_the_files_weights(torch
 def test_torchvision_entry_evaluates_class_wise_like_a_run(torchvision_weights, imagenet_like, tmp_path):
     folder, _ = torchvision_weights
     _, splits = imagenet_like
-    cfg = zoo_run_config(TORCHVISION)
+    cfg = zoo_run_config(ZooConfigEntry(**TORCHVISION))
     run_dir = write_zoo_run(tmp_path / "zoo-imagenet-Linf-resnet50", ConfigSpec.parse(cfg), folder)
     blob = torch.load(run_dir / "model.pt", weights_only=True)
     assert list(blob["files"]) == [TORCHVISION["file"]] and len(blob["files"][TORCHVISION["file"]]) == 64
@@ -205,7 +205,8 @@ def test_torchvision_entry_evaluates_class_wise_like_a_run(torchvision_weights, 
 
 
 def test_torchvision_entry_refuses_other_data(torchvision_weights, synthetic_splits, tmp_path):
-    run_dir = write_zoo_run(tmp_path / "run", ConfigSpec.parse(zoo_run_config(TORCHVISION)), torchvision_weights[0])
+    spec = ConfigSpec.parse(zoo_run_config(ZooConfigEntry(**TORCHVISION)))
+    run_dir = write_zoo_run(tmp_path / "run", spec, torchvision_weights[0])
     with pytest.raises(ValueError, match=r"trained on imagenet \(val\) but the data given is synthetic"):
         evaluate_checkpoint(run_dir, synthetic_splits, [(EvaluationSpec.parse(CLEAN), tmp_path / "x.parquet")],
                             device="cpu",
@@ -237,18 +238,15 @@ def test_zoo_config_sources_files_and_weights_folder(ci_params, torchvision_weig
     monkeypatch.delenv(WEIGHTS_ENV, raising=False)
     monkeypatch.delenv("STUDY_DATA_MIRROR", raising=False)
     monkeypatch.chdir(tmp_path)  # the project folder: ImageNet placed in its data/raw (else left out)
-    (tmp_path / ci_params["data"]["root"] / "raw/imagenet/val").mkdir(parents=True)
-    params = copy.deepcopy(ci_params)
-    params["zoo"].update(models=[TORCHVISION], weights_dir=str(folder), require_weights=True,
-                         evaluations={"Linf": ["clean"]})
-    [run] = plan_zoo(params)
+    (tmp_path / ci_params.data.root / "raw/imagenet/val").mkdir(parents=True)
+    zoo = {**ci_params.as_written["zoo"], "models": [TORCHVISION], "weights_dir": str(folder),
+           "require_weights": True, "evaluations": {"Linf": ["clean"]}}
+    [run] = plan_zoo(changed(ci_params, zoo=zoo))
     assert run.run_id == "zoo-imagenet-Linf-resnet50" and run.config["zoo"]["file"] == TORCHVISION["file"]
-    params["zoo"]["weights_dir"] = str(folder / "elsewhere")
-    assert plan_zoo(params) == []
+    assert plan_zoo(changed(ci_params, zoo={**zoo, "weights_dir": str(folder / "elsewhere")})) == []
     for bad, says in (({"file": None}, "source is 'torchvision', file None"),
                       ({"source": "robustbench"}, "source is 'robustbench', file 'torchvision/"),
                       ({"dataset": "cifar10"}, "dataset 'cifar10' \\(valid: imagenet\\)"),
                       ({"source": "hub"}, "models\\[0\\].source: 'hub' is not valid; expected one of robustbench")):
-        params["zoo"]["models"] = [{**TORCHVISION, **bad}]
         with pytest.raises(ConfigError, match=says):
-            plan_zoo(params)
+            plan_zoo(changed(ci_params, zoo={**zoo, "models": [{**TORCHVISION, **bad}]}))

@@ -7,13 +7,14 @@ import torch
 from helpers.zoo import ENTRY, place_random_weights
 
 from study.config.spec import ConfigSpec
+from study.config.types import ZooEntry
 from study.config.zoo import zoo_run_config
 from study.data.download import file_checksums
 from study.models.zoo_checksums import SITE_TABLE_ENV, ZooWeightsRefused
 from study.run_directory import write_zoo_run
 
-SPEC = ConfigSpec.parse(zoo_run_config({"dataset": ENTRY.dataset, "threat_model": ENTRY.threat_model,
-                                        "name": ENTRY.name}))
+SPEC = ConfigSpec.parse(zoo_run_config(ZooEntry(dataset=ENTRY.dataset, threat_model=ENTRY.threat_model,
+                                                name=ENTRY.name)))
 
 
 def test_a_pinned_file_must_match_its_pin(tmp_path, monkeypatch, capsys):

@@ -23,7 +23,7 @@ def test_zoo_jobs_with_placed_weights_then_records_tables_figures(zoo_project, m
     assert on["zoo_run"] == 1 and on["zoo_tables"] == 1 and all(on[f] == 1 for f in ZOO_FIGURES)
     params, runs, _ = plan_preset(project, PRESET)
     # a zoo entry is one evaluate job (all its evaluations), beside those of the trained runs
-    assert evaluate_count(on) == evaluate_jobs(params, runs)[0] + len(params["zoo"]["models"])
+    assert evaluate_count(on) == evaluate_jobs(params, runs)[0] + len(params.zoo.models)
     # Run the zoo's own part (figure 16 also waits for the study's class-wise table: dry run above).
     run_id = f"zoo-{ENTRY.dataset}-{ENTRY.threat_model}-{ENTRY.name}-on-synthetic"
     stem = f"results/{PRESET}/figures/{{}}/synthetic__Linf.png"  # the preset's own (workflow/rules/common.smk)

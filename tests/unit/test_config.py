@@ -1,5 +1,6 @@
 import pytest
 import yaml
+from helpers.params import changed
 
 from study.config import (
     ConfigError,
@@ -43,35 +44,35 @@ def test_deep_merge_overlays_nested_keys_and_replaces_lists():
 
 def test_paper_is_the_default_with_published_settings(repo_root):
     params = _load(repo_root)
-    assert params["preset"] == "paper"
+    assert params.preset == "paper"
     runs = plan_runs(params)
     # baseline: every model x method (standard, PGD-AT, TRADES for figure 3) x seed of its group
-    groups = {g["group"]: g for g in params["experiments"]}
+    groups = {g.group: g for g in params.experiments}
     baseline = [r for r in runs if "baseline" in r.groups]
-    assert len(baseline) == len(groups["baseline"]["models"]) * len(groups["baseline"]["methods"]) * len(
-        groups["baseline"]["seeds"])
+    assert len(baseline) == len(groups["baseline"].models) * len(groups["baseline"].methods) * len(
+        groups["baseline"].seeds)
     assert {r.config["method"] for r in baseline} == {"standard", "pgd_at", "trades"}
     # mitigation: every method x seed (FRL's parent, `at`, is one of the methods)
-    assert len([r for r in runs if "mitigation" in r.groups]) == len(groups["mitigation"]["methods"]) * len(
-        groups["mitigation"]["seeds"])
+    assert len([r for r in runs if "mitigation" in r.groups]) == len(groups["mitigation"].methods) * len(
+        groups["mitigation"].seeds)
     cfg = runs[0].config
     assert cfg["epochs"] == 200 and cfg["batch_size"] == 128
     assert cfg["optimizer"] == {"name": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "nesterov": False}
     pgd = next(r for r in runs if r.config["method"] == "pgd_at").config["method_config"]["adversary"]
     assert pgd["eps"] == pytest.approx(8 / 255) and pgd["alpha"] == pytest.approx(2 / 255) and pgd["steps"] == 10
     # the seeds of the groups, each planned (the TRIX recipe's five among them)
-    assert {r.config["seed"] for r in runs} == {s for g in groups.values() for s in g["seeds"]}
+    assert {r.config["seed"] for r in runs} == {s for g in groups.values() for s in g.seeds}
 
 
 def test_preset_overlay_and_command_line_order(repo_root):
     demo = _load(repo_root, {"preset": "demo"})
-    assert demo["preset"] == "demo"
+    assert demo.preset == "demo"
     # the demo's "auto" variant is resolved to a real one at loading (tests/integration/test_data_sources.py)
-    assert demo["data"]["variants"]["cifar10"] in ("official", "jpeg")
+    assert demo.data.variants["cifar10"] in ("official", "jpeg")
     # a command-line value wins over the preset that it selects
     over = _load(repo_root, {"preset": "demo", "train": {"epochs": 1}, "data": {"variants": {"cifar10": "jpeg"}}})
-    assert over["train"]["epochs"] == 1
-    assert over["data"]["variants"]["cifar10"] == "jpeg"
+    assert over.train.epochs == 1
+    assert over.data.variants["cifar10"] == "jpeg"
 
 
 @pytest.mark.parametrize("override", [{"train.epochs": 3}, {"train": "{epochs: 3}"}, {"train": {"epochs": 3}},
@@ -81,9 +82,8 @@ def test_overrides_as_users_type_them_merge_into_params(repo_root, override):
     nested value and keep its siblings."""
     base = _load(repo_root, {"preset": "ci"})
     over = _load(repo_root, {"preset": "ci", **override})
-    assert over["train"]["epochs"] == 3 != base["train"]["epochs"]
-    assert {k: v for k, v in over["train"].items() if k != "epochs"} == {
-        k: v for k, v in base["train"].items() if k != "epochs"}
+    assert over.train.epochs == 3 != base.train.epochs
+    assert over.train.model_copy(update={"epochs": 3}) == base.train.model_copy(update={"epochs": 3})
 
 
 def test_override_coercion_keeps_plain_strings_and_names_bad_yaml():
@@ -99,7 +99,7 @@ def test_a_dotted_override_reaches_a_front_end_merged_config(repo_root):
     params = load_params(base={**raw, "train.epochs": 3}, overrides={"preset": "ci", "train.epochs": 3},
                          presets_dir=repo_root / "workflow/presets",
                          schema_path=repo_root / "workflow/schemas/params.schema.yaml")
-    assert params["train"]["epochs"] == 3 and "train.epochs" not in params
+    assert params.train.epochs == 3 and "train.epochs" not in params.as_written
 
 
 def test_unknown_preset_lists_valid_ones(repo_root):
@@ -154,7 +154,7 @@ def test_resolve_evaluation_fills_defaults(ci_params):
     ev = resolve_evaluation(ci_params, "pgd3")
     assert ev["name"] == "pgd3" and ev["steps"] == 3
     assert ev["eps"] == pytest.approx(8 / 255)
-    assert ev["test_per_class"] == ci_params["evaluate"].get("test_per_class")
+    assert ev["test_per_class"] == ci_params.evaluate.test_per_class
 
 
 def test_feature_runs_train_on_each_constructed_set(repo_root):
@@ -204,7 +204,8 @@ def test_run_config_typo_is_one_line_naming_path_and_valid_keys(ci_params):
 
 def test_typo_in_a_groups_train_overrides_fails_the_plan(repo_root):
     params = _load(repo_root, {"preset": "ci"})
-    params["experiments"][0]["train"] = {"epoch": 3}
+    groups = params.as_written["experiments"]
+    params = changed(params, experiments=[{**groups[0], "train": {"epoch": 3}}, *groups[1:]])
     with pytest.raises(ConfigError, match=r"experiment group 'baseline' on synthetic, method 'standard': train: "
                                           r"epoch: unknown key \(valid keys: augment, batch_size, epoch_eval, epochs"):
         plan_runs(params)
@@ -215,6 +216,7 @@ def test_groups_are_selected_by_their_declared_kind(repo_root):
     mitigation = {r.run_id for r in runs if "mitigation" in r.kinds}
     assert mitigation and all({"mitigation", "mitigation_last"} & set(r.groups) for r in runs if r.run_id in mitigation)
     params = _load(repo_root, {"preset": "ci"})
-    params["experiments"][-1] = {**params["experiments"][-1], "group": "fairness_last"}
+    groups = params.as_written["experiments"]
+    params = changed(params, experiments=[*groups[:-1], {**groups[-1], "group": "fairness_last"}])
     renamed = {r.run_id for r in plan_runs(params) if "mitigation" in r.kinds}
     assert renamed == mitigation  # the kind, not the group's name, says which runs are figure 13's

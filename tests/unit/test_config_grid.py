@@ -40,7 +40,7 @@ def test_mnist_gets_its_own_attack_budget_and_evaluation():
     assert mnist_at.config["augment"] == {"crop_padding": 0, "flip": False}
     cifar_at = next(r for r in runs if r.dataset == "cifar10" and r.config["method"] == "pgd_at")
     assert cifar_at.config["method_config"]["adversary"]["eps"] == pytest.approx(8 / 255)
-    assert cifar_at.evaluations == params["evaluate"]["default"] == ["clean", "pgd20", "autoattack", "square"]
+    assert cifar_at.evaluations == params.evaluate.default == ["clean", "pgd20", "autoattack", "square"]
     ev = resolve_evaluation(params, "pgd40", dataset="mnist")
     assert (ev["eps"], ev["steps"], ev["name"]) == (0.3, 40, "pgd40")
     assert resolve_evaluation(params, "pgd10", dataset="mnist")["eps"] == 0.3

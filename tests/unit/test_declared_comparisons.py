@@ -6,6 +6,7 @@ params.yaml; docs/methods.md lists the pairs as the code generates them."""
 from pathlib import Path
 
 import pytest
+from helpers.params import changed
 
 from study.config import ConfigError, load_params, read_yaml
 from study.config.comparisons import (
@@ -85,9 +86,9 @@ def test_differs_in_changes_no_run_id():
     from study.config import plan_runs
 
     before = {r.run_id for r in plan_runs(params)}
-    for entry in params["methods"].values():
-        if entry and "differs_in" in entry:
-            entry["differs_in"] = ["targets"]
+    methods = {name: {**entry, "differs_in": ["targets"]} if entry and "differs_in" in entry else entry
+               for name, entry in params.as_written["methods"].items()}
+    params = changed(params, methods=methods)
     assert {r.run_id for r in plan_runs(params)} == before
     assert all("differs_in" not in r.config["method_config"] for r in plan_runs(params))
 

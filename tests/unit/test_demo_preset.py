@@ -6,6 +6,7 @@ is read from the preset and the plan, not typed in."""
 from __future__ import annotations
 
 import pytest
+from helpers.params import changed
 
 from study.config import load_params, plan_runs, resolve_evaluation
 from study.config.plan import run_config
@@ -23,7 +24,7 @@ def demo():
 
 
 def _group(params, name):
-    return next(g for g in params["experiments"] if g["group"] == name)
+    return params.group(name)
 
 
 def _baseline_runs(params, runs):
@@ -35,7 +36,7 @@ def test_the_baseline_models_train_on_most_of_the_training_set(demo):
 
     params, runs = demo
     baseline = _baseline_runs(params, runs)
-    assert set(baseline) == set(_group(params, "baseline")["methods"]) == {"standard", "pgd_at"}
+    assert set(baseline) == set(_group(params, "baseline").methods) == {"standard", "pgd_at"}
     for run in baseline.values():
         per_class = run.config["train_per_class"]
         images = DATASETS["cifar10"].train_size if per_class is None else 10 * per_class
@@ -57,7 +58,7 @@ def test_the_fairness_methods_fine_tune_the_baselines_pgd_at_model(demo):
     parent = _baseline_runs(params, runs)["pgd_at"]
     group = _group(params, "mitigation")
     mitigation = [r for r in runs if "mitigation" in r.groups]
-    assert sorted(r.config["method"] for r in mitigation) == sorted(group["methods"])
+    assert sorted(r.config["method"] for r in mitigation) == sorted(group.methods)
     for run in mitigation:
         # the child's config names the parent's run id: the very model of figures 2 and 7
         assert run.config["init_from"] == parent.run_id
@@ -76,7 +77,10 @@ def test_a_parent_the_group_does_not_list_is_trained_but_not_compared(demo):
     assert child.config["init_from"] in by_id
     assert by_id[child.config["init_from"]].config == parent_cfg
     # with the baseline group gone, the parent is still planned (it must be trained) but in no group
-    alone = {**params, "experiments": [group], "features": None}
+    robustness = params.as_written["robustness"]
+    alone = changed(params, experiments=[group.model_dump(exclude_unset=True)], features=None,
+                    robustness={**robustness, "groups": [group.group],
+                                "corruptions": {**robustness["corruptions"], "groups": [group.group]}})
     planned = {r.run_id: r for r in plan_runs(alone)}
     assert planned[child.config["init_from"]].groups == []
     assert planned[child.config["init_from"]].evaluations == []

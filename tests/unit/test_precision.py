@@ -18,7 +18,7 @@ def _plan(repo_root, overrides):
 
 def test_fp32_is_the_default_and_bf16_is_a_different_run(repo_root):
     params, runs = _plan(repo_root, {})
-    assert params["train"]["precision"] == "fp32"
+    assert params.train.precision == "fp32"
     assert all("precision" not in r.config for r in runs)  # fp32 runs keep their ids
     _, bf16 = _plan(repo_root, {"train.precision": "bf16"})
     assert all(r.config["precision"] == "bf16" for r in bf16 if r.config["method"] == "standard")

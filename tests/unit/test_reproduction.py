@@ -460,8 +460,8 @@ def test_the_demo_presets_runs_are_marked_as_a_cpu_scale_recipe(params):
 
     demo = load_params(ROOT / "params.yaml", {"preset": "demo"}, presets_dir=ROOT / "workflow/presets",
                        schema_path=ROOT / "workflow/schemas/params.schema.yaml")
-    train = demo["train"]
-    table = runs("pgd_at", {"clean": AT_CLEAN}, epochs=train["epochs"], train_per_class=train["train_per_class"])
+    train = demo.train
+    table = runs("pgd_at", {"clean": AT_CLEAN}, epochs=train.epochs, train_per_class=train.train_per_class)
     (row,) = rows_of(values_of(table, demo), "xu_pgd_at_rank_clean")
     assert row.reduced_scale, "the demo's recipe is smaller than the published one"
     # its ranking is compared all the same, as the direction a smaller recipe can show

@@ -39,9 +39,9 @@ def runs(params, method, evaluations, noise=0.0, rng_seed=0):
     by N(0, noise) around the profile (seed noise), then counted on PER_CLASS test images."""
     rng = np.random.default_rng(rng_seed)
     group = "mitigation" if method != "standard" and method != "pgd_at" else "baseline"
-    train = dict(params["train"])
-    entry = params["methods"].get(method) or {}
-    train.update(entry.get("train", {}))
+    train = params.train.model_dump()
+    entry = params.methods.get(method)
+    train.update((entry.train if entry is not None else None) or {})
     rows = []
     for seed in SEEDS:
         for name, profile in evaluations.items():

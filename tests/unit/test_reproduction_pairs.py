@@ -14,7 +14,7 @@ from helpers.class_rows import plan_classwise
 
 from study.config import read_yaml
 from study.config.comparisons import comparisons, preset_params
-from study.config.params import available_presets, typed_params
+from study.config.params import available_presets
 from study.published import BY_ID, CLAIM_EPOCHS, PUBLISHED, Published
 from study.reproduction import compare
 from study.reproduction.comparison import CONTEXT, Row
@@ -94,7 +94,7 @@ def test_every_paired_row_comes_from_a_declared_comparison_and_every_expected_pa
 @pytest.mark.parametrize("preset", ["paper", "laptop"])
 def test_a_value_row_reads_the_runs_of_one_experiment_group(preset):
     params, _, values, _ = _report(preset)
-    seeds = {g.group: len(g.seeds) for g in typed_params(params).experiments}
+    seeds = {g.group: len(g.seeds) for g in params.experiments}
     compared = [r for r in values if r.estimate is not None and r.published.statistic in ("mean", "worst", "class")]
     assert compared
     for row in compared:
@@ -104,7 +104,7 @@ def test_a_value_row_reads_the_runs_of_one_experiment_group(preset):
 
 def test_dafas_trades_rows_are_not_pooled_across_the_baseline_and_mitigation_groups():
     params, _, values, _ = _report("paper")
-    trades_groups = [g.group for g in typed_params(params).experiments if "trades" in g.methods]
+    trades_groups = [g.group for g in params.experiments if "trades" in g.methods]
     assert len(trades_groups) > 1  # the case the rule is for: `trades` runs in several groups
     rows = [r for r in values if r.published.id == "dafa_cifar10_trades_clean_mean" and r.estimate is not None]
     assert rows and all(r.seeds == 3 for r in rows)

@@ -57,7 +57,7 @@ EXPECTED = {
 
 def _sequence(repo_root, method: str, compiled: bool) -> list[str]:
     # a renamed or removed method fails here: its expected forwards above must follow it
-    assert method in paper_params(repo_root)["methods"], f"no method {method!r} in params.yaml"
+    assert method in paper_params(repo_root).methods, f"no method {method!r} in params.yaml"
     model = bn_model()
     definition = paper_method(repo_root, method, steps=2) if method != "standard" else paper_method(repo_root, method)
     x, y = torch.rand(6, 3, 2, 2), torch.tensor([0, 1, 2, 0, 1, 2])

@@ -21,7 +21,7 @@ from torch import nn
 
 from study import cost, labels, resources, workload
 from study.cli import build_parser
-from study.config import ConfigError, EvaluationSpec, evaluations, load_params, plan_runs, resolve_evaluation
+from study.config import ConfigError, EvaluationSpec, Params, evaluations, load_params, plan_runs, resolve_evaluation
 from study.data import registry as data_registry
 from study.data.registry import DatasetInfo
 from study.figures import catalog, panels
@@ -61,9 +61,9 @@ def with_new_model(monkeypatch):
     return NEW_MODEL.name
 
 
-def _with_model_in_baseline(root: Path, params: dict, model: str) -> dict:
+def _with_model_in_baseline(root: Path, params: Params, model: str) -> Params:
     """The ci preset, loaded and checked as the workflow loads it, its baseline also training `model`."""
-    experiments = copy.deepcopy(params["experiments"])
+    experiments = copy.deepcopy(params.as_written["experiments"])
     baseline = next(g for g in experiments if g["group"] == "baseline")
     baseline["models"] = [*baseline["models"], model]
     return load_params(root / "params.yaml", {"preset": "ci", "experiments": experiments},
@@ -160,7 +160,7 @@ def with_new_kind(monkeypatch):
     return NEW_KIND.name
 
 
-def _load(root: Path, schema: Path, **overrides) -> dict:
+def _load(root: Path, schema: Path, **overrides) -> Params:
     return load_params(root / "params.yaml", {"preset": "ci", **overrides}, presets_dir=root / "workflow/presets",
                        schema_path=schema)
 
@@ -168,9 +168,9 @@ def _load(root: Path, schema: Path, **overrides) -> dict:
 def test_an_evaluation_kind_row_is_checked_planned_estimated_labelled_and_parsed(repo_root, ci_params, with_new_kind,
                                                                                  tmp_path):
     noise = {"type": "noise", "norm": "l2", "eps": 0.5, "draws": 30}
-    experiments = copy.deepcopy(ci_params["experiments"])
+    experiments = copy.deepcopy(ci_params.as_written["experiments"])
     next(g for g in experiments if g["group"] == "baseline")["evaluations"].append("noise")
-    evals = {**ci_params["evaluations"], "noise": noise}
+    evals = {**ci_params.as_written["evaluations"], "noise": noise}
     # the schema written from the types holds the row (the params check validates against it)
     schema = tmp_path / "params.schema.yaml"
     schema.write_text(schema_text())
@@ -200,7 +200,7 @@ NEW_DATASET = DatasetInfo("tiny_digits", 10, 1, 16, tuple(str(i) for i in range(
 
 def test_a_dataset_row_is_planned_estimated_and_labelled(repo_root, ci_params, monkeypatch):
     monkeypatch.setitem(data_registry.DATASETS, NEW_DATASET.name, NEW_DATASET)
-    experiments = copy.deepcopy(ci_params["experiments"])
+    experiments = copy.deepcopy(ci_params.as_written["experiments"])
     next(g for g in experiments if g["group"] == "baseline")["dataset"] = NEW_DATASET.name
     params = _load(repo_root, repo_root / "workflow/schemas/params.schema.yaml", experiments=experiments)
     runs = [r for r in plan_runs(params) if r.config["dataset"] == NEW_DATASET.name]

@@ -19,12 +19,12 @@ def test_plan_lists_the_runs_of_a_preset(repo_root, ci_params):
     original = [r for r in plan if not r["config"].get("constructed") and "mitigation" not in r["groups"]]
     assert all(r["evaluations"][0] == "clean" for r in original)
     assert sorted(r["config"]["constructed"]["kind"] for r in plan if r["config"].get("constructed")) == sorted(
-        ci_params["features"]["datasets"])
+        ci_params.features.datasets)
     # mitigation: every method of the group and the run FRL fine-tunes, with best checkpoints
-    group = next(g for g in ci_params["experiments"] if g["group"] == "mitigation")
-    parents = {method_definition(ci_params, m).get("init_from") for m in group["methods"]} - {None}
+    group = ci_params.group("mitigation")
+    parents = {method_definition(ci_params, m).get("init_from") for m in group.methods} - {None}
     mitigation = [r for r in plan if "mitigation" in r["groups"]]
-    assert parents and {r["config"]["method"] for r in mitigation} == set(group["methods"]) | parents
+    assert parents and {r["config"]["method"] for r in mitigation} == set(group.methods) | parents
     assert all("best" in r["checkpoints"] for r in mitigation)
     baseline = [r for r in plan if "baseline" in r["groups"]]
     assert all(r["checkpoints"] == ["last"] for r in baseline)
@@ -93,7 +93,7 @@ def test_prepare_train_evaluate_by_hand(tmp_path, ci_params):
 
     data = tmp_path / "synthetic-default.pt"
     run_study("prepare", "--dataset", "synthetic", "--variant", "default", "--out", str(data),
-              "--synthetic", json.dumps(ci_params["data"]["synthetic"]))
+              "--synthetic", ci_params.data.synthetic.model_dump_json(exclude_unset=True))
     cfg = next(r for r in plan_runs(ci_params) if r.config["method"] == "standard").config
     from study.config.spec import ConfigSpec
 

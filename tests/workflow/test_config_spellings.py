@@ -54,7 +54,7 @@ def _load(**overrides):
 
 
 def test_compile_off_in_params_yaml_is_off_and_on_is_refused():
-    assert _load(speed="{compile: off}")["speed"] == {"compile": "off"}
+    assert _load(speed="{compile: off}").speed.compile == "off"
     with pytest.raises(ConfigError, match=r"speed.compile: True is not valid; expected one of off, default, auto$"):
         _load(speed="{compile: on}")
 

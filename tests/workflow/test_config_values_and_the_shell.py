@@ -20,7 +20,7 @@ import pytest
 import yaml
 from helpers.workflow import BIN, ROOT, command_env, copy_project, project_dry_run
 
-from study.config import ConfigError, constructions, load_params, plan_runs
+from study.config import ConfigError, Params, constructions, load_params, plan_runs
 from study.config.zoo import plan_zoo
 
 MARK = "MARK"
@@ -31,8 +31,9 @@ SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/params.schema.yaml").read_text
 
 
 def _ci() -> dict:
-    return load_params(ROOT / "params.yaml", {"preset": "ci"}, presets_dir=ROOT / "workflow/presets",
-                       schema_path=ROOT / "workflow/schemas/params.schema.yaml")
+    """The ci params as loaded (the mapping each payload is written into, then loaded again)."""
+    return dict(load_params(ROOT / "params.yaml", {"preset": "ci"}, presets_dir=ROOT / "workflow/presets",
+                            schema_path=ROOT / "workflow/schemas/params.schema.yaml").as_written)
 
 
 def _children(schema: dict) -> list[dict]:
@@ -81,14 +82,14 @@ def _with(params: dict, kind: str, path: tuple, text: str) -> dict:
     return out
 
 
-def _planned(params: dict) -> dict | None:
+def _planned(params: dict) -> Params | None:
     """The params as the workflow plans them, or None when refused (a ConfigError's one line)."""
     try:
         loaded = load_params(base={**params, "preset": None}, presets_dir=ROOT / "workflow/presets",
                              schema_path=ROOT / "workflow/schemas/params.schema.yaml")
         plan = plan_runs(loaded)
         plan_zoo(loaded, root=ROOT)
-        if loaded.get("features"):
+        if loaded.features is not None:
             constructions(loaded, plan)
     except ConfigError as err:
         assert "\n" not in str(err)

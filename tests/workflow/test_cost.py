@@ -84,7 +84,7 @@ def test_evaluate_jobs_mirror_the_workflows_logs():
     params = _params("ci")
     runs = plan_runs(params)
     jobs = plan_jobs(params, runs, [], load_throughput(ROOT / THROUGHPUT_TABLE))
-    shards = {e: int(params["evaluations"].get(e, {}).get("shards", 1)) for r in runs for e in r.evaluations}
+    shards = {e: params.evaluations[e].shards if e in params.evaluations else 1 for r in runs for e in r.evaluations}
     expected = set()
     for r in runs:
         for cp in r.checkpoints:

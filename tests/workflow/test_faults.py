@@ -42,6 +42,11 @@ PRESETS, SCHEMA = ROOT / "workflow/presets", ROOT / "workflow/schemas/params.sch
 MESSAGE_LOG = os.environ.get("STUDY_FAULT_MESSAGES")
 
 
+def _synthetic(params) -> dict:
+    """The synthetic data's settings as `study prepare --synthetic` takes them (the keys params set)."""
+    return params.data.synthetic.model_dump(exclude_unset=True)
+
+
 def fails(capsys, argv: list[str], *named: str) -> str:
     """Run `study ARGV` in-process: non-zero exit, exactly one stderr line naming `named`."""
     capsys.readouterr()
@@ -224,8 +229,7 @@ def test_unknown_dataset_and_variant(tmp_path, capsys, ci_params):
           "'huge'", *registry.DATASETS["synthetic"].variants)
     assert not out.exists()
     succeeds(capsys, ["prepare", "--dataset", "synthetic", "--variant", "default", "--out", out,
-                      "--synthetic", json.dumps({**ci_params["data"]["synthetic"], "train_per_class": 2,
-                                                 "test_per_class": 1})])
+                      "--synthetic", json.dumps({**_synthetic(ci_params), "train_per_class": 2, "test_per_class": 1})])
     assert out.is_file()
 
 
@@ -438,7 +442,8 @@ def _typed_examples() -> dict[str, dict]:
     ci = load_params(overrides={"preset": "ci"})
     return {"RunConfig": dict(plan_runs(ci)[0].config),
             "EvaluationJob": resolve_evaluation(ci, "clean"), "PgdJob": resolve_evaluation(ci, "pgd3"),
-            "Construct": ci["features"]["construct"], "SyntheticData": ci["data"]["synthetic"]}
+            "Construct": ci.features.construction.model_dump(exclude_unset=True),
+            "SyntheticData": ci.data.synthetic.model_dump(exclude_unset=True)}
 
 
 def _dummy_argv(name, sub_parser) -> list[str]:
@@ -480,7 +485,7 @@ def test_every_model_command_takes_device_auto_and_resolves_it_first(monkeypatch
 
 
 def test_bad_arguments_give_one_line_not_the_usage(tmp_path, capsys, ci_params, tiny_run, synthetic_file):
-    synthetic = json.dumps({**ci_params["data"]["synthetic"], "train_per_class": 2, "test_per_class": 1})
+    synthetic = json.dumps({**_synthetic(ci_params), "train_per_class": 2, "test_per_class": 1})
     prepare = ["prepare", "--dataset", "synthetic", "--variant", "default", "--out", tmp_path / "s.pt", "--synthetic"]
     fails(capsys, [*prepare, "{broken"], "argument --synthetic", "not valid JSON", "'{broken'",
           "study prepare --help")

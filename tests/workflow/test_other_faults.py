@@ -133,7 +133,7 @@ def test_a_model_file_copied_over_checkpoint_pt_is_named(tiny_trained_run, synth
 
 def test_a_synthetic_set_larger_than_memory_is_refused_before_allocating(tmp_path, capsys, ci_params):
     out = tmp_path / "s.pt"
-    huge = {**ci_params["data"]["synthetic"], "train_per_class": 10**9}
+    huge = {**ci_params.data.synthetic.model_dump(exclude_unset=True), "train_per_class": 10**9}
     argv = ["prepare", "--dataset", "synthetic", "--variant", "default", "--out", out, "--synthetic"]
     start = time.perf_counter()
     fails(capsys, [*argv, json.dumps(huge)], "synthetic data train_per_class=1,000,000,000: generating it needs about",
@@ -150,7 +150,7 @@ def test_ctrl_c_of_a_study_command_is_one_line_and_status_130(tmp_path):
     params = load_params(ROOT / "params.yaml", {"preset": "ci"}, PRESETS, SCHEMA)
     data = tmp_path / "s.pt"
     prepare_dataset("synthetic", "default", tmp_path / "raw", None, data,
-                    synthetic={**params["data"]["synthetic"], "train_per_class": 200})
+                    synthetic={**params.data.synthetic.model_dump(exclude_unset=True), "train_per_class": 200})
     cfg = next(r for r in plan_runs(params) if r.config["model"] == "small_cnn").config
     proc = subprocess.Popen([sys.executable, "-m", "study.cli", "train", "--data", str(data), "--run-dir",
                              str(tmp_path / "run"), "--run-config", json.dumps({**cfg, "epochs": 50}),

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from helpers.workflow import BIN, ROOT, command_env, copy_project
 
-from study.config import load_params, plan_runs
+from study.config import Params, load_params, plan_runs
 from study.config.zoo import plan_zoo
 from study.preflight import CONFIRM_KEY, NOT_PLACED, OFFLINE, PRICE_LIMIT_HOURS, Item, price_refusal
 
 
-def _params(preset: str, **overrides) -> dict:
+def _params(preset: str, **overrides) -> Params:
     return load_params(ROOT / "params.yaml", {"preset": preset, **overrides}, presets_dir=ROOT / "workflow/presets",
                        schema_path=ROOT / "workflow/schemas/params.schema.yaml")
 
@@ -61,8 +61,8 @@ def test_ci_and_demo_fit_the_limit_and_the_key_confirms_the_paper_preset():
     paper = _params("paper")
     runs, zoo = plan_runs(paper), plan_zoo(paper)
     assert f"{PRICE_LIMIT_HOURS / 24:.0f}-day limit" in price_refusal(paper, runs, zoo, ROOT)
-    assert price_refusal({**paper, CONFIRM_KEY: True}, runs, zoo, ROOT) is None
-    assert _params("paper", confirm_price=True)[CONFIRM_KEY] is True  # the documented --config key loads
+    confirmed = _params("paper", **{CONFIRM_KEY: True})  # the documented --config key loads
+    assert confirmed.confirm_price is True and price_refusal(confirmed, runs, zoo, ROOT) is None
 
 
 def test_an_unreachable_data_host_leaves_the_plan_empty_and_stops_in_seconds(tmp_path):

@@ -7,8 +7,9 @@ import sys
 
 import yaml
 from helpers.dvc import ROOT, dvc_env, git_project, run_process
+from helpers.params import SCHEMA
 
-from study.config import load_params, plan_runs
+from study.config import load_params, parse_params, plan_runs
 
 
 def _stage(project, *args) -> subprocess.CompletedProcess:
@@ -58,9 +59,9 @@ def test_an_epochs_value_that_methods_override_is_refused_naming_the_runs_and_ke
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     proc = _stage(project, "--dry-run", "--write-params", tmp_path / "resolved.yaml", "train_all")
     assert proc.returncode == 0, proc.stderr
-    resolved = yaml.safe_load((tmp_path / "resolved.yaml").read_text())
+    resolved = parse_params(yaml.safe_load((tmp_path / "resolved.yaml").read_text()), SCHEMA)
     assert {r.config["epochs"] for r in plan_runs(resolved)} == {3}
-    assert resolved["preset"] == "ci" and resolved["train"]["batch_size"] == 64  # the preset's, merged
+    assert resolved.preset == "ci" and resolved.train.batch_size == 64  # the preset's, merged
 
 
 def test_snakemake_config_refuses_it_too_in_one_line(tmp_path):
@@ -87,7 +88,7 @@ def test_the_resolve_stage_writes_what_runs(tmp_path):
     resolved = yaml.safe_load(out.read_text())
     assert resolved == load_params(project / "params.yaml", {"preset": "ci", "train.batch_size": 32},
                                    presets_dir=project / "workflow/presets",
-                                   schema_path=project / "workflow/schemas/params.schema.yaml")
+                                   schema_path=project / "workflow/schemas/params.schema.yaml").as_written
     # every later stage declares its sections from the resolved file, none from params.yaml
     for name, stage in stages.items():
         if name != "resolve":
@@ -100,5 +101,5 @@ def test_the_committed_resolved_params_are_params_yaml_as_committed():
     stages declare from it): it holds params.yaml with its preset, as `dvc repro` writes it."""
     committed = yaml.safe_load((ROOT / "results/params.resolved.yaml").read_text())
     assert committed == load_params(ROOT / "params.yaml", presets_dir=ROOT / "workflow/presets",
-                                    schema_path=ROOT / "workflow/schemas/params.schema.yaml"), \
+                                    schema_path=ROOT / "workflow/schemas/params.schema.yaml").as_written, \
         "results/params.resolved.yaml is stale: python -m study.stage --write-params results/params.resolved.yaml"

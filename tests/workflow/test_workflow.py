@@ -26,7 +26,7 @@ from helpers.workflow import (
     zoo_plan,
 )
 
-from study.config import group_datasets, method_definition
+from study.config import method_definition
 from study.figures.catalog import FIGURE_KINDS
 
 
@@ -42,24 +42,24 @@ def test_paper_preset_dry_run_lists_every_job(project, paper_dry_run):
     assert counts.get("construct", 0) == len(cons)
     assert counts["prepare"] == len({(r.dataset, r.variant) for r in runs})
     # the baseline grid: every model x method x seed of its group, trained on the original data
-    group = next(g for g in params["experiments"] if g["group"] == "baseline")
+    group = params.group("baseline")
     baseline = [r for r in runs if "baseline" in r.groups]
-    assert len(baseline) == len(group["models"]) * len(group["methods"]) * len(group["seeds"])
-    assert {r.config["seed"] for r in baseline} == set(group["seeds"])
-    assert {fig: counts.get(fig, 0) for fig in params["figures"]} == figure_jobs(params, runs)
+    assert len(baseline) == len(group.models) * len(group.methods) * len(group.seeds)
+    assert {r.config["seed"] for r in baseline} == set(group.seeds)
+    assert {fig: counts.get(fig, 0) for fig in params.figures} == figure_jobs(params, runs)
     # robustness: checks for every run of the robustness groups, CIFAR-10-C for their CIFAR-10 runs
     tabled, checked, corrupted = robustness_runs(params, runs)
     # (the zoo's checks and CIFAR-10-C feed results/<preset>/zoo/tables, a target of `all`, not of the figures)
     assert counts["check"] == sum(len(r.checkpoints) for r in checked) and zoo_checked and zoo_corrupted
     # CIFAR-10-C: every CIFAR-10 model of its groups, the fairness-trained ones included
-    assert "mitigation" in params["robustness"]["corruptions"]["groups"]
+    assert "mitigation" in params.robustness.corruptions.groups
     assert counts["corruptions"] == len(corrupted) > sum(r.dataset == "cifar10" for r in tabled)
     # mitigation: every method (and the run it fine-tunes) x model x seed of the mitigation
     # groups, with best and last checkpoints
-    groups = [g for g in params["experiments"] if g["group"].startswith("mitigation")]
-    wanted = {(ds, model, name, seed) for g in groups for ds in group_datasets(g) for model in g["models"]
-              for m in g["methods"] for name in (m, method_definition(params, m).get("init_from")) if name
-              for seed in g["seeds"]}
+    groups = [g for g in params.experiments if g.group.startswith("mitigation")]
+    wanted = {(ds, model, name, seed) for g in groups for ds in g.dataset_names for model in g.models
+              for m in g.methods for name in (m, method_definition(params, m).get("init_from")) if name
+              for seed in g.seeds}
     mitigation = [r for r in runs if is_mitigation(r)]
     assert {(r.dataset, r.config["model"], r.config["method"], r.config["seed"]) for r in mitigation} == wanted
     assert len(mitigation) == len(wanted) and all(r.checkpoints == ["last", "best", "published"] for r in mitigation)
@@ -107,7 +107,7 @@ def test_demo_preset_dry_run(project):
     assert counts["check"] == sum(len(r.checkpoints) for r in checked) and counts["corruptions"] == len(corrupted)
     assert {r.dataset for r in corrupted} == {"cifar10"} and any(r.dataset == "mnist" for r in runs)
     # figures with panels (the zoo's have none without placed weights: zoo.require_weights)
-    assert {fig: counts[fig] for fig in params["figures"] if fig in counts} == figure_jobs(params, runs)
+    assert {fig: counts[fig] for fig in params.figures if fig in counts} == figure_jobs(params, runs)
     assert "zoo_run" not in counts
     # no mirror (the subprocess's environment): the demo's `cifar10: auto` is the official download
     prepared = {f for f in dag_outputs(dag) if f.startswith("data/prepared/")}
@@ -125,8 +125,8 @@ def test_ci_dag_has_a_job_of_every_rule_and_every_panel(project, ci_dry_run):
     assert not rules - NOT_IN_CI_DAG - set(counts), "rules without a job in the ci DAG"
     params, runs, cons = plan_preset(project, "ci")
     schema = yaml.safe_load((project / "workflow/schemas/params.schema.yaml").read_text())
-    assert set(params["figures"]) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
-    assert {fig: counts[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == figure_jobs(params, runs)
+    assert set(params.figures) == set(schema["properties"]["figures"]["items"]["enum"]) <= rules
+    assert {fig: counts[fig] for fig in params.figures if fig not in ZOO_FIGURES} == figure_jobs(params, runs)
     assert train_count(counts) == len(runs) and counts["construct"] == len(cons)
     assert (evaluate_count(counts), counts.get("merge_shards", 0)) == evaluate_jobs(params, runs)
     # the zoo entry of the ci preset waits for its weights file (tests/pipeline/test_zoo_jobs.py places it)
@@ -171,13 +171,13 @@ def test_bad_config_is_reported_before_any_job(project):
 def test_bench_target_runs_study_bench_with_the_configured_setting(project):
     params, _, _ = plan_preset(project, "paper")
     dag = project_dry_run(["--cores", "2", "bench_all"], project)
-    default = params["bench"]["default"]
+    default = params.bench.default
     assert dag.counts == {"bench": len(default), "bench_all": 1, "total": len(default) + 1}
-    cpu = params["bench"]["settings"]["cpu"]
+    cpu = params.bench.settings["cpu"]
     (command,) = [j.shell for j in dag.of("bench") if j.shell.startswith("study bench --out results/bench/cpu.json ")]
-    assert (f"--device cpu --model {cpu['model']} --images {cpu['images']} --test-images {cpu['test_images']}"
+    assert (f"--device cpu --model {cpu.model} --images {cpu.images} --test-images {cpu.test_images}"
             in command)
     # the GPU setting reads the prepared CIFAR-10 it names, so its DAG prepares that first
     dag = project_dry_run(["--cores", "2", "results/bench/cuda.json"], project)
     assert dag.counts["prepare"] == 1
-    assert params["bench"]["settings"]["cuda"]["data"] in {f for j in dag.of("bench") for f in j.input}
+    assert params.bench.settings["cuda"].data in {f for j in dag.of("bench") for f in j.input}

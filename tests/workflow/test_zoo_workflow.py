@@ -24,10 +24,10 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
         runs = plan_zoo(params, root=project)
     finally:
         shutil.rmtree(project / "data/raw/imagenet")
-    zoo = params["zoo"]
-    assert len(runs) == len(zoo["models"]) and {r.config["method"] for r in runs} == {"robustbench", "torchvision"}
+    zoo = params.zoo
+    assert len(runs) == len(zoo.models) and {r.config["method"] for r in runs} == {"robustbench", "torchvision"}
     counts = dag.counts
-    assert counts["zoo_run"] == len(zoo["models"]) and counts["prepare_imagenet"] == 1
+    assert counts["zoo_run"] == len(zoo.models) and counts["prepare_imagenet"] == 1
     writers = {}
     for job in dag.jobs:
         for path in job.output:
@@ -36,7 +36,7 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     for run in runs:
         assert writers[f"results/zoo/runs/{run.run_id}/model.pt"] == ["zoo_run"]
         for ev in run.evaluations:
-            shards = int(params["evaluations"][ev].get("shards", 1))
+            shards = params.evaluations[ev].shards
             sharded += shards if shards > 1 else 0
             rules = writers[f"results/zoo/evaluations/{run.run_id}/{ev}.parquet"]
             assert len(rules) == 1 and (rules[0] == "merge_shards" if shards > 1 else rules[0].startswith("evaluate_"))
@@ -44,10 +44,10 @@ def test_paper_zoo_dag_has_one_job_per_model_and_evaluation(zoo_project):
     # ImageNet is made by prepare_imagenet only (ruleorder), with the zoo's subset options
     assert writers["data/prepared/imagenet-val.pt"] == ["prepare_imagenet"]
     (prepare,) = dag.of("prepare_imagenet")
-    assert f'"per_class": {zoo["imagenet"]["per_class"]}' in prepare.shell
+    assert f'"per_class": {zoo.imagenet.per_class}' in prepare.shell
     # torchvision's ResNet-50: its zoo-run names the source and the file in the weights folder
-    tv = next(m for m in zoo["models"] if m.get("source") == "torchvision")
-    command = next(j.shell for j in dag.of("zoo_run") if f'"file": "{tv["file"]}"' in j.shell)
+    tv = next(m for m in zoo.models if m.source == "torchvision")
+    command = next(j.shell for j in dag.of("zoo_run") if f'"file": "{tv.file}"' in j.shell)
     assert '"source": "torchvision"' in command and "zoo-imagenet-Linf-resnet50" in command
     assert any('"eps": 0.01568' in j.shell for j in dag.jobs)  # 4/255, RobustBench's ImageNet Linf budget
 

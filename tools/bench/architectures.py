@@ -38,7 +38,7 @@ def demo_run_configs(preset: str = "demo", group: str = "baseline") -> dict[str,
 
     runs = [spec for spec in plan_runs(load_params(overrides={"preset": preset}))
             if group in spec.groups and spec.dataset == "cifar10"]
-    configs = {spec.config["method"]: spec.config for spec in runs}
+    configs = {spec.run.method: dict(spec.config) for spec in runs}  # as `study train --run-config` takes it
     missing = {"standard", "pgd_at"} - set(configs)
     if missing:
         raise ValueError(f"preset {preset!r} group {group!r} has no CIFAR-10 {sorted(missing)} run")

@@ -16,7 +16,7 @@ import torch
 from study.config import load_params, resolve_evaluation, run_config
 from study.config.evaluations import AnyEvaluation
 from study.config.spec import EvaluationSpec
-from study.config.types import RunConfig, parse
+from study.config.types import ExperimentGroup, Params, RunConfig, parse
 from study.data.splits import Splits, stratified_subset
 from study.device import eval_batch_size
 from study.io import atomic_torch_save, load_torch
@@ -38,7 +38,7 @@ def _repo_files() -> tuple[Path, Path, Path]:
     raise FileNotFoundError("study bench needs params.yaml and workflow/ (run it from the repository root)")
 
 
-def load_bench_params() -> tuple[dict, str]:
+def load_bench_params() -> tuple[Params, str]:
     """The published (paper preset) settings, whatever preset params.yaml selects, so the
     attacks match the reference loop's PGD-10 / TRADES settings."""
     params_path, presets, schema = _repo_files()
@@ -46,7 +46,7 @@ def load_bench_params() -> tuple[dict, str]:
     return params, str(params_path)
 
 
-def train_config(params: Mapping, splits: Splits, task: str, model: str, *, per_class: int, epochs: int,
+def train_config(params: Params, splits: Splits, task: str, model: str, *, per_class: int, epochs: int,
                  batch_size: int, seed: int, precision: str = "fp32") -> dict:
     """The run config of a bench training task: the pipeline's config for the method, on the
     bench's subset, with a tiny clean per-epoch evaluation (its cost is part of the epoch), in
@@ -54,7 +54,9 @@ def train_config(params: Mapping, splits: Splits, task: str, model: str, *, per_
     only where it is not fp32, as a planned run's)."""
     train = {"train_per_class": per_class, "epochs": epochs, "batch_size": batch_size,
              "epoch_eval": {"per_class": 1, "attack": None}, "precision": precision}
-    cfg = run_config(params, {"dataset": splits.meta["dataset"], "train": train}, model, TRAIN_METHODS[task], seed)
+    group = ExperimentGroup(group="bench", dataset=splits.meta["dataset"], models=[model],
+                            methods=[TRAIN_METHODS[task]], seeds=[seed], train=train)
+    cfg = run_config(params, group, model, TRAIN_METHODS[task], seed)
     planned = parse(RunConfig, cfg, "bench run config")
     # The prepared file names its own variant (and constructed set); train_run checks them.
     constructed = splits.meta.get("constructed")  # the data file's record
@@ -92,7 +94,7 @@ def trained_model(run_dir: Path, device: torch.device) -> torch.nn.Module:
     return load_trained_model(run_dir, device=device)[0]
 
 
-def evaluation(params: Mapping, name: str, **over) -> AnyEvaluation:
+def evaluation(params: Params, name: str, **over) -> AnyEvaluation:
     """A params.yaml evaluation (fractions resolved), with bench overrides, typed."""
     return EvaluationSpec.parse({**resolve_evaluation(params, name), **over}, f"bench evaluation {name!r}").config
 

@@ -68,7 +68,7 @@ def plan_cases(root: Path, presets: Sequence[str], group: str = "baseline", meth
             overrides = {"preset": preset, **({"train.precision": arm} if arm != "fp32" else {})}
             params = load_params(root / "params.yaml", overrides, presets_dir=root / "workflow/presets",
                                  schema_path=root / "workflow/schemas/params.schema.yaml")
-            runs = [r for r in plan_runs(params) if group in r.groups and r.config.get("method") == method]
+            runs = [r for r in plan_runs(params) if group in r.groups and r.run.method == method]
             if not runs:
                 raise ValueError(f"preset {preset!r} has no {method!r} run in group {group!r}")
             for r in runs:
@@ -77,7 +77,7 @@ def plan_cases(root: Path, presets: Sequence[str], group: str = "baseline", meth
                     raise ValueError(f"preset {preset!r}: run {r.run_id} is not evaluated on {missing}; "
                                      f"the comparison needs {', '.join(METRICS)}")
                 evs = {m: resolve_evaluation(params, m, dataset=r.dataset) for m in METRICS}
-                cases.append(Case(preset, arm, int(r.config["seed"]), r.run_id, dict(r.config), evs))
+                cases.append(Case(preset, arm, r.run.seed, r.run_id, dict(r.config), evs))
     return cases
 
 

@@ -54,9 +54,9 @@ def first_runs(preset: str) -> dict[str, tuple[Mapping, list[Mapping]]]:
                          schema_path=ROOT / "workflow/schemas/params.schema.yaml")
     kinds: dict[str, tuple[Mapping, list[Mapping]]] = {}
     for run in plan_runs(params):
-        config = run.config
-        if "model" not in config:  # a zoo model: evaluated, never trained
+        if run.trained is None:  # a zoo model: evaluated, never trained
             continue
+        config = run.config  # the run config as `study train --run-config` takes it (timed_config shortens it)
         kind = training_kind(config)
         kinds.setdefault(kind, (config, []))[1].append(config)
     return kinds

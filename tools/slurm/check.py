@@ -263,14 +263,16 @@ def subset_overrides(preset: str) -> list[str]:
 
     params = load_params(ROOT / "params.yaml", {"preset": preset}, presets_dir=ROOT / "workflow/presets",
                          schema_path=ROOT / "workflow/schemas/params.schema.yaml")
-    rob = params["robustness"]
-    groups = set(rob["checks"].get("groups", rob["groups"])) | set((rob.get("corruptions") or {}).get("groups")
-                                                                      or rob["groups"])
-    tuned = [r for r in plan_runs(params) if r.init_from and r.config.get("init_checkpoint") == "best"]
+    rob = params.robustness
+    groups = set(rob.checks.groups or rob.groups) | set((rob.corruptions.groups if rob.corruptions else None)
+                                                         or rob.groups)
+    tuned = [r for r in plan_runs(params)
+             if r.trained is not None and r.init_from and r.trained.init_checkpoint == "best"]
     if tuned:  # its smallest group
         groups.add(min(tuned[0].groups, key=lambda g: sum(g in r.groups for r in plan_runs(params))))
-    experiments = [g for g in params["experiments"] if g["group"] in groups]
-    figures = [f for f in FIGURES if f in params["figures"]]
+    # the groups as --config values (a YAML dump of the keys each group sets)
+    experiments = [g.model_dump(exclude_unset=True) for g in params.experiments if g.group in groups]
+    figures = [f for f in FIGURES if f in params.figures]
 
     def flow(obj):
         return yaml.safe_dump(obj, default_flow_style=True, width=1 << 20).strip()

@@ -1,6 +1,7 @@
 # The workflow's glue: the configured study mapped onto files and command arguments, in Snakemake's
 # namespace. Science and the plan live in `study` (the plan: study.config; the figures: study.figures.catalog;
 # the plan-side helpers, tested there: study.workflow_plan); the run summary is run_summary.py.
+import copy
 import json
 import os
 import shlex
@@ -34,13 +35,14 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 # itself is given them too (config_overrides_arg), so it reads the configuration planned here
 CONFIG_OVERRIDES = dict(workflow.config_settings.overwrite_config or {})
 try:  # params.yaml < preset overlay < command-line --config (so `--config preset=demo x=y` works)
-    _resolved = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
+    PARAMS = load_params(Path(workflow.basedir) / "params.yaml",  # not `config`: --config clobbers its keys
                             overrides=CONFIG_OVERRIDES,
                             presets_dir=_BASE / "presets", schema_path=_BASE / "schemas/params.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.clear()
-config.update(_resolved)
+# the typed params go to every library call (PARAMS); the rules' own lookups read Snakemake's mapping
+config.update(copy.deepcopy(dict(PARAMS.as_written)))
 
 DATA, RESULTS = config["data"]["root"], "results"
 try:  # what summarizes the preset lives in a folder of its own; the runs are shared (preset_results)
@@ -55,12 +57,12 @@ FIGURES_DIR = f"{PRESET_RESULTS}/figures"  # a folder per figure, and the manife
 REPRODUCTION = f"{PRESET_RESULTS}/reproduction"  # .md and .html
 # what the user's targets name: the preset selected's manifest and reproduction report (figures.smk)
 SELECTED_FIGURES, SELECTED_REPRODUCTION = f"{RESULTS}/figures/all", f"{RESULTS}/reproduction.md"
-PLAN = plan_runs(config)
+PLAN = plan_runs(PARAMS)
 try:  # a --config value of the train section that a run's own settings override: refused, not skipped
-    check_train_overrides(config, coerce_overrides(CONFIG_OVERRIDES))
+    check_train_overrides(PARAMS, coerce_overrides(CONFIG_OVERRIDES))
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
-ZOO = plan_zoo(config)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
+ZOO = plan_zoo(PARAMS)  # zoo models (RobustBench, torchvision) as runs that are evaluated, never trained (zoo.smk)
 
 # ---- the machine and the network, before any job (study.preflight; the lines printed in preflight.smk)
 # A job's own Snakemake process, and commands that run no job (a report, a listing), neither probe nor refuse;
@@ -75,25 +77,26 @@ DRY_RUN = wp.asked(sys.argv[1:], wp.DRY_RUN_FLAGS, "n")
 RUNS_JOBS = _cores() is not None and not (workflow.remote_exec or workflow.subprocess_exec
                                           or wp.asked(sys.argv[1:], wp.NO_JOB_FLAGS, "l"))
 # a plan priced over a week on this machine: refused in one line (a dry run: the same line, as a warning)
-if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(config, PLAN, ZOO, workflow.basedir)):
+if RUNS_JOBS and (PRICE_REFUSAL := price_refusal(PARAMS, PLAN, ZOO, workflow.basedir)):
     print(f"{'warning (dry run): the run would be ' if DRY_RUN else ''}{PRICE_REFUSAL}", file=sys.stderr)
     if not DRY_RUN:
         sys.exit(1)
 # a dataset or zoo model whose host does not answer: out of the plan, one line each (UNREACHABLE)
 PRESET_PLAN = PLAN  # the preset's plan, checked whole (constructions) before parts are left out
-PLAN, ZOO, UNREACHABLE = reachable_plan(config, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
+PLAN, ZOO, UNREACHABLE = reachable_plan(PARAMS, PLAN, ZOO, workflow.basedir, probe=RUNS_JOBS and not DRY_RUN)
 RUNS = {run.run_id: run for run in PLAN + ZOO}
 LAYOUT = wp.Layout(DATA, RESULTS, ZOO_ROOT, PRESET_RESULTS, frozenset(r.run_id for r in ZOO))
 
 def mitigation_controls(methods):
-    """Each of figure 13's methods' control among them, from the configuration planned here (--config too)."""
-    return {m: present_baseline(config, m, methods) for m in methods}
+    """Each of figure 13's methods' control among them, from the configuration planned here (its
+    --config values included)."""
+    return {m: present_baseline(PARAMS, m, methods) for m in methods}
 
 _PLANNED = {r.run_id for r in PLAN}
 # a construction whose source run is left out (its dataset unreachable) is left out with it
-CONSTRUCTIONS = {c.name: c for c in constructions(config, PRESET_PLAN)
+CONSTRUCTIONS = {c.name: c for c in constructions(PARAMS, PRESET_PLAN)
                  if c.source_run.run_id in _PLANNED} if config.get("features") else {}
-ROBUSTNESS = config["robustness"]
+ROBUSTNESS = PARAMS.robustness
 
 wildcard_constraints:
     run_id=r"[A-Za-z0-9_.\-]+",
@@ -124,7 +127,7 @@ evaluations_dir, eval_file = LAYOUT.evaluations_dir, LAYOUT.eval_file
 
 def data_mirror():
     """The local mirror: $STUDY_DATA_MIRROR when set (a user's explicit choice), else data.mirror."""
-    return configured_mirror(config)
+    return configured_mirror(PARAMS.data.mirror)
 
 def source_args(wildcards):
     """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
@@ -174,12 +177,12 @@ def train_priority(wildcards):
 # ---------------------------------------------------------------- evaluations
 # One evaluate job per run and checkpoint for all its evaluations; one per shard of a sharded evaluation
 # of the last checkpoint, joined by merge_shards (study.workflow_plan.evaluation_sets)
-SHARDED, EVALUATION_SETS = wp.evaluation_sets(PLAN + ZOO, config["evaluations"])
+SHARDED, EVALUATION_SETS = wp.evaluation_sets(PLAN + ZOO, PARAMS.evaluations)
 
 def resolved_evaluation(wildcards, name=None):
     """As resolved for the run's dataset (per_dataset: MNIST's budget)."""
     dataset = run_of(wildcards).dataset if "run_id" in wildcards.keys() else None
-    return resolve_evaluation(config, name or wildcards.evaluation, dataset=dataset)
+    return resolve_evaluation(PARAMS, name or wildcards.evaluation, dataset=dataset)
 
 def evaluation_args(evaluations):
     """`--evaluation JSON --out FILE` of each evaluation of an evaluate job."""
@@ -192,7 +195,7 @@ def evaluate_runtime(evaluations, shards=1):
                                                              shards=shards) for e in evaluations)
 
 def shard_files(wildcards):
-    return LAYOUT.shard_files(wildcards.run_id, wildcards.evaluation, int(config["evaluations"][wildcards.evaluation]["shards"]))
+    return LAYOUT.shard_files(wildcards.run_id, wildcards.evaluation, PARAMS.evaluations[wildcards.evaluation].shards)
 
 TABLES = LAYOUT.tables(("classwise", "summary", "classwise_seeds", "epochs"))
 METRICS_FILES = wp.metrics_files(PRESET_RESULTS, PLAN)
@@ -209,10 +212,10 @@ def checked_checkpoint(wildcards):
     return wildcards.at.removeprefix("@") or "last"
 
 CHECK_FILES = [LAYOUT.check_file(r.run_id, c) for r in CHECKED_RUNS for c in r.checkpoints]
-ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(config, ZOO), zoo_corrupted(config, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
+ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(PARAMS, ZOO), zoo_corrupted(PARAMS, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
 
 def corruption_args(wildcards):
-    return cli_options(wp.corruption_options(ROBUSTNESS["corruptions"], f"{DATA}/raw", data_mirror()))
+    return cli_options(wp.corruption_options(ROBUSTNESS.corruptions, f"{DATA}/raw", data_mirror()))
 
 # ---------------------------------------------------------------- figures (the catalog's, drawn once per panel)
 def features_panels():

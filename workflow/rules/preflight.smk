@@ -17,11 +17,11 @@ from study.preflight import item_lines, left_out_lines, left_out_parts, prefligh
 from run_summary import failed_jobs, write_summary
 
 # what the plan leaves out: a host that does not answer (UNREACHABLE, common.smk), a hand-placed input
-LEFT_OUT = [*item_lines(UNREACHABLE), *left_out_lines(config, ZOO)]
+LEFT_OUT = [*item_lines(UNREACHABLE), *left_out_lines(PARAMS, ZOO)]
 if FIGURES_LEFT_OUT:  # (common.smk) figures drawn only from runs left out
     LEFT_OUT.append(f"left out of the plan (offline): {len(FIGURES_LEFT_OUT)} figures whose runs are all left out "
                     f"({', '.join(FIGURES_LEFT_OUT)})"[:220])
-LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(config, ZOO)]
+LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(PARAMS, ZOO)]
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
 if UNREACHABLE and not PLAN and not ZOO and RUNS_JOBS and not DRY_RUN:  # (common.smk) nothing is left to run
@@ -46,8 +46,8 @@ def run_summary(log, ok):
 
 
 onstart:
-    print(render(config, [*preflight(config, PLAN, ZOO), *UNREACHABLE], len(PLAN), len(ZOO),
-                 price_line(config, PRESET_PLAN, ZOO)),  # the preset's price: a part left out may come back
+    print(render(PARAMS, [*preflight(PARAMS, PLAN, ZOO), *UNREACHABLE], len(PLAN), len(ZOO),
+                 price_line(PARAMS, PRESET_PLAN, ZOO)),  # the preset's price: a part left out may come back
           file=sys.stderr)
 
 

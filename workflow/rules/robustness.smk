@@ -19,13 +19,13 @@ rule check:
         f"{{root}}/benchmarks/check/{{run_id}}{{at}}.tsv",
     params:
         run_dir=lambda w: run_dir(w.run_id),
-        pgd=lambda w: quoted_json(resolve_evaluation(config, ROBUSTNESS["checks"]["reference"], dataset=run_of(w).dataset)),
-        per_class=ROBUSTNESS["checks"]["per_class"],
-        eps_factors=[str(f) for f in ROBUSTNESS["checks"]["eps_factors"]],
+        pgd=lambda w: quoted_json(resolve_evaluation(PARAMS, ROBUSTNESS.checks.reference, dataset=run_of(w).dataset)),
+        per_class=ROBUSTNESS.checks.per_class,
+        eps_factors=[str(f) for f in ROBUSTNESS.checks.eps_factors],
         checkpoint=checked_checkpoint,
-        strict="--strict" if ROBUSTNESS["checks"].get("strict", True) else "",
+        strict="--strict" if ROBUSTNESS.checks.strict else "",
         # in the names' order, not the preset file's: two presets that set the same values share the check jobs
-        strong=cli_options({f"strong_{k}": v for k, v in sorted(ROBUSTNESS["checks"].get("strong", {}).items())}),
+        strong=cli_options(wp.check_strong_options(ROBUSTNESS.checks)),
     threads: MODEL_THREADS
     resources:
         **gpu_resources(mem_mb=run_resource(resources_estimate.mem_mb, floor=6000), runtime=60),

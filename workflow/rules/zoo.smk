@@ -28,7 +28,7 @@ rule prepare_imagenet:
         f"{RESULTS}/benchmarks/prepare/imagenet-val.tsv",
     params:
         sources=source_args,
-        options=quoted_json(zoo_imagenet_options(config)),
+        options=quoted_json(zoo_imagenet_options(PARAMS)),
         raw=f"{DATA}/raw",
     resources:
         mem_mb=16000,
@@ -52,7 +52,7 @@ rule zoo_run:
         f"{RESULTS}/benchmarks/zoo/{{run_id}}.tsv",
     params:
         config=lambda w: quoted_json(run_of(w).config),
-        weights=cli_options({"weights_dir": zoo_weights_dir(config)}) + (" --download" if zoo_downloads(config) else ""),
+        weights=cli_options({"weights_dir": zoo_weights_dir(PARAMS)}) + (" --download" if zoo_downloads(PARAMS) else ""),
         run_dir=lambda w: run_dir(w.run_id),
     conda:
         "../../environment.yml"
