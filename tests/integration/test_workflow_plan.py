@@ -61,9 +61,9 @@ def test_a_preset_named_like_a_shared_folder_has_no_folder_of_its_own(preset):
 
 
 def test_every_run_and_checkpoint_is_evaluated_by_one_job_but_a_sharded_last(ci_params, ci_plan):
-    sharded, sets = evaluation_sets(ci_plan, ci_params["evaluations"])
+    sharded, sets = evaluation_sets(ci_plan, ci_params.evaluations)
     planned = {e for r in ci_plan for e in r.evaluations}
-    assert sharded == {e for e in planned if int(ci_params["evaluations"][e].get("shards", 1)) > 1} != set()
+    assert sharded == {e for e in planned if ci_params.evaluations[e].shards > 1} != set()
     jobs = [(rid, cp, names) for (names, cp), rids in sets.items() for rid in rids]
     assert len(jobs) == len({(rid, cp) for rid, cp, _ in jobs})  # one job per run and checkpoint
     for run in ci_plan:
@@ -74,10 +74,10 @@ def test_every_run_and_checkpoint_is_evaluated_by_one_job_but_a_sharded_last(ci_
 
 
 def test_the_checked_runs_hold_the_robustness_runs_and_no_constructed_one(ci_params, ci_plan):
-    runs = robustness_runs(ci_plan, ci_params["robustness"])
+    runs = robustness_runs(ci_plan, ci_params.robustness)
     ids = {r.run_id for r in runs.checked}
     assert runs.robustness and {r.run_id for r in runs.robustness} <= ids
-    assert runs.corrupted and all(r.dataset in ci_params["robustness"]["corruptions"]["datasets"]
+    assert runs.corrupted and all(r.dataset in ci_params.robustness.corruptions.datasets
                                   for r in runs.corrupted)
     assert not [r for r in runs.checked + runs.corrupted if r.config.get("constructed")]
 

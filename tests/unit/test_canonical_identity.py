@@ -42,7 +42,7 @@ def test_a_key_of_a_config_that_does_not_parse_is_none(ci_runs):
 
 
 def test_an_evaluation_identity_parses_back_to_itself(ci_params):
-    for name in ci_params["evaluations"]:
+    for name in ci_params.evaluations:
         job = EvaluationSpec.parse(resolve_evaluation(ci_params, name, dataset="synthetic"))
         for spec in (job, job.at("best", f"{name}@best")):
             assert EvaluationSpec.parse(json.loads(json.dumps(spec.identity))).identity == spec.identity

@@ -12,6 +12,7 @@ import torch
 from helpers.commands import run_study
 from helpers.zoo import ENTRY, place_random_weights
 
+from study.config.types import ZooEntry
 from study.config.zoo import zoo_run_config
 from study.models.zoo import load_zoo_model
 from study.models.zoo_checksums import PROJECT_TABLE, SITE_TABLE_ENV, ZooWeightsRefused, read_table
@@ -33,8 +34,8 @@ def _plant(path, marker):
 
 
 def _zoo_run(folder, run_dir, **env):
-    config = json.dumps(zoo_run_config({"dataset": ENTRY.dataset, "threat_model": ENTRY.threat_model,
-                                        "name": ENTRY.name}))
+    config = json.dumps(zoo_run_config(ZooEntry(dataset=ENTRY.dataset, threat_model=ENTRY.threat_model,
+                                                name=ENTRY.name)))
     base = {k: v for k, v in os.environ.items() if k != SITE_TABLE_ENV}
     full_env = {**base, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", **env}
     return run_study("zoo-run", "--run-config", config, "--weights-dir", str(folder), "--run-dir", str(run_dir),
