@@ -14,7 +14,7 @@ from torch import nn
 from tqdm import tqdm
 
 from study.attacks.pgd import RNG_CHUNK
-from study.config.evaluations import AnyEvaluation, PgdEvaluation, evaluation_kind
+from study.config.evaluations import EVALUATION_KINDS, AnyEvaluation, PgdEvaluation
 from study.data.augment import to_float
 
 
@@ -24,6 +24,9 @@ class Predictions:
     logits: np.ndarray | None  # (N, C) float32, when asked for
     broken_by: np.ndarray | None = None  # (N,) attack that broke each sample (AutoAttack, Square)
 
+
+#: what a clean evaluation (no attack) runs: its row of the table
+CLEAN_KIND = EVALUATION_KINDS["clean"]
 
 def predict(
     model: nn.Module,
@@ -56,7 +59,7 @@ def predict(
 
 def attack_batch_size(attack: AnyEvaluation | None, batch_size: int, n: int) -> int:
     """The batch size `predict` runs `attack` with."""
-    if attack is not None and evaluation_kind(attack.type).whole_set:
+    if attack is not None and attack.kind.whole_set:
         # The AutoAttack cascade runs over the whole set at once, as pyautoattack's own
         # run_standard_evaluation does (it batches internally by the evaluation's
         # batch_size), so each attack sees every still-robust sample in one call.
@@ -75,7 +78,7 @@ def run_attack_detailed(
     where the attack type has a single attack): the attack function of the evaluation's row
     (study.config.evaluations), `x` itself for a clean one. AutoAttack and Square name 'clean'
     for a sample misclassified before any attack and '' for one that no attack broke."""
-    return evaluation_kind(attack.type if attack is not None else "clean").run(model, x, y, attack, generator)
+    return (attack.kind if attack is not None else CLEAN_KIND).run(model, x, y, attack, generator)
 
 
 def predict_on_device(

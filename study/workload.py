@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation, evaluation_kind
+from study.config.evaluations import AnyEvaluation, AutoAttackEvaluation
 from study.config.types import RunConfig, SyntheticData, ZooRunConfig
 from study.config.yamlfile import load_yaml
 from study.data.registry import get_dataset_info
@@ -125,7 +125,7 @@ def attack_steps(ev: AnyEvaluation) -> int:
     """Gradient (or query) steps per image of an evaluation, an upper bound for the scheduler:
     its kind's cost (the row's `steps`, study.config.evaluations); a shard of it is split from
     that total by the caller."""
-    return evaluation_kind(ev.type).steps(ev)
+    return ev.kind.steps(ev)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,11 @@ class AnyEvaluation(Config):
     #: the test set split into this many shards, run as separate jobs and merged
     shards: PositiveInt = 1
 
+    @property
+    def kind(self) -> EvaluationKind:
+        """Its row of the table (`EVALUATION_KINDS`), which its `type` names: parsed, so present."""
+        return EVALUATION_KINDS[self.type]
+
 
 class CleanEvaluation(AnyEvaluation):
     type: Literal["clean"]

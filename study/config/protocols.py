@@ -9,22 +9,10 @@ from dataclasses import dataclass
 
 from study.config.core import ConfigError, deep_merge
 from study.config.types import Params, PublishedSelection, TrainSettings, parse
+from study.metrics.epoch_selection import first_eligible_epoch
 
 _INDEX_WORDS = {"mean_plus_worst": "CFA index (mean + worst-class robust accuracy)",
                 "mean": "mean robust accuracy", "worst": "worst-class robust accuracy (TRIX's best checkpoint)"}
-
-
-def eligible_epoch(epoch: int, epochs: int, from_epoch: float) -> bool:
-    """Whether 1-based `epoch` of `epochs` may be chosen (the best checkpoint on validation, or
-    the published protocol's): after the first from_epoch x epochs, as CFA's train.py counts
-    (0-based `epoch >= 0.5 * args.epochs`: with 200 epochs the 101st is the first)."""
-    return epoch > from_epoch * epochs + 1e-9
-
-
-def first_eligible_epoch(epochs: int, from_epoch: float) -> int:
-    """The first 1-based epoch that may be chosen (CFA, 200 epochs at 0.5: the 101st); the
-    last when none is (from_epoch 1)."""
-    return next((e for e in range(1, epochs + 1) if eligible_epoch(e, epochs, from_epoch)), epochs)
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from study.config.comparisons import Comparison, covers
 from study.config.evaluations import AutoAttackEvaluation, CleanEvaluation, PgdEvaluation
 from study.config.methods import method_entry, resolved_method
 from study.config.plan import RunSpec
-from study.config.protocols import first_eligible_epoch
 from study.config.types import Params
+from study.metrics.epoch_selection import first_eligible_epoch
 from study.metrics.trust import not_counted
 from study.published import PUBLISHED_EPOCHS, Published
 from study.record_names import split_record_name, table_checkpoints

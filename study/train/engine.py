@@ -36,7 +36,7 @@ import torch
 
 from study.config.spec import ConfigSpec
 from study.data.splits import Splits
-from study.device import describe, set_numerics_threads, set_tf32, tf32_flags
+from study.device import describe, select_device, set_numerics_threads, set_tf32, tf32_flags
 from study.io import atomic_write_json
 from study.provenance import provenance
 from study.run_directory import (
@@ -56,7 +56,7 @@ from study.train.epoch import EpochPolicyState, EpochTotals, TrainingDivergedErr
 from study.train.policies import EMA, FAWA, EpochStats
 from study.train.published_protocol import choose_published
 from study.train.records import EPOCH_COLUMNS, class_accuracy, epoch_line, epoch_rows, validate, write_epochs_csv
-from study.train.selection import best_on_validation, selection_of, validation_score
+from study.train.selection import best_on_validation, validation_score
 from study.train.setup import (
     RunState,
     _log,
@@ -129,7 +129,10 @@ def train(
     # "fp32" on an Ampere+ GPU: set, not left to the library (docs/methods.md, precision)
     set_tf32(run.tf32.model_dump())
     set_numerics_threads(device, run.threads)
-    state = setup_run(spec, splits, run_dir, device)
+    dev = select_device(device)
+    state = setup_run(spec, splits, run_dir, dev)
+    # the machine, read where the run starts on it (its threads set): the same process finishes it
+    state.machine = {**provenance(dev), "device_name": describe(dev)}
     state.inputs = input_digests(splits, init_from)
     resume_or_start(state, init_from)
     # written once the config has built its run, so a bad config leaves nothing that blocks the next
@@ -194,15 +197,15 @@ def choose_best(state: RunState, epoch: int, val_out: EpochStats, out_model: tor
     """Keep `model_best.pt` by the run's selection rule on validation (its experiment group's,
     the same for every method of the comparison; ties keep the earlier epoch) and record every
     epoch's score parts in validation.json."""
-    selection = selection_of(state.run)
-    parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection["score"])}
+    selection = state.run.selection
+    parts = {"epoch": epoch, **validation_score(val_out, has_attack, selection.score)}
     eligible, new_best = best_on_validation(epoch, state.epochs, parts["score"], state.best["score"], selection)
     if new_best:
         state.best = {"score": parts["score"], "epoch": epoch}
         keep_model(state, "best", out_model, epoch)
     path = state.run_dir / VALIDATION_FILE
     record = json.loads(path.read_text())
-    record["selection"] = selection
+    record["selection"] = selection.model_dump()  # the rule in force, defaults included, as validation.json keeps it
     record["epochs"] = [e for e in record.get("epochs", []) if e["epoch"] < epoch] + [{**parts, "eligible": eligible}]
     record["best_epoch"] = state.best["epoch"]
     atomic_write_json(path, record)
@@ -318,8 +321,7 @@ def finish_run(state: RunState, compiled: dict | None = None) -> list[str]:
     has_val = state.has_validation
     averaging = averaging_report(state)
     atomic_write_json(state.run_dir / META_FILE, {
-        **provenance(state.dev),
-        "device_name": describe(state.dev),
+        **state.machine,
         "epoch_seconds": state.timings,
         # the batches alone, without the epoch's evaluation and checkpoint (what `study bench` compares)
         "train_loop_seconds": state.loop_timings,

@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from study.config.protocols import eligible_epoch, first_eligible_epoch
 from study.config.types import PublishedSelection
+from study.metrics.epoch_selection import eligible_epoch, first_eligible_epoch, index_value
 from study.metrics.worst import worst_value
-from study.train.selection import beats, in_band, index_value
+from study.train.selection import beats, in_band
 
 #: the split the protocol reads, as the evidence file names it
 SPLIT = "test"

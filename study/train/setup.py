@@ -67,6 +67,8 @@ class RunState:
     best: dict = field(default_factory=lambda: {"score": float("-inf"), "epoch": 0})
     #: sha256 of what the weights are trained from besides the config (input_digests), kept in checkpoint.pt
     inputs: dict = field(default_factory=dict)
+    #: the machine the run is trained on (study.provenance and the device's name), as meta.json keeps it
+    machine: dict = field(default_factory=dict)
     #: meta.json's `compile` of the process that trained the last epoch (TrainStep.record)
     compiled: dict | None = None
 

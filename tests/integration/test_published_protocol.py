@@ -15,11 +15,12 @@ from helpers.params import changed
 from study.checkpoints import CHECKPOINT_FILES, CHECKPOINTS, STUDY_CHECKPOINTS
 from study.config import ConfigError, load_params, plan_runs
 from study.config.fields import Checkpoint
-from study.config.protocols import first_eligible_epoch, published_protocol
+from study.config.protocols import published_protocol
 from study.config.spec import EvaluationSpec
 from study.config.types import PublishedSelection
 from study.io import load_torch
 from study.labels import eval_name
+from study.metrics.epoch_selection import first_eligible_epoch
 from study.record_names import record_name, split_record_name
 from study.train.published_protocol import choose_published
 

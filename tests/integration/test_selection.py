@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from study.config.spec import ConfigSpec
+from study.config.types import SelectionSettings
 from study.io import load_torch
 from study.train.engine import train_run
 from study.train.policies import EpochStats
-from study.train.selection import selection_of, validation_score
+from study.train.selection import validation_score
 
 
 def _val(correct, n):
@@ -37,9 +38,9 @@ def _parsed(cfg: dict):
 
 def test_selection_defaults_and_rejects_unknown_scores(tiny_run_config):
     # the rule is the run's (its group's train.selection), never its method's
-    assert selection_of(_parsed(tiny_run_config)) == {"score": "mean", "from_epoch": 0.0}
+    assert _parsed(tiny_run_config).selection == SelectionSettings(score="mean", from_epoch=0.0)
     chosen = _parsed({**tiny_run_config, "selection": {"score": "mean_plus_worst", "from_epoch": 0.5}})
-    assert selection_of(chosen) == {"score": "mean_plus_worst", "from_epoch": 0.5}
+    assert chosen.selection == SelectionSettings(score="mean_plus_worst", from_epoch=0.5)
     with pytest.raises(ValueError, match=r"selection.score: .median. is not valid; expected one of mean, mean_plus"):
         _parsed({**tiny_run_config, "selection": {"score": "median"}})
     method = {**tiny_run_config["method_config"], "selection": {"score": "mean"}}

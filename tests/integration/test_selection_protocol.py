@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from study.config import ConfigError, comparison_baseline, load_params, plan_runs, resolve_method
-from study.config.protocols import eligible_epoch
 from study.config.spec import EvaluationSpec
 from study.io import load_torch
+from study.metrics.epoch_selection import eligible_epoch
 from study.train.policies import EpochStats, TradesLoss
 from study.train.policies.averaging import FAWA
 from study.train.selection import validation_score
