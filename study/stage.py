@@ -98,7 +98,7 @@ def write_resolved(path: Path, params: Params) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Written by `python -m study.stage --write-params` (dvc.yaml's params stage): params.yaml, its\n"
               "# preset and the values set for this run, merged. Edit params.yaml, not this file.\n")
-    atomic_write_text(path, header + yaml.safe_dump(dict(params.as_written), sort_keys=False, width=120))
+    atomic_write_text(path, header + yaml.safe_dump(params.set_fields(), sort_keys=False, width=120))
 
 
 def restore_committed_params(params: Path) -> str | None:

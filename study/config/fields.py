@@ -4,7 +4,7 @@ several sections share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
@@ -36,3 +36,9 @@ class Config(BaseModel):
     never a silent default)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields that were set (a type's defaults left out), by their names as written, as
+        JSON values: what a builder merges a partial override (a group's, a dataset's) over, and
+        what is written out. Computed from the typed value, never kept beside it."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

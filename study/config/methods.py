@@ -3,7 +3,6 @@ its policies, an evaluation's settings for one dataset, fractions turned into nu
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 
 from study.config.core import ConfigError, deep_merge, parse_fraction
@@ -20,12 +19,13 @@ _ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "c
 def method_definition(params: Params, name: str, _seen: tuple[str, ...] = ()) -> dict:
     """A method's params entry with its `base` chain merged in (the derived method wins), as
     written: a run config's `method_config` copies it (its hash is the run id's)."""
-    methods = params.as_written["methods"]
+    methods = params.methods
     if name not in methods:
         raise ConfigError(f"unknown method {name!r}; defined in params 'methods': {', '.join(sorted(methods))}")
     if name in _seen:
         raise ConfigError(f"method {name!r}: circular `base` chain {' -> '.join([*_seen, name])}")
-    method = copy.deepcopy(dict(methods[name] or {}))
+    entry = methods[name]
+    method = entry.set_fields() if entry is not None else {}
     base = method.pop("base", None)
     if base is None:
         return method
@@ -155,7 +155,7 @@ def resolve_evaluation(params: Params, name: str, dataset: str | None = None) ->
         params = params.for_dataset(dataset)
     if name not in params.evaluations:
         raise ConfigError(f"unknown evaluation {name!r}; defined: {', '.join(sorted(params.evaluations))}")
-    ev = copy.deepcopy(dict(params.as_written["evaluations"][name]))
+    ev = params.evaluations[name].set_fields()
     for key in ("eps", "alpha"):
         if key in ev:
             ev[key] = parse_fraction(ev[key])

@@ -23,7 +23,7 @@ from study.config.core import (
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
-from study.config.types import ExperimentGroup, Params
+from study.config.types import ExperimentGroup, Params, parse
 from study.config.yamlfile import load_yaml
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -158,15 +158,12 @@ def parse_params(params: Mapping, schema_path: Path | str = DEFAULT_SCHEMA) -> P
     check_no_method_selection(params)
     # The types first (their message names the valid keys and values), then the schema that the
     # workflow documents and that is generated from them (tools/params_schema.py), so the two agree.
-    typed = Params.from_written(params)
-    # one spelling of a value that YAML 1.1 spells two ways (an unquoted `off` is false): the
-    # typed one, since the workflow's rules read the mapping (speed.compile becomes `study train --compile`)
-    typed._written["speed"] = typed.speed.model_dump()
+    typed: Params = parse(Params, params, "invalid configuration")
     validate_params(params, Path(schema_path))
     for dataset in typed.per_dataset:
         # The merged settings of each dataset must be as valid as the global ones.
         try:
-            validate_params(typed.for_dataset(dataset).as_written, Path(schema_path))
+            validate_params(typed.for_dataset(dataset).set_fields(), Path(schema_path))
         except ConfigError as err:
             raise ConfigError(f"per_dataset.{dataset}: {err}") from None
     _check_dataset_names(typed)

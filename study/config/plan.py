@@ -4,7 +4,6 @@ and the runs trained on them."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -128,8 +127,8 @@ def train_settings(params: Params, group: ExperimentGroup, method: str, dataset:
     them fails here, naming the group and method."""
     params = params.for_dataset(dataset)
     definition = method_entry(params, method)
-    # as written: a run config copies its schedule, augment and optimizer keys (their hash is the run id's)
-    raw = deep_merge(deep_merge(params.as_written["train"], group.train), cell or {})
+    # the keys set: a run config copies its schedule, augment and optimizer keys (defaults never name a run)
+    raw = deep_merge(deep_merge(params.train.set_fields(), group.train), cell or {})
     # A fine-tuning method (FRL) brings its own schedule, over the group's settings.
     raw = deep_merge(raw, definition.train or {})
     return raw, parse(TrainSettings, raw, f"experiment group {group.group!r} on {dataset}, method {method!r}: train")
@@ -176,7 +175,7 @@ def _used_only(params: Params, group: ExperimentGroup, model: str, definition: M
     """The keys of a run config that appear only when used, so runs without them keep their run ids."""
     extra: dict = {}
     if dataset == "synthetic":
-        extra["synthetic"] = params.as_written["data"]["synthetic"]  # as written: its hash is the run id's
+        extra["synthetic"] = params.data.synthetic.set_fields()
     if train.validation is not None:
         extra["validation"] = train.validation.model_dump()
         # the checkpoint rule is the comparison's (the group's train.selection), the same for
@@ -333,8 +332,8 @@ def constructions(params: Params, runs: list[RunSpec]) -> list[Construction]:
     for kind in feats.datasets:
         role = "robust" if kind == "d_r" else "standard"
         source = _feature_source(params, runs, role)
-        # as written, not as typed (its hash names the constructed file; a dump writes 1 as 1.0)
-        settings = copy.deepcopy(dict(params.as_written["features"]["construct"]))
+        # the settings set (their hash names the constructed file: a default added later renames none)
+        settings = feats.construction.set_fields()
         out.append(Construction(kind, construction_key(kind, {role: source.run_id}, settings), source, settings))
     return out
 

@@ -48,7 +48,7 @@ def published_protocol(params: Params, group: str, dataset: str | None = None) -
     except KeyError as err:
         raise ConfigError(str(err.args[0])) from None
     dataset = dataset if dataset is not None else found.dataset_names[0]
-    raw = deep_merge(params.for_dataset(dataset).as_written["train"], found.train)
+    raw = deep_merge(params.for_dataset(dataset).train.set_fields(), found.train)
     where = f"experiment group {group!r} on {dataset}"
     train = parse(TrainSettings, raw, f"{where}: train")
     selection = published_selection(train, where)

@@ -680,27 +680,10 @@ class Params(Config):
     #: study.preflight.PRICE_LIMIT_HOURS) anyway; given on the command line, `--config confirm_price=true`
     confirm_price: bool = False
 
-    #: the mapping these values were parsed from (study.config.params.parse_params sets it): read
-    #: only where a run's identity is built, whose hash names files already written (`as_written`)
-    _written: dict[str, Any] = PrivateAttr(default_factory=dict)
     #: the per-dataset views already parsed (`for_dataset`), so each is parsed once per process
     _views: dict[str, Params] = PrivateAttr(default_factory=dict)
     #: a per-dataset view's params (None: these are the params as loaded)
     _loaded: Params | None = PrivateAttr(default=None)
-
-    @classmethod
-    def from_written(cls, written: Mapping[str, Any], what: str = "invalid configuration") -> Params:
-        """The params parsed from `written` (a ConfigError of one line otherwise), remembering it."""
-        params: Params = parse(cls, written, what)
-        params._written = dict(written)
-        return params
-
-    @property
-    def as_written(self) -> Mapping[str, Any]:
-        """The params as loaded (fractions as strings, 2 not 2.0): a run config's identity copies
-        parts of it, so that its hash, the run id's tail, does not change with the types' spelling.
-        Read-only; nothing but the identity's builders reads it."""
-        return self._written
 
     def for_dataset(self, dataset: str) -> Params:
         """The params of runs on `dataset`: its `per_dataset` entry merged over the methods,
@@ -710,7 +693,7 @@ class Params(Config):
         if dataset not in loaded.per_dataset:
             return loaded
         if dataset not in loaded._views:
-            view = Params.from_written(merge_dataset_sections(loaded._written, dataset))
+            view: Params = parse(Params, merge_dataset_sections(loaded.set_fields(), dataset), "invalid configuration")
             view._loaded = loaded
             loaded._views[dataset] = view
         return loaded._views[dataset]

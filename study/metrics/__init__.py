@@ -1,22 +1,5 @@
-"""Class-wise accuracy, its confidence intervals and discrepancy summaries."""
-
-from study.metrics.classwise import (
-    class_accuracy,
-    classwise_table,
-    discrepancy,
-    seed_aggregate,
-    summary_table,
-)
-from study.metrics.intervals import wilson_interval
-
-__all__ = [
-    "class_accuracy",
-    "classwise_table",
-    "discrepancy",
-    "seed_aggregate",
-    "summary_table",
-    "wilson_interval",
-]
-
-# Explanations (figures 4-6, 8-10): import from their modules,
-# study.metrics.discrepancy_intervals, study.metrics.rank, study.metrics.confusion.
+"""Class-wise accuracy, its confidence intervals and discrepancy summaries (study.metrics.classwise,
+study.metrics.intervals); the explanations of figures 4-6 and 8-10 (study.metrics.discrepancy_intervals,
+study.metrics.rank, study.metrics.confusion); an epoch's selection index and the epochs a checkpoint may be
+chosen from (study.metrics.epoch_selection). Import from the modules: the package imports none of them, so
+the configuration, which reads the last, loads no pandas."""

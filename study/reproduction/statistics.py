@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from study.metrics import seed_aggregate
+from study.metrics.classwise import seed_aggregate
 from study.metrics.seeds import difference_interval, whole_test_set_interval
 from study.reproduction.matching import GROUP
 

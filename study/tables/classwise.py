@@ -22,7 +22,7 @@ from study.config.types import AveragingPolicy, RunConfig, ZooRunConfig
 from study.evaluate.records import read_records
 from study.io import atomic_path, atomic_write_json
 from study.labels import zoo_model_name
-from study.metrics import classwise_table, seed_aggregate, summary_table
+from study.metrics.classwise import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
 from study.record_names import checkpoint_of, metrics_stem
 from study.run_directory import CONFIG_FILE, SETTING_COLUMNS, identity, read_run_config

@@ -13,4 +13,4 @@ SCHEMA = Path(__file__).resolve().parents[2] / "workflow/schemas/params.schema.y
 
 def changed(params: Params, **sections: Any) -> Params:
     """`params` with each named top-level section replaced by the value given, parsed again."""
-    return parse_params({**params.as_written, **sections}, SCHEMA)
+    return parse_params({**params.set_fields(), **sections}, SCHEMA)

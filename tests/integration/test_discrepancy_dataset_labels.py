@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from study.figures.fig04_06_discrepancy import discrepancy_figure
-from study.metrics import classwise_table
+from study.metrics.classwise import classwise_table
 
 NAMES = [f"c{i}" for i in range(5)]
 SETTING = {"optimizer": "sgd", "lr": 0.1, "schedule": "step", "weight_decay": 5e-4, "epochs": 100}

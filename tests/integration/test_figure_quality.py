@@ -40,7 +40,7 @@ from study.figures.style import (
     save_figure,
     table_caveat,
 )
-from study.metrics import classwise_table
+from study.metrics.classwise import classwise_table
 from study.metrics.confusion import confusion_matrix, logit_cosine_similarity
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.robustness import class_false_positive, frl_errors

@@ -6,7 +6,7 @@ from matplotlib.figure import Figure
 
 from study.figures import plot_classwise, plot_epochs, save_figure
 from study.labels import eval_label, eval_name, method_name, model_name
-from study.metrics import classwise_table, seed_aggregate
+from study.metrics.classwise import classwise_table, seed_aggregate
 
 CIFAR10 = ["airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck"]

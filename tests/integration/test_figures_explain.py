@@ -10,7 +10,7 @@ from study.figures.catalog import make_figure
 from study.figures.discrepancy import plot_discrepancy
 from study.figures.explain import plot_confusion, plot_logit_similarity, plot_rank_agreement
 from study.figures.heatmap import class_order
-from study.metrics import classwise_table
+from study.metrics.classwise import classwise_table
 from study.metrics.discrepancy_intervals import discrepancy_summary
 from study.metrics.rank import rank_agreement
 

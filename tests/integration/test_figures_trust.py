@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 import study.figures.style as style
 from study.figures.catalog import make_figure
 from study.figures.trust import FLAGGED, HATCH, split_counted
-from study.metrics import classwise_table
+from study.metrics.classwise import classwise_table
 
 NAMES = [f"c{i}" for i in range(5)]
 SETTING = {"optimizer": "sgd", "lr": 0.1, "schedule": "step", "weight_decay": 5e-4, "epochs": 100}

@@ -135,7 +135,7 @@ def test_methods_inherit_from_base_and_children_carry_their_parent(ci_params):
     assert frl["epochs"] == 1 and frl["optimizer"]["lr"] == 0.001 and frl["method_config"]["loss"]["beta"] == 1
     assert "init_from" not in frl["method_config"] and "train" not in frl["method_config"]
     # a changed parent is a new child
-    methods = params.as_written["methods"]
+    methods = params.set_fields()["methods"]
     params = changed(params, methods={**methods, "at": {**methods["at"], "adversary": {"steps": 4}}})
     assert run_config(params, group, "small_cnn", "frl_reweight_remargin", 0)["init_from"] != frl["init_from"]
 

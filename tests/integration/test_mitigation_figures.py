@@ -9,7 +9,7 @@ import pytest
 from study.figures.catalog import make_figure
 from study.figures.mitigation import mitigation_table, plot_mitigation, plot_policy_epochs
 from study.labels import method_name
-from study.metrics import wilson_interval
+from study.metrics.intervals import wilson_interval
 from study.record_names import split_record_name
 
 

@@ -123,7 +123,7 @@ def test_the_ci_plan_keeps_and_evaluates_the_published_checkpoint(ci_params):
 
 def test_a_group_listing_published_needs_the_protocol(ci_params):
     groups = [{**g, "checkpoints": ["last", "published"]} if g["group"] == "baseline" else g
-              for g in ci_params.as_written["experiments"]]
+              for g in ci_params.set_fields()["experiments"]]
     params = changed(ci_params, experiments=groups)
     with pytest.raises(ConfigError, match=r"'baseline': checkpoint 'published' needs the published protocol "
                                           r"\(train\.published_selection\)") as err:
@@ -133,7 +133,7 @@ def test_a_group_listing_published_needs_the_protocol(ci_params):
 
 def test_the_protocol_without_an_epoch_attack_is_refused(ci_params):
     groups = [{**g, "train": {**g["train"], "epoch_eval": {"per_class": 4, "attack": None}}}
-              if g["group"] == "mitigation_last" else g for g in ci_params.as_written["experiments"]]
+              if g["group"] == "mitigation_last" else g for g in ci_params.set_fields()["experiments"]]
     params = changed(ci_params, experiments=groups)
     with pytest.raises(ConfigError, match=r"'mitigation_last' on synthetic: train\.published_selection needs "
                                           r"train\.epoch_eval\.attack") as err:

@@ -15,7 +15,7 @@ from study.config.params import load_params
 from study.config.plan import plan_runs
 from study.figures import panels
 from study.figures.fig08_rank_agreement import rank_agreement_figure
-from study.metrics import classwise_table
+from study.metrics.classwise import classwise_table
 
 NAMES = [f"c{i}" for i in range(5)]
 SETTING = {"optimizer": "sgd", "lr": 0.1, "schedule": "step", "weight_decay": 5e-4, "epochs": 100,

@@ -106,7 +106,7 @@ def test_zoo_entry_on_data_of_another_image_size_is_a_config_error(tmp_path, mon
     with pytest.raises(ConfigError, match=f"zoo entry {ENTRY.name}: RobustBench's {ENTRY.dataset} models take "
                                           f"{side}x{side} images.*set data.synthetic.image_size: {side}"):
         plan_zoo(ci_params)
-    data = ci_params.as_written["data"]
+    data = ci_params.set_fields()["data"]
     params = changed(ci_params, data={**data, "synthetic": {**data["synthetic"], "image_size": side}})
     assert [r.config["zoo"]["name"] for r in plan_zoo(params)] == [ENTRY.name]
 
@@ -239,7 +239,7 @@ def test_zoo_config_sources_files_and_weights_folder(ci_params, torchvision_weig
     monkeypatch.delenv("STUDY_DATA_MIRROR", raising=False)
     monkeypatch.chdir(tmp_path)  # the project folder: ImageNet placed in its data/raw (else left out)
     (tmp_path / ci_params.data.root / "raw/imagenet/val").mkdir(parents=True)
-    zoo = {**ci_params.as_written["zoo"], "models": [TORCHVISION], "weights_dir": str(folder),
+    zoo = {**ci_params.set_fields()["zoo"], "models": [TORCHVISION], "weights_dir": str(folder),
            "require_weights": True, "evaluations": {"Linf": ["clean"]}}
     [run] = plan_zoo(changed(ci_params, zoo=zoo))
     assert run.run_id == "zoo-imagenet-Linf-resnet50" and run.config["zoo"]["file"] == TORCHVISION["file"]

@@ -78,7 +78,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     assert (train_count(ran), ran["construct"]) == (len(runs), len(cons))
     assert (evaluate_count(ran), ran["merge_shards"]) == evaluate_jobs(params, runs)
     # (the zoo's figures wait for its weights file: tests/pipeline/test_zoo_jobs.py)
-    assert {fig: ran[fig] for fig in params["figures"] if fig not in ZOO_FIGURES} == figure_jobs(params, runs)
+    assert {fig: ran[fig] for fig in params.figures if fig not in ZOO_FIGURES} == figure_jobs(params, runs)
     logs = re.findall(r"^\s+log: (\S+)$", out + repro, re.M)
     assert len(logs) == ran["total"] - sum(n for rule, n in ran.items() if rule in NOT_IN_CI_DAG)
     assert expected_logs(params, runs) <= set(logs)
@@ -87,7 +87,7 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
 
     manifest = (project / "results/ci/figures/all").read_text().splitlines()
     figures = [line.split("\t")[0] for line in manifest if not line.startswith("#")]
-    assert {Path(f).parent.name for f in figures} == set(params["figures"]) - set(ZOO_FIGURES)
+    assert {Path(f).parent.name for f in figures} == set(params.figures) - set(ZOO_FIGURES)
     for fig in figures:
         assert (project / fig).stat().st_size > 1000
     plain = plain_runs(runs)

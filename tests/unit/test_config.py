@@ -99,7 +99,7 @@ def test_a_dotted_override_reaches_a_front_end_merged_config(repo_root):
     params = load_params(base={**raw, "train.epochs": 3}, overrides={"preset": "ci", "train.epochs": 3},
                          presets_dir=repo_root / "workflow/presets",
                          schema_path=repo_root / "workflow/schemas/params.schema.yaml")
-    assert params.train.epochs == 3 and "train.epochs" not in params.as_written
+    assert params.train.epochs == 3 and "train.epochs" not in params.set_fields()
 
 
 def test_unknown_preset_lists_valid_ones(repo_root):
@@ -204,7 +204,7 @@ def test_run_config_typo_is_one_line_naming_path_and_valid_keys(ci_params):
 
 def test_typo_in_a_groups_train_overrides_fails_the_plan(repo_root):
     params = _load(repo_root, {"preset": "ci"})
-    groups = params.as_written["experiments"]
+    groups = params.set_fields()["experiments"]
     params = changed(params, experiments=[{**groups[0], "train": {"epoch": 3}}, *groups[1:]])
     with pytest.raises(ConfigError, match=r"experiment group 'baseline' on synthetic, method 'standard': train: "
                                           r"epoch: unknown key \(valid keys: augment, batch_size, epoch_eval, epochs"):
@@ -216,7 +216,7 @@ def test_groups_are_selected_by_their_declared_kind(repo_root):
     mitigation = {r.run_id for r in runs if "mitigation" in r.kinds}
     assert mitigation and all({"mitigation", "mitigation_last"} & set(r.groups) for r in runs if r.run_id in mitigation)
     params = _load(repo_root, {"preset": "ci"})
-    groups = params.as_written["experiments"]
+    groups = params.set_fields()["experiments"]
     params = changed(params, experiments=[*groups[:-1], {**groups[-1], "group": "fairness_last"}])
     renamed = {r.run_id for r in plan_runs(params) if "mitigation" in r.kinds}
     assert renamed == mitigation  # the kind, not the group's name, says which runs are figure 13's

@@ -87,7 +87,7 @@ def test_differs_in_changes_no_run_id():
 
     before = {r.run_id for r in plan_runs(params)}
     methods = {name: {**entry, "differs_in": ["targets"]} if entry and "differs_in" in entry else entry
-               for name, entry in params.as_written["methods"].items()}
+               for name, entry in params.set_fields()["methods"].items()}
     params = changed(params, methods=methods)
     assert {r.run_id for r in plan_runs(params)} == before
     assert all("differs_in" not in r.config["method_config"] for r in plan_runs(params))

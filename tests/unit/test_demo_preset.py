@@ -77,7 +77,7 @@ def test_a_parent_the_group_does_not_list_is_trained_but_not_compared(demo):
     assert child.config["init_from"] in by_id
     assert by_id[child.config["init_from"]].config == parent_cfg
     # with the baseline group gone, the parent is still planned (it must be trained) but in no group
-    robustness = params.as_written["robustness"]
+    robustness = params.set_fields()["robustness"]
     alone = changed(params, experiments=[group.model_dump(exclude_unset=True)], features=None,
                     robustness={**robustness, "groups": [group.group],
                                 "corruptions": {**robustness["corruptions"], "groups": [group.group]}})

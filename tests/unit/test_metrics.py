@@ -2,14 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from study.metrics import (
-    class_accuracy,
-    classwise_table,
-    discrepancy,
-    seed_aggregate,
-    summary_table,
-    wilson_interval,
-)
+from study.metrics.classwise import class_accuracy, classwise_table, discrepancy, seed_aggregate, summary_table
+from study.metrics.intervals import wilson_interval
 from study.metrics.seeds import accuracy_seed_interval
 
 NAMES = ["a", "b", "c", "d"]

@@ -11,8 +11,9 @@ from matplotlib.collections import LineCollection
 from study.figures.features import plot_feature_classwise
 from study.figures.mitigation import mitigation_table
 from study.figures.robustness import cfp_over_seeds, plot_cfp, pooled_accuracy
-from study.metrics import class_accuracy, classwise_table, seed_aggregate, wilson_interval
+from study.metrics.classwise import class_accuracy, classwise_table, seed_aggregate
 from study.metrics.discrepancy_intervals import bootstrap_discrepancy, discrepancy_summary
+from study.metrics.intervals import wilson_interval
 from study.metrics.robustness import class_false_positive
 from study.metrics.seeds import accuracy_seed_interval, seed_interval, seed_summary
 

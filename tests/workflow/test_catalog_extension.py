@@ -63,7 +63,7 @@ def with_new_model(monkeypatch):
 
 def _with_model_in_baseline(root: Path, params: Params, model: str) -> Params:
     """The ci preset, loaded and checked as the workflow loads it, its baseline also training `model`."""
-    experiments = copy.deepcopy(params.as_written["experiments"])
+    experiments = copy.deepcopy(params.set_fields()["experiments"])
     baseline = next(g for g in experiments if g["group"] == "baseline")
     baseline["models"] = [*baseline["models"], model]
     return load_params(root / "params.yaml", {"preset": "ci", "experiments": experiments},
@@ -168,9 +168,9 @@ def _load(root: Path, schema: Path, **overrides) -> Params:
 def test_an_evaluation_kind_row_is_checked_planned_estimated_labelled_and_parsed(repo_root, ci_params, with_new_kind,
                                                                                  tmp_path):
     noise = {"type": "noise", "norm": "l2", "eps": 0.5, "draws": 30}
-    experiments = copy.deepcopy(ci_params.as_written["experiments"])
+    experiments = copy.deepcopy(ci_params.set_fields()["experiments"])
     next(g for g in experiments if g["group"] == "baseline")["evaluations"].append("noise")
-    evals = {**ci_params.as_written["evaluations"], "noise": noise}
+    evals = {**ci_params.set_fields()["evaluations"], "noise": noise}
     # the schema written from the types holds the row (the params check validates against it)
     schema = tmp_path / "params.schema.yaml"
     schema.write_text(schema_text())
@@ -200,7 +200,7 @@ NEW_DATASET = DatasetInfo("tiny_digits", 10, 1, 16, tuple(str(i) for i in range(
 
 def test_a_dataset_row_is_planned_estimated_and_labelled(repo_root, ci_params, monkeypatch):
     monkeypatch.setitem(data_registry.DATASETS, NEW_DATASET.name, NEW_DATASET)
-    experiments = copy.deepcopy(ci_params.as_written["experiments"])
+    experiments = copy.deepcopy(ci_params.set_fields()["experiments"])
     next(g for g in experiments if g["group"] == "baseline")["dataset"] = NEW_DATASET.name
     params = _load(repo_root, repo_root / "workflow/schemas/params.schema.yaml", experiments=experiments)
     runs = [r for r in plan_runs(params) if r.config["dataset"] == NEW_DATASET.name]

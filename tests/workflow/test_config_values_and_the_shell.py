@@ -33,7 +33,7 @@ SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/params.schema.yaml").read_text
 def _ci() -> dict:
     """The ci params as loaded (the mapping each payload is written into, then loaded again)."""
     return dict(load_params(ROOT / "params.yaml", {"preset": "ci"}, presets_dir=ROOT / "workflow/presets",
-                            schema_path=ROOT / "workflow/schemas/params.schema.yaml").as_written)
+                            schema_path=ROOT / "workflow/schemas/params.schema.yaml").set_fields())
 
 
 def _children(schema: dict) -> list[dict]:

@@ -88,7 +88,7 @@ def test_the_resolve_stage_writes_what_runs(tmp_path):
     resolved = yaml.safe_load(out.read_text())
     assert resolved == load_params(project / "params.yaml", {"preset": "ci", "train.batch_size": 32},
                                    presets_dir=project / "workflow/presets",
-                                   schema_path=project / "workflow/schemas/params.schema.yaml").as_written
+                                   schema_path=project / "workflow/schemas/params.schema.yaml").set_fields()
     # every later stage declares its sections from the resolved file, none from params.yaml
     for name, stage in stages.items():
         if name != "resolve":
@@ -101,5 +101,5 @@ def test_the_committed_resolved_params_are_params_yaml_as_committed():
     stages declare from it): it holds params.yaml with its preset, as `dvc repro` writes it."""
     committed = yaml.safe_load((ROOT / "results/params.resolved.yaml").read_text())
     assert committed == load_params(ROOT / "params.yaml", presets_dir=ROOT / "workflow/presets",
-                                    schema_path=ROOT / "workflow/schemas/params.schema.yaml").as_written, \
+                                    schema_path=ROOT / "workflow/schemas/params.schema.yaml").set_fields(), \
         "results/params.resolved.yaml is stale: python -m study.stage --write-params results/params.resolved.yaml"

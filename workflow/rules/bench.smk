@@ -32,4 +32,4 @@ rule bench:
 
 rule bench_all:
     input:
-        expand(f"{RESULTS}/bench/{{name}}.json", name=config.get("bench", {}).get("default", [])),
+        expand(f"{RESULTS}/bench/{{name}}.json", name=PARAMS.bench.default if PARAMS.bench is not None else []),

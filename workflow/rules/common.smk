@@ -1,7 +1,6 @@
 # The workflow's glue: the configured study mapped onto files and command arguments, in Snakemake's
 # namespace. Science and the plan live in `study` (the plan: study.config; the figures: study.figures.catalog;
 # the plan-side helpers, tested there: study.workflow_plan); the run summary is run_summary.py.
-import copy
 import json
 import os
 import shlex
@@ -40,13 +39,12 @@ try:  # params.yaml < preset overlay < command-line --config (so `--config prese
                             presets_dir=_BASE / "presets", schema_path=_BASE / "schemas/params.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
+# the typed params are the one carrier: every rule and library call reads PARAMS, none Snakemake's mapping
 config.clear()
-# the typed params go to every library call (PARAMS); the rules' own lookups read Snakemake's mapping
-config.update(copy.deepcopy(dict(PARAMS.as_written)))
 
-DATA, RESULTS = config["data"]["root"], "results"
+DATA, RESULTS = PARAMS.data.root, "results"
 try:  # what summarizes the preset lives in a folder of its own; the runs are shared (preset_results)
-    PRESET_RESULTS = wp.preset_results(RESULTS, config["preset"])
+    PRESET_RESULTS = wp.preset_results(RESULTS, PARAMS.preset)
 except ValueError as err:
     raise WorkflowError(str(err)) from None
 # The zoo's runs and their evaluations (records, checks, logs) live apart from the trained runs':
@@ -95,7 +93,7 @@ def mitigation_controls(methods):
 _PLANNED = {r.run_id for r in PLAN}
 # a construction whose source run is left out (its dataset unreachable) is left out with it
 CONSTRUCTIONS = {c.name: c for c in constructions(PARAMS, PRESET_PLAN)
-                 if c.source_run.run_id in _PLANNED} if config.get("features") else {}
+                 if c.source_run.run_id in _PLANNED} if PARAMS.features is not None else {}
 ROBUSTNESS = PARAMS.robustness
 
 wildcard_constraints:
@@ -117,7 +115,7 @@ def config_overrides_arg():
 def planned(table, name, what):
     """table[name], or a WorkflowError of one line that names the valid ones."""
     try:
-        return wp.planned_entry(table, name, what, config["preset"])
+        return wp.planned_entry(table, name, what, PARAMS.preset)
     except wp.NotPlannedError as err:
         raise WorkflowError(str(err)) from None
 
@@ -131,7 +129,7 @@ def data_mirror():
 
 def source_args(wildcards):
     """Where `study prepare` finds a dataset: the local mirror first; synthetic data's parameters."""
-    synthetic = json.dumps(config["data"]["synthetic"], sort_keys=True)
+    synthetic = json.dumps(PARAMS.data.synthetic.set_fields(), sort_keys=True)
     return cli_options({"mirror": data_mirror(),
                         "synthetic": synthetic if wildcards.get("dataset") == "synthetic" else None})
 
@@ -212,24 +210,24 @@ def checked_checkpoint(wildcards):
     return wildcards.at.removeprefix("@") or "last"
 
 CHECK_FILES = [LAYOUT.check_file(r.run_id, c) for r in CHECKED_RUNS for c in r.checkpoints]
-ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(PARAMS, ZOO), zoo_corrupted(PARAMS, ZOO), (config.get("zoo") or {}).get("figure_evaluations", {})
+ZOO_CHECKED, ZOO_CORRUPTED, _ZF = zoo_checked(PARAMS, ZOO), zoo_corrupted(PARAMS, ZOO), (PARAMS.zoo.figure_evaluations.set_fields() if PARAMS.zoo is not None else {})
 
 def corruption_args(wildcards):
     return cli_options(wp.corruption_options(ROBUSTNESS.corruptions, f"{DATA}/raw", data_mirror()))
 
 # ---------------------------------------------------------------- figures (the catalog's, drawn once per panel)
 def features_panels():
-    return wp.features_panels(CONSTRUCTIONS, config["features"]["train"]["model"], DATA, FIGURES_DIR) if CONSTRUCTIONS else {}
+    return wp.features_panels(CONSTRUCTIONS, PARAMS.features.train.model, DATA, FIGURES_DIR) if CONSTRUCTIONS and PARAMS.features else {}
 
 STUDY = Study(plan=PLAN, robustness_runs=ROBUSTNESS_RUNS, corruption_runs=CORRUPTION_RUNS, zoo=ZOO,
               zoo_evaluations=_ZF, classwise_table=TABLES["classwise"], controls=mitigation_controls,
               features=features_panels)
-for _fig in config["figures"]:
+for _fig in PARAMS.figures:
     planned(FIGURES, _fig, "figure")
 try:  # a figure that needs runs left out (UNREACHABLE) is left out whole
-    FIGS = wp.FigurePlan.of(config["figures"], STUDY, bool(UNREACHABLE), FIGURES_DIR, f"{PRESET_RESULTS}/figure_images")
+    FIGS = wp.FigurePlan.of(PARAMS.figures, STUDY, bool(UNREACHABLE), FIGURES_DIR, f"{PRESET_RESULTS}/figure_images")
 except ValueError as err:
-    raise WorkflowError(f"preset {config['preset']!r}: {err}") from None
+    raise WorkflowError(f"preset {PARAMS.preset!r}: {err}") from None
 FIGURE_PANELS, FIGURES_LEFT_OUT, FIGURE_IMAGES = FIGS.panels, FIGS.left_out, FIGS.images_dir  # (DVC's image plots)
 report_category, present_categories, figure_files, figure_images = (FIGS.category, FIGS.present_categories,
                                                                     FIGS.files, FIGS.images)
@@ -253,11 +251,12 @@ def figure_args(wildcards, output):
 
 # ---------------------------------------------------------------- bench
 def bench_setting(wildcards):
-    return planned(config.get("bench", {}).get("settings", {}), wildcards.name, "bench setting (params bench.settings)")
+    return planned(PARAMS.bench.settings if PARAMS.bench is not None else {}, wildcards.name,
+                   "bench setting (params bench.settings)").set_fields()
 
 # ---------------------------------------------------------------- a killed update, finished by the same command
 # (study.workflow_plan.touch_stamp); the run summary lists the inputs found missing (REMADE)
-STAMPS = Path(".snakemake/study-stamps") / config["preset"]  # the gathering rules are the preset's
+STAMPS = Path(".snakemake/study-stamps") / PARAMS.preset  # the gathering rules are the preset's
 REMADE = []
 
 def gathered(name, inputs, outputs):

@@ -124,7 +124,7 @@ rule reproduction:
         classwise=TABLES["classwise"],
         # the configuration the report reads: declared, so that no job reads params.yaml unseen
         params="params.yaml",
-        preset=f"workflow/presets/{config['preset']}.yaml",
+        preset=f"workflow/presets/{PARAMS.preset}.yaml",
         schema="workflow/schemas/params.schema.yaml",
     output:
         md=f"{REPRODUCTION}.md",
@@ -139,7 +139,7 @@ rule reproduction:
     params:
         tables_dir=folder_of("classwise", "input"),
         presets_dir=lambda wildcards, input: os.path.dirname(input.preset),
-        preset=config["preset"],
+        preset=PARAMS.preset,
         # the --config values too: the report matches the table's evaluations by their settings
         overrides=config_overrides_arg(),
     conda:
@@ -162,10 +162,10 @@ rule front_page:
     benchmark:
         f"{PRESET_RESULTS}/benchmarks/front_page.tsv",
     params:
-        preset=config["preset"],
+        preset=PARAMS.preset,
         # the PGD-AT panel of figure 2 is the headline figure; the report's categories, in order
         figures=[f for f in figure_files("fig02_classwise_adversarial") if f.endswith(".png")]
-        if "fig02_classwise_adversarial" in config["figures"] else [],
+        if "fig02_classwise_adversarial" in PARAMS.figures else [],
         categories=present_categories(),
     conda:
         "../../environment.yml"

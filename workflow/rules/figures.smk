@@ -26,7 +26,7 @@ for _fig, _spec in FIGURES.items():
             "study {params.args} 2> {log:q}"
 
 
-_FIGURE_FILES = [file for fig in config["figures"] for file in figure_files(fig)]
+_FIGURE_FILES = [file for fig in PARAMS.figures for file in figure_files(fig)]
 
 
 rule figures_all:
@@ -65,7 +65,7 @@ rule selected_figures:
     benchmark:
         f"{PRESET_RESULTS}/benchmarks/selected_figures.tsv",
     params:
-        preset=config["preset"],
+        preset=PARAMS.preset,
     localrule: True
     conda:
         "../../environment.yml"
@@ -84,7 +84,7 @@ rule selected_reproduction:
     benchmark:
         f"{PRESET_RESULTS}/benchmarks/selected_reproduction.tsv",
     params:
-        preset=config["preset"],
+        preset=PARAMS.preset,
     localrule: True
     conda:
         "../../environment.yml"

@@ -25,7 +25,7 @@ LEFT_OUT_PARTS = [*UNREACHABLE, *left_out_parts(PARAMS, ZOO)]
 for _line in LEFT_OUT:  # at plan time, dry runs included: the plan is smaller than the preset says
     print(_line, file=sys.stderr)
 if UNREACHABLE and not PLAN and not ZOO and RUNS_JOBS and not DRY_RUN:  # (common.smk) nothing is left to run
-    print(f"stopped: every run of preset {config['preset']} is left out of the plan (above): supply what it "
+    print(f"stopped: every run of preset {PARAMS.preset} is left out of the plan (above): supply what it "
           "names and run the same command again", file=sys.stderr)
     sys.exit(1)
 if REMADE:  # (common.smk, gathered): outputs of a finished result set that a killed job left missing
@@ -38,10 +38,10 @@ RUN_SUMMARY = os.environ.get("STUDY_RUN_SUMMARY") or f"{PRESET_RESULTS}/run_summ
 
 def run_summary(log, ok):
     """Write and print the run summary; `log`: Snakemake's log files, read for its failed jobs."""
-    figures = {fig: figure_files(fig) for fig in config["figures"]}
+    figures = {fig: figure_files(fig) for fig in PARAMS.figures}
     logs = [log] if isinstance(log, str) else list(log or [])
     text = write_summary(RUN_SUMMARY, figures, [*TABLES.values(), *ZOO_TARGETS], LEFT_OUT, failed_jobs(logs),
-                         preset=config["preset"], ok=ok, remade=REMADE, parts=LEFT_OUT_PARTS)
+                         preset=PARAMS.preset, ok=ok, remade=REMADE, parts=LEFT_OUT_PARTS)
     print(f"\n{text}(written to {RUN_SUMMARY})", file=sys.stderr)
 
 

@@ -21,7 +21,7 @@ rule check:
         run_dir=lambda w: run_dir(w.run_id),
         pgd=lambda w: quoted_json(resolve_evaluation(PARAMS, ROBUSTNESS.checks.reference, dataset=run_of(w).dataset)),
         per_class=ROBUSTNESS.checks.per_class,
-        eps_factors=[str(f) for f in ROBUSTNESS.checks.eps_factors],
+        eps_factors=[f"{f:g}" for f in ROBUSTNESS.checks.eps_factors],  # as written: 2, not 2.0
         checkpoint=checked_checkpoint,
         strict="--strict" if ROBUSTNESS.checks.strict else "",
         # in the names' order, not the preset file's: two presets that set the same values share the check jobs

@@ -24,7 +24,7 @@ rule train:
         config=lambda w: quoted_json(run_of(w).config),
         run_dir=lambda w: run_dir(w.run_id),
         init_from=init_from_arg,
-        compile=config.get("speed", {}).get("compile", "auto"),
+        compile=PARAMS.speed.compile,
     threads: MODEL_THREADS
     priority: train_priority
     resources:
