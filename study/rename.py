@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+from base64 import urlsafe_b64decode
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,3 +301,39 @@ def write_stand_ins(results: Path, runs: list[str]) -> int:
     from study.run_directory import write_missing_stand_ins
 
     return sum(len(write_missing_stand_ins(results / "runs" / run)) for run in runs)
+
+
+def _record_id(metadata: Path, path: Path) -> str:
+    """The output path a Snakemake metadata record is of: its file name (split into folders, each
+    but the last marked `@`, where the name is longer than the file system allows) in urlsafe base64."""
+    parts = path.relative_to(metadata).parts
+    return urlsafe_b64decode("".join(p.removeprefix("@") for p in parts)).decode()
+
+
+def rewrite_snakemake_records(metadata: Path, names: dict[str, str]) -> tuple[int, int]:
+    """Snakemake's records of the jobs that made a results folder (`.snakemake/metadata`), read as
+    the renames change them: a record of a renamed output is dropped (its new path has none, so no
+    rerun is triggered by its parameters, which name the old config as written), and a record that
+    names a renamed run among its inputs, parameters or command is rewritten with the new names,
+    so that a job that reads a renamed run (a construction, a table) is not rerun because its
+    input's path changed. Returns (rewritten, dropped)."""
+    from study.io import atomic_write_text
+
+    if not names or not metadata.is_dir():
+        return 0, 0
+    rewritten = dropped = 0
+    for path in sorted(p for p in metadata.rglob("*") if p.is_file()):
+        try:
+            output = _record_id(metadata, path)
+        except (ValueError, UnicodeDecodeError):
+            continue  # not a record of Snakemake's (a file of another tool): left alone
+        if any(old in output for old in names):
+            path.unlink()
+            dropped += 1
+            continue
+        text = path.read_text()
+        new = _replace_names(text, names)
+        if new != text:
+            atomic_write_text(path, new)
+            rewritten += 1
+    return rewritten, dropped

@@ -20,7 +20,7 @@ def add_rename_runs(sub: SubParsers) -> None:
 
 
 def cmd_rename_runs(args: argparse.Namespace) -> int:
-    from study.rename import plan_renames, rename_results, stand_ins_missing, write_stand_ins
+    from study.rename import plan_renames, rename_results, rewrite_snakemake_records, stand_ins_missing, write_stand_ins
 
     if not (args.results / "runs").is_dir():
         raise FileNotFoundError(f"{args.results / 'runs'} does not exist: --results names no results folder "
@@ -43,6 +43,12 @@ def cmd_rename_runs(args: argparse.Namespace) -> int:
         return 0
     rename_results(args.results, args.data, renames)
     written = write_stand_ins(args.results, list(missing))
+    # Snakemake's records beside the results folder: a job reading a renamed run is not rerun for its new path
+    records = args.results.parent / ".snakemake" / "metadata"
+    rewritten_records, dropped = rewrite_snakemake_records(records, renames.names())
+    if rewritten_records or dropped:
+        print(f"{records}: {rewritten_records} job records rewritten to the new names, "
+              f"{dropped} of renamed files dropped")
     print(f"renamed {len(renames.runs)} runs and {len(renames.constructions)} constructed datasets; "
           f"{len(rewritten)} other config.json files written canonically"
           + (f"; {written} stand-in files written" if written else ""))

@@ -44,6 +44,8 @@ CLASSES = [
     (r"study comparisons --write", "parse"),  # rewrites docs/methods.md (tests/unit/test_declared_comparisons.py)
     (r"study bench .*", "parse"),  # trains a PreAct ResNet-18 for minutes (or needs the GPU)
     (r"study readme-numbers .*", "parse"),  # reads the demo's results (tests/docs/test_readme_numbers.py runs it)
+    # renames a results folder made before (tests/integration/test_rename_runs.py runs it)
+    (r"study rename-runs( --dry-run)?", "parse"),
     # minutes to hours, or a GPU machine: the target exists, its recipe expands
     (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle|plots|report( PRESET=\w+)?)",
      "make"),

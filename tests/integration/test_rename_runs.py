@@ -5,6 +5,7 @@ a second call renames nothing, and a target that exists already is refused in on
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -203,3 +204,31 @@ def test_a_run_trained_before_the_one_train_rule_gets_its_stand_ins_and_nothing_
     assert all(load_torch(run_dir / CHECKPOINT_FILES[name])[STANDS_IN_FOR] == "last" for name in absent)
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir() if p.name in times} == times
     assert _rename(results, capsys)[1].startswith("nothing to rename")
+
+
+def test_snakemakes_records_follow_the_renames(tmp_path):
+    """A record of a renamed output is dropped (its parameters name the config as written before);
+    a record that names a renamed run among its inputs is rewritten, so that Snakemake does not
+    rerun that job because the set of its input files changed; other records are left alone."""
+    from base64 import urlsafe_b64encode
+
+    from study.rename import rewrite_snakemake_records
+
+    old, new = "cifar10-lenet-standard-e2-s0-aaaaaaaa", "cifar10-lenet-standard-e2-s0-bbbbbbbb"
+    metadata = tmp_path / ".snakemake" / "metadata"
+    metadata.mkdir(parents=True)
+
+    def record(output: str, inputs: list[str]) -> Path:
+        path = metadata / urlsafe_b64encode(output.encode()).decode()
+        path.write_text(json.dumps({"rule": "x", "input": str(inputs), "params": "[]"}))
+        return path
+
+    renamed = record(f"results/runs/{old}/model.pt", [])
+    reader = record("results/ci/tables/classwise.csv", [f"results/evaluations/{old}/clean.parquet"])
+    other = record("results/ci/tables/frl.csv", ["results/evaluations/other/clean.parquet"])
+    before = other.read_text()
+    assert rewrite_snakemake_records(metadata, {old: new}) == (1, 1)
+    assert not renamed.exists()
+    assert json.loads(reader.read_text())["input"] == str([f"results/evaluations/{new}/clean.parquet"])
+    assert other.read_text() == before
+    assert rewrite_snakemake_records(metadata, {old: new}) == (0, 0)
