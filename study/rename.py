@@ -283,24 +283,32 @@ def rename_results(results: Path, data: Path, renames: Renames) -> None:
         _move_named(root, names)
 
 
-def stand_ins_missing(results: Path, renames: Renames) -> dict[str, list[str]]:
+def stand_ins_missing(results: Path, renames: Renames) -> dict[str, tuple[list[str], str]]:
     """Per run (by its new id), the checkpoint files of the one train rule that a run trained
-    before it lacks (study.run_directory.missing_stand_ins): written by `write_stand_ins`, so that
-    Snakemake finds the train job's files complete and retrains nothing."""
-    from study.run_directory import missing_stand_ins
+    before it lacks, and the run key they carry (study.run_directory.missing_stand_ins): written by
+    `write_stand_ins`, so that Snakemake finds the train job's files complete and retrains nothing."""
+    from study.run_directory import missing_stand_ins, read_run_config
 
-    out: dict[str, list[str]] = {}
+    out: dict[str, tuple[list[str], str]] = {}
     for folder in sorted((results / "runs").iterdir()) if (results / "runs").is_dir() else []:
-        if (folder / "config.json").is_file() and (names := missing_stand_ins(folder)):
-            out[renames.runs.get(folder.name, folder.name)] = names
+        config = folder / CONFIG_FILE
+        if not config.is_file():
+            continue
+        # the config as it will be written (a renamed run's new one), parsed once here
+        spec = renames.configs.get(config) or read_run_config(folder)
+        if names := missing_stand_ins(folder, spec):
+            out[renames.runs.get(folder.name, folder.name)] = (names, spec.key)
     return out
 
 
-def write_stand_ins(results: Path, runs: list[str]) -> int:
-    """The stand-ins of `runs` (their new ids, after the renames) written; how many files."""
-    from study.run_directory import write_missing_stand_ins
+def write_stand_ins(results: Path, missing: dict[str, tuple[list[str], str]]) -> int:
+    """The stand-ins of `stand_ins_missing` written, once the runs carry their new ids; how many files."""
+    from study.run_directory import write_stand_in
 
-    return sum(len(write_missing_stand_ins(results / "runs" / run)) for run in runs)
+    for run, (names, key) in missing.items():
+        for name in names:
+            write_stand_in(results / "runs" / run, name, key)
+    return sum(len(names) for names, _ in missing.values())
 
 
 def _record_id(metadata: Path, path: Path) -> str:

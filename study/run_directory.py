@@ -140,25 +140,26 @@ def kept_checkpoints(run: RunConfig) -> list[str]:
             *(["published"] if run.published_selection is not None else [])]
 
 
-def missing_stand_ins(run_dir: str | Path) -> list[str]:
+def stand_in_names(run: RunConfig) -> list[str]:
+    """The checkpoints a run keeps no model of: the file of each is a stand-in for model.pt."""
+    kept = kept_checkpoints(run)
+    return [name for name in CHECKPOINT_FILES if name not in kept]
+
+
+def missing_stand_ins(run_dir: Path, spec: ConfigSpec) -> list[str]:
     """The checkpoint names whose stand-ins a finished run lacks (a results folder of a version
     that wrote none); none for a zoo model or a run not finished (its train job writes them)."""
-    run_dir = Path(run_dir)
-    spec = read_run_config(run_dir)
     if not isinstance(spec.config, RunConfig) or not (run_dir / CHECKPOINT_FILES["last"]).is_file():
         return []
-    kept = kept_checkpoints(spec.config)
-    return [name for name, file in CHECKPOINT_FILES.items() if name not in kept and not (run_dir / file).is_file()]
+    return [name for name in stand_in_names(spec.config) if not (run_dir / CHECKPOINT_FILES[name]).is_file()]
 
 
 def write_missing_stand_ins(run_dir: str | Path) -> list[str]:
-    """The stand-ins a finished run lacks, written: the train job's files are then complete and
-    Snakemake reruns nothing, where a rerun of the job would rewrite model.pt and so rerun every
-    evaluation of the run. Returns their files."""
+    """The stand-ins a finished run lacks, written: the train job's files are then complete, as
+    a run trained today leaves them. Returns their files."""
     run_dir = Path(run_dir)
-    missing = missing_stand_ins(run_dir)
-    key = read_run_config(run_dir).key if missing else ""
-    return [write_stand_in(run_dir, name, key).name for name in missing]
+    spec = read_run_config(run_dir)
+    return [write_stand_in(run_dir, name, spec.key).name for name in missing_stand_ins(run_dir, spec)]
 
 
 def stand_in_error(path: Path, blob: Mapping) -> ValueError:

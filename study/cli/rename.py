@@ -33,7 +33,7 @@ def cmd_rename_runs(args: argparse.Namespace) -> int:
         print(f"{run}: config.json written canonically (same id)")
     # checked before anything is written: a config.json that does not parse refuses the whole call
     missing = stand_ins_missing(args.results, renames)
-    for run, names in missing.items():
+    for run, (names, _) in missing.items():
         print(f"{run}: stand-ins for model.pt written ({', '.join(names)}: the run keeps no such checkpoint)")
     if not (renames.runs or renames.constructions or renames.configs or missing):
         print(f"nothing to rename: every run under {args.results / 'runs'} carries its id already")
@@ -42,7 +42,7 @@ def cmd_rename_runs(args: argparse.Namespace) -> int:
         print("dry run: nothing changed")
         return 0
     rename_results(args.results, args.data, renames)
-    written = write_stand_ins(args.results, list(missing))
+    written = write_stand_ins(args.results, missing)
     # Snakemake's records beside the results folder: a job reading a renamed run is not rerun for its new path
     records = args.results.parent / ".snakemake" / "metadata"
     rewritten_records, dropped = rewrite_snakemake_records(records, renames.names())

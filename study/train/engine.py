@@ -49,6 +49,7 @@ from study.run_directory import (
     VALIDATION_FILE,
     kept_checkpoints,
     save_model,
+    stand_in_names,
     write_stand_in,
 )
 from study.train.checkpoint import place_copy, rng_state, save_checkpoint
@@ -240,9 +241,7 @@ def keep_model(state: RunState, name: str, out_model: torch.nn.Module, epoch: in
 def write_stand_ins(state: RunState) -> list[str]:
     """A stand-in for model.pt in the file of every checkpoint the run keeps none of
     (run_directory.STANDS_IN_FOR): every run has every file of the checkpoint table. Returns their files."""
-    kept = kept_checkpoints(state.run)
-    missing = [name for name in CHECKPOINT_FILES if name not in kept]
-    return [write_stand_in(state.run_dir, name, state.spec.key).name for name in missing]
+    return [write_stand_in(state.run_dir, name, state.spec.key).name for name in stand_in_names(state.run)]
 
 
 def restore_finished(state: RunState) -> None:

@@ -63,6 +63,20 @@ def _as_written_by_the_old_identity(results, spec, cfg) -> str:
     return old_id
 
 
+def _copy_of(trained, tmp_path) -> Path:
+    """A copy of the trained run's results folder, to change and rename."""
+    results = tmp_path / "results"
+    shutil.copytree(trained[0], results)
+    return results
+
+
+def _old_copy(trained, tmp_path) -> tuple[Path, str]:
+    """A copy as the old identity wrote it: (results folder, the old run id)."""
+    results = _copy_of(trained, tmp_path)
+    _, spec, cfg = trained
+    return results, _as_written_by_the_old_identity(results, spec, cfg)
+
+
 def _rename(results, capsys, *extra) -> tuple[int, str]:
     code = main(["rename-runs", "--results", str(results), "--data", str(results.parent / "data"), *extra])
     out = capsys.readouterr()
@@ -70,17 +84,14 @@ def _rename(results, capsys, *extra) -> tuple[int, str]:
 
 
 def test_an_unchanged_folder_has_nothing_to_rename(trained, tmp_path, capsys):
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
+    results = _copy_of(trained, tmp_path)
     assert _rename(results, capsys) == (0, f"nothing to rename: every run under {results / 'runs'} carries its "
                                            "id already\n")
 
 
 def test_a_folder_of_the_old_identity_is_renamed_with_every_file_naming_it(trained, tmp_path, capsys):
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
     _, spec, cfg = trained
-    old_id = _as_written_by_the_old_identity(results, spec, cfg)
+    results, old_id = _old_copy(trained, tmp_path)
     assert old_id != spec.run_id
     weights = load_torch(results / "runs" / old_id / "model.pt")["state_dict"]
     frame_before = read_records(results / "evaluations" / old_id / "pgd3.parquet")[0]
@@ -113,8 +124,7 @@ def test_a_folder_of_the_old_identity_is_renamed_with_every_file_naming_it(train
 
 
 def test_a_target_that_exists_is_refused_and_nothing_is_renamed(trained, tmp_path, capsys):
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
+    results = _copy_of(trained, tmp_path)
     _, spec, _ = trained
     stale = spec.run_id.removesuffix(spec.key) + "0badc0de"
     shutil.copytree(results / "runs" / spec.run_id, results / "runs" / stale)
@@ -141,10 +151,8 @@ def test_a_missing_results_folder_is_one_line(tmp_path, capsys):
 def test_a_constructed_dataset_of_a_renamed_source_run_is_renamed_with_it(trained, tmp_path, capsys):
     from study.config.spec import construction_key
 
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
     _, spec, cfg = trained
-    old_id = _as_written_by_the_old_identity(results, spec, cfg)
+    results, old_id = _old_copy(trained, tmp_path)
     settings = {"steps": 2, "eps": 0.5}
     old_key = construction_key("d_r", {"robust": old_id}, settings)
     constructed = tmp_path / "data" / "constructed"
@@ -164,10 +172,8 @@ def test_a_constructed_dataset_of_a_renamed_source_run_is_renamed_with_it(traine
 
 
 def test_a_config_json_that_is_no_json_is_one_line_and_nothing_is_renamed(trained, tmp_path, capsys):
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
     _, spec, cfg = trained
-    old_id = _as_written_by_the_old_identity(results, spec, cfg)
+    results, old_id = _old_copy(trained, tmp_path)
     (results / "runs" / "broken").mkdir()
     (results / "runs" / "broken" / "config.json").write_text("{")
     code, out = _rename(results, capsys)
@@ -184,8 +190,7 @@ def test_a_run_trained_before_the_one_train_rule_gets_its_stand_ins_and_nothing_
     from study.checkpoints import CHECKPOINT_FILES
     from study.run_directory import STANDS_IN_FOR, kept_checkpoints
 
-    results = tmp_path / "results"
-    shutil.copytree(trained[0], results)
+    results = _copy_of(trained, tmp_path)
     _, spec, _ = trained
     run_dir = results / "runs" / spec.run_id
     absent = [name for name in CHECKPOINT_FILES if name not in kept_checkpoints(spec.trained)]
