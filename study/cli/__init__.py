@@ -9,9 +9,13 @@ arguments that the Snakemake rules pass."""
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 from typing import NoReturn
 
 from study.cli import bench, data, evaluate, features, figures, plan, rename, report, robustness, tables, train, zoo
@@ -37,18 +41,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Interrupts:
+    """SIGINT's handler while a command runs: it raises KeyboardInterrupt, as Python's own does,
+    but never inside an import, and remembers that it did.
+
+    Libraries do not survive an exception raised while they import: torch's C code clears any
+    error raised while it imports numpy, which leaves a half-imported module whose next use fails
+    with an unrelated error (`module 'numpy' has no attribute 'subtract'`), and an exception that
+    crosses its pybind11 calls aborts the process. So an interrupt that finds an import under way
+    is delivered again a moment later, until it finds none; an error after an interrupt (one that a
+    library swallowed all the same), or a normal end after it, is then the interrupt it was."""
+
+    RETRY_S = 0.05
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        if _importing(frame):
+            # (another thread asks the main one again: the handler runs there, between bytecodes)
+            retry = threading.Timer(self.RETRY_S, _thread.interrupt_main)
+            retry.daemon = True
+            retry.start()
+            return
+        raise KeyboardInterrupt
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether the main thread, stopped at `frame`, is inside an import statement's machinery."""
+    while frame is not None:
+        if frame.f_globals.get("__name__") in ("importlib._bootstrap", "importlib._bootstrap_external"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    interrupts = _Interrupts()
+    previous = signal.signal(signal.SIGINT, interrupts)
+    command = "study"
     try:
-        return args.func(args)
-    except (ValueError, OSError, RuntimeError) as err:
-        # Known failure modes (bad config, missing file, diverged run) get one clear line.
-        # One line, whatever the message holds, so that a log's last line is the whole story.
-        if os.environ.get("STUDY_TRACEBACK"):
+        # (parsing already imports the config's types: an interrupt there is one line too)
+        args = build_parser().parse_args(argv)
+        command = f"study {args.command}"
+        try:
+            status: int = args.func(args)
+        except KeyboardInterrupt:
             raise
-        message = " ".join(str(err).split())
-        print(f"study {args.command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
-        return 2
+        except Exception as err:
+            if interrupts.seen:
+                raise KeyboardInterrupt from err
+            if not isinstance(err, (ValueError, OSError, RuntimeError)):
+                raise
+            # Known failure modes (bad config, missing file, diverged run) get one clear line.
+            # One line, whatever the message holds, so that a log's last line is the whole story.
+            if os.environ.get("STUDY_TRACEBACK"):
+                raise
+            message = " ".join(str(err).split())
+            print(f"{command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+            return 2
+        if interrupts.seen:
+            raise KeyboardInterrupt
+        return status
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback
-        print(f"study {args.command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run() -> NoReturn:
+    """The `study` executable. Once the command's work is done, Ctrl-C has nothing left to stop:
+    ignored from then on, it cannot put a KeyboardInterrupt into the interpreter's shutdown."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `main` restores when it returns
+    sys.exit(main())
