@@ -78,6 +78,10 @@ def _importing(frame: FrameType | None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `study` command on `argv`; without one, the process's own arguments, and then this is the
+    process's command: once its work is done, Ctrl-C has nothing left to stop and is ignored, so that
+    it cannot put a KeyboardInterrupt into the interpreter's shutdown. (The console script's name
+    stays `study.cli:main`, so that an environment installed at any commit runs any other.)"""
     interrupts = _Interrupts()
     previous = signal.signal(signal.SIGINT, interrupts)
     command = "study"
@@ -108,11 +112,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous if argv is not None else signal.SIG_IGN)
 
-
-def run() -> NoReturn:
-    """The `study` executable. Once the command's work is done, Ctrl-C has nothing left to stop:
-    ignored from then on, it cannot put a KeyboardInterrupt into the interpreter's shutdown."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `main` restores when it returns
-    sys.exit(main())

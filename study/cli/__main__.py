@@ -1,5 +1,7 @@
 """`python -m study.cli`: the `study` command, where its console script is not on the PATH."""
 
-from study.cli import run
+import sys
 
-run()
+from study.cli import main
+
+sys.exit(main())

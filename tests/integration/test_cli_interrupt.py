@@ -85,12 +85,22 @@ def test_without_an_interrupt_an_unknown_error_keeps_its_traceback(tmp_path):
 
 
 def test_an_interrupt_after_the_work_is_done_ends_the_process_quietly(tmp_path):
-    # the signal arrives while the interpreter shuts down (it waits for this non-daemon thread)
+    # main() without arguments is the process's command; the signal arrives while the interpreter
+    # shuts down (it waits for this non-daemon thread)
     proc = _run(tmp_path, """\
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
         print("done")
         return 0
-        """, call=f"sys.argv[1:] = {ARGS}; cli.run()")
+        """, call=f"sys.argv[1:] = {ARGS}; sys.exit(cli.main())")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done"
     assert proc.stderr == ""
+
+
+def test_a_caller_that_passes_its_arguments_gets_its_own_interrupt_handler_back(tmp_path):
+    # (a test or a script calling main(argv) in its process keeps its Ctrl-C)
+    proc = _run(tmp_path, """\
+        return 0
+        """, call=f"status = cli.main({ARGS}); print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
