@@ -89,28 +89,22 @@ def main(argv: list[str] | None = None) -> int:
         # (parsing already imports the config's types: an interrupt there is one line too)
         args = build_parser().parse_args(argv)
         command = f"study {args.command}"
-        try:
-            status: int = args.func(args)
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:
-            if interrupts.seen:
-                raise KeyboardInterrupt from err
-            if not isinstance(err, (ValueError, OSError, RuntimeError)):
-                raise
-            # Known failure modes (bad config, missing file, diverged run) get one clear line.
-            # One line, whatever the message holds, so that a log's last line is the whole story.
-            if os.environ.get("STUDY_TRACEBACK"):
-                raise
-            message = " ".join(str(err).split())
-            print(f"{command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
-            return 2
-        if interrupts.seen:
+        status: int = args.func(args)
+        if interrupts.seen:  # a library swallowed it, and the command went on to its end
             raise KeyboardInterrupt
         return status
-    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback
-        print(f"{command}: interrupted", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, Exception) as err:
+        # Ctrl-C: the shell's status for SIGINT, no traceback; an error after one is its consequence
+        if isinstance(err, KeyboardInterrupt) or interrupts.seen:
+            print(f"{command}: interrupted", file=sys.stderr)
+            return 130
+        # Known failure modes (bad config, missing file, diverged run) get one clear line.
+        # One line, whatever the message holds, so that a log's last line is the whole story.
+        if not isinstance(err, (ValueError, OSError, RuntimeError)) or os.environ.get("STUDY_TRACEBACK"):
+            raise
+        message = " ".join(str(err).split())
+        print(f"{command}: error: {message} (STUDY_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGINT, previous if argv is not None else signal.SIG_IGN)
 
