@@ -226,18 +226,24 @@ def _restart(model: nn.Module, x: Tensor, x32: Tensor, labels: Tensor, delta0: T
              solved: Tensor) -> bool:
     """One more run on the samples not yet solved, keeping per sample the first success or
     the best final loss (updates `best`, `best_loss`, `solved` in place); False when every
-    sample was solved already."""
-    idx = (~solved).nonzero().squeeze(1)
-    if idx.numel() == 0:
+    sample was solved already.
+
+    A model in train mode is attacked on the whole batch: its BatchNorm layers normalise by
+    the batch's own statistics, so a subset would be a different model (and a subset of one
+    sample has no batch statistics at all); only the unsolved samples' results are kept."""
+    unsolved = ~solved
+    if not unsolved.any():
         return False
+    run = torch.ones_like(solved) if any(m.training for m in model.modules()) else unsolved
+    idx = run.nonzero().squeeze(1)
     delta = pgd_run(model, x[idx], labels[idx], delta0[idx], eps_t[idx], alpha_t[idx], steps, norm, sign, loss_fn)
     x_adv = x32[idx] + delta
     with torch.no_grad():
         losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
-    success = pred == labels[idx] if sign < 0 else pred != labels[idx]
+    success = (pred == labels[idx] if sign < 0 else pred != labels[idx]) & unsolved[idx]
     # NaN best_loss marks "no run yet", so the first run always fills it.
     better = sign * losses > sign * best_loss[idx]
-    take = success | better | torch.isnan(best_loss[idx])
+    take = unsolved[idx] & (success | better | torch.isnan(best_loss[idx]))
     best[idx[take]] = x_adv[take]
     best_loss[idx[take]] = losses[take]
     solved[idx[success]] = True
@@ -274,7 +280,8 @@ def pgd_attack(
     (projected into the ball and the box) when ``start_std`` is given, or from ``x`` when
     ``random_start`` is False. Per sample, the first run that succeeds (misclassified / classified as
     ``target``) is kept, else the run with the highest (untargeted) / lowest (targeted)
-    final loss. Later runs only attack samples still unsolved, but every run draws its
+    final loss. Later runs only attack samples still unsolved (a model in train mode: the
+    whole batch, keeping only the unsolved samples' results), but every run draws its
     random start for the whole batch so that, for a model in eval mode, ``restarts=k`` gives
     exactly the per-sample selection over ``k`` consecutive single-run calls sharing
     ``generator``.

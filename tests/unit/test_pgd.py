@@ -181,6 +181,23 @@ def test_attack_keeps_train_or_eval_mode(training):
     assert all(m.training == training for m in model.modules())
 
 
+def test_a_train_mode_restart_attacks_the_whole_batch_and_keeps_the_solved_samples():
+    # The last layer predicts class 0 for every input: sample 0 (label 0) stays unsolved
+    # after the first run, the others are solved by it. A second run on sample 0 alone
+    # would put a batch of one through train-mode BatchNorm, which has no batch statistics.
+    head = nn.Linear(16, 4)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.copy_(torch.tensor([100.0, 0.0, 0.0, 0.0]))
+    model = nn.Sequential(nn.Flatten(), nn.Linear(192, 16), nn.BatchNorm1d(16), nn.ReLU(), head).train()
+    x, y = torch.rand(8, *SHAPE, generator=_seeded(3)), torch.tensor([0, 1, 2, 3, 1, 2, 3, 1])
+    kwargs = dict(eps=0.03, alpha=0.01, steps=2)
+    two = pgd_attack(model, x, y, restarts=2, generator=_seeded(5), **kwargs)
+    one = pgd_attack(model, x, y, restarts=1, generator=_seeded(5), **kwargs)
+    assert torch.equal(two[1:], one[1:])
+    assert model.training
+
+
 def test_same_seed_same_result_and_different_seed_differs(toy):
     model, x, y = toy
     kwargs = dict(eps=0.03, alpha=0.005, steps=3, restarts=2)
