@@ -240,10 +240,11 @@ def _restart(model: nn.Module, x: Tensor, x32: Tensor, labels: Tensor, delta0: T
     x_adv = x32[idx] + delta
     with torch.no_grad():
         losses, pred = _losses(model, x_adv.to(x.dtype), labels[idx], loss_fn)
-    success = (pred == labels[idx] if sign < 0 else pred != labels[idx]) & unsolved[idx]
+    open_ = unsolved[idx]
+    success = (pred == labels[idx] if sign < 0 else pred != labels[idx]) & open_
     # NaN best_loss marks "no run yet", so the first run always fills it.
     better = sign * losses > sign * best_loss[idx]
-    take = unsolved[idx] & (success | better | torch.isnan(best_loss[idx]))
+    take = open_ & (success | better | torch.isnan(best_loss[idx]))
     best[idx[take]] = x_adv[take]
     best_loss[idx[take]] = losses[take]
     solved[idx[success]] = True
