@@ -2,52 +2,27 @@
 
 A preset is merged over params.yaml, so a value written into params.yaml (what `dvc exp run -S
 train.epochs=3` does) would lose to the preset's `train.epochs` and DVC would record a value that
-did not run. The study's defaults are params.yaml as committed (`git show REV:params.yaml`,
-REV the experiment's baseline under `dvc exp run`, else HEAD); every value where the working
-params.yaml differs from them was set for this run, and is handed to Snakemake as a `--config`
-override, which load_params merges after the preset. Snakemake's own `--config` values take
-the same road, so both front ends mean the same thing by a value given on the command line.
+did not run. The study's defaults are its published settings (workflow/published-settings.yaml,
+params.yaml as committed on main, annotated); every value where params.yaml differs from them is
+set, and load_params merges it after the preset (`set_in_params`), whoever loads params.yaml:
+Snakemake, `dvc repro` (python -m study.stage, which hands them on as `--config` as well), the
+`study` command. So after `dvc exp apply`, or on an experiment's commit, plain Snakemake runs what
+the experiment ran. Snakemake's own `--config` values are merged last, the same way.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from study.config.core import ConfigError
-from study.config.yamlfile import load_yaml
+from study.config.yamlfile import read_yaml
 
 #: DVC names the commit an experiment starts from (dvc.env.DVC_EXP_BASELINE_REV)
 BASELINE_ENV = "DVC_EXP_BASELINE_REV"
-
-
-def committed_params(params_path: Path, rev: str | None = None) -> dict:
-    """params.yaml as committed at `rev` (the experiment's baseline, else HEAD); a ConfigError
-    line when git cannot give it, since without it no value set for the run can be told apart."""
-    params_path = Path(params_path).resolve()
-    rev = rev or os.environ.get(BASELINE_ENV) or "HEAD"
-    try:
-        proc = subprocess.run(["git", "show", f"{rev}:./{params_path.name}"], cwd=params_path.parent,
-                              capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise ConfigError("git is not installed: the study's defaults are params.yaml as committed, "
-                          "and values set for a run (dvc exp run -S) are told apart from them by git") from None
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["git show failed"])[-1]
-        raise ConfigError(f"{params_path} has no committed version at {rev} ({reason}): commit params.yaml "
-                          "(the study's defaults) so that the values set for a run can be told from them")
-    try:
-        data = load_yaml(proc.stdout, f"{params_path} at {rev}")
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{params_path} at {rev} is not valid YAML: {' '.join(str(err).split())}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{params_path} at {rev} must hold a mapping at the top level")
-    return data
 
 
 def _same(a: object, b: object) -> bool:
@@ -73,11 +48,44 @@ def changed_values(current: Mapping, committed: Mapping) -> dict:
     return out
 
 
-def run_overrides(params_path: Path, rev: str | None = None) -> dict:
-    """The values of the working params.yaml set for this run (see the module's docstring)."""
-    from study.config.params import read_yaml
+#: the study's defaults, beside the presets (workflow/): params.yaml as committed, annotated
+PUBLISHED_SETTINGS = Path("workflow/published-settings.yaml")
 
-    return changed_values(read_yaml(Path(params_path)), committed_params(params_path, rev))
+
+def differences(current: Mapping, base: Mapping) -> dict:
+    """The parts of `current` that differ from `base` (as changed_values), a key `base` lacks
+    included and a key `current` lacks skipped."""
+    out: dict = {}
+    for key, value in current.items():
+        before = base.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            if inner := differences(value, before):
+                out[key] = inner
+        elif key not in base or not _same(value, before):
+            out[key] = value
+    return out
+
+
+def set_in_params(params: Mapping, params_path: Path) -> dict:
+    """The values `params` (params.yaml as read from `params_path`) sets: where it differs from the
+    published settings beside it, the preset's selection aside (the preset it names is loaded as
+    such); none where the project has no published settings (a configuration written by hand)."""
+    published = Path(params_path).resolve().parent / PUBLISHED_SETTINGS
+    if not published.is_file():
+        return {}
+    values = differences(params, read_yaml(published))
+    values.pop("preset", None)
+    return values
+
+
+def run_overrides(params_path: Path) -> dict:
+    """The values of params.yaml set for this run (see the module's docstring), the preset it
+    names among them where that is not the published one."""
+    params = read_yaml(Path(params_path))
+    published = Path(params_path).resolve().parent / PUBLISHED_SETTINGS
+    preset = {"preset": params["preset"]} if published.is_file() and params.get("preset") != read_yaml(
+        published).get("preset") else {}
+    return {**preset, **set_in_params(params, Path(params_path))}
 
 
 def config_arguments(overrides: Mapping) -> list[str]:

@@ -24,7 +24,7 @@ from study.config.core import (
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
 from study.config.types import ExperimentGroup, Params, parse
-from study.config.yamlfile import load_yaml
+from study.config.yamlfile import load_yaml, read_yaml
 
 DEFAULT_PARAMS = Path("params.yaml")
 DEFAULT_PRESETS = Path("workflow/presets")
@@ -33,21 +33,6 @@ DEFAULT_SCHEMA = Path("workflow/schemas/params.schema.yaml")
 
 def available_presets(presets_dir: Path = DEFAULT_PRESETS) -> list[str]:
     return sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
-
-
-
-
-def read_yaml(path: Path) -> dict:
-    try:
-        with open(path) as fh:
-            data = load_yaml(fh, str(path))
-    except FileNotFoundError as err:
-        raise ConfigError(f"config file not found: {path}") from err
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}") from err
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping at the top level, got {type(data).__name__}")
-    return data
 
 
 def non_finite_paths(value: object, where: str = "") -> list[str]:
@@ -125,6 +110,12 @@ def load_params(
     `coerce_overrides` for the forms they take), parsed once (`parse_params`)."""
     overrides = coerce_overrides(overrides or {})
     params = dict(base) if base is not None else read_yaml(Path(params_path))
+    if base is None:
+        # the values params.yaml sets (where it differs from the published settings: `dvc exp run -S`,
+        # an applied experiment, an edit) win over the preset, the command line's over both
+        from study.config.overrides import set_in_params
+
+        overrides = deep_merge(coerce_overrides(set_in_params(params, Path(params_path))), overrides)
     # A front end that already merged the overrides in their raw form (Snakemake's config
     # holds `train.epochs` as a top-level key) leaves copies the schema would reject.
     params = {k: v for k, v in params.items() if "." not in str(k)}

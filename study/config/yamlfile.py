@@ -7,6 +7,7 @@ appears (memoized, so the count itself is linear in the graph), and refused abov
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -63,3 +64,17 @@ def load_yaml(text: str | Any, source: str) -> Any:
     """The YAML document in `text` (a string or an open file), checked by `check_expansion`;
     yaml.YAMLError passes through for the caller to name the file."""
     return check_expansion(yaml.load(text, Loader=LOADER), source)
+
+
+def read_yaml(path: Path) -> dict:
+    """A YAML file holding a mapping (params.yaml, a preset); a ConfigError line otherwise."""
+    try:
+        with open(path) as fh:
+            data = load_yaml(fh, str(path))
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {path}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path} is not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping at the top level, got {type(data).__name__}")
+    return data

@@ -48,14 +48,42 @@ def test_config_arguments_round_trip_through_snakemake_parsing():
 
 
 # ---------------------------------------------------------------- the stage command
-def test_stage_refuses_in_one_line_without_a_committed_params(tmp_path):
+def test_values_set_in_params_yaml_win_over_the_preset_for_every_front_end(tmp_path):
+    """A value is set where params.yaml differs from the published settings (no git needed): after
+    DVC's own writer put `-S preset=ci -S train.batch_size=32` into it (what `dvc exp run` and an
+    applied experiment leave), load_params (plain Snakemake, `study`) and the stage's line agree,
+    and the file differs from the committed one in those two lines alone."""
+    from dvc.utils.hydra import apply_overrides
+
     shutil.copy2(ROOT / "params.yaml", tmp_path / "params.yaml")
-    run_process(["git", "init", "-q"], tmp_path)
-    proc = run_process([sys.executable, "-m", "study.stage", "--params", tmp_path / "params.yaml", "--dry-run",
-                        "train_all"], ROOT, ok=False)
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "has no committed version at HEAD" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    apply_overrides(tmp_path / "params.yaml", ["preset=ci", "train.batch_size=32"])
+    before, after = (ROOT / "params.yaml").read_text().splitlines(), (tmp_path / "params.yaml").read_text().splitlines()
+    assert len(before) == len(after)
+    assert sorted(b.strip() + " -> " + a.strip() for b, a in zip(before, after, strict=True) if a != b) == [
+        "batch_size: 128 -> batch_size: 32", "preset: paper -> preset: ci"]
+    params = load_params(tmp_path / "params.yaml", None, tmp_path / "workflow/presets",
+                         tmp_path / "workflow/schemas/params.schema.yaml")
+    assert params.preset == "ci" and {r.config["batch_size"] for r in plan_runs(params)} == {32}
+    proc = run_process([sys.executable, "-m", "study.stage", "--params", tmp_path / "params.yaml",
+                        "--profile", "workflow/profiles/cpu", "--dry-run", "train_all"], ROOT)
+    assert "values set for this run: preset=ci, train.batch_size=32" in proc.stdout.splitlines()[0]
+    # a value set back to the published one is no value set: the preset's stands
+    apply_overrides(tmp_path / "params.yaml", ["train.batch_size=128"])
+    params = load_params(tmp_path / "params.yaml", None, tmp_path / "workflow/presets",
+                         tmp_path / "workflow/schemas/params.schema.yaml")
+    preset = yaml.safe_load((ROOT / "workflow/presets/ci.yaml").read_text())
+    assert params.train.batch_size == preset["train"]["batch_size"] != 128
+
+
+def test_params_yaml_is_kept_in_the_form_dvc_writes(tmp_path):
+    """DVC's writer (what `-S` runs) leaves params.yaml as committed byte for byte when it sets a
+    value to the one there: an experiment's diff is its values and nothing else."""
+    from dvc.utils.hydra import apply_overrides
+
+    shutil.copy2(ROOT / "params.yaml", tmp_path / "params.yaml")
+    apply_overrides(tmp_path / "params.yaml", ["preset=paper"])
+    assert (tmp_path / "params.yaml").read_text() == (ROOT / "params.yaml").read_text()
 
 
 def test_stage_hands_the_values_set_for_the_run_to_snakemake(tmp_path):
