@@ -13,7 +13,7 @@ CORES ?= 2
 # re-rewrite every test module's asserts) again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup report plots demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
+.PHONY: setup report pull pull-records plots demo test test-compile test-pipeline lint paper clean-results check-install test-slurm slurm-commands gpu-bundle gpu-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,19 @@ report: setup
 		--config preset=$(PRESET) -- report_inputs
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/snakemake --profile workflow/profiles/cpu --cores $(CORES) \
 		--config preset=$(PRESET) --report $(REPORT) -- report_inputs
+	@# DVC's record of the report (no job makes it, so no Snakemake run records it): it travels with the jobs' files
+	@if [ -d .dvc ]; then $(BIN)/study record --also $(REPORT); fi
 	@echo "The study's report ($(PRESET) preset): $(REPORT) (open it in a browser). Figures: results/$(PRESET)/figures/; reproduction: results/$(PRESET)/reproduction.md"
+
+# A result set that someone pushed (docs/usage.md, "Sharing results"): every file DVC recorded
+# (versions/*.dvc), fetched from the default remote, each set to its job's end time so that
+# Snakemake finds it up to date; `make pull-records` leaves the weights and dataset tensors (*.pt)
+# on the remote: every table, figure and report page rebuilds without them.
+pull: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/study pull
+
+pull-records: setup
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/study pull --records-only
 
 # DVC's plots (dvc.yaml `plots:`: one panel per run) as a page that draws offline: the vega
 # libraries inline (study plots-template), not loaded from a CDN. Reads the tables of params.yaml's

@@ -408,9 +408,23 @@ def price_refusal(params: Params, runs: Sequence[RunSpec], zoo: Sequence[RunSpec
     if params.preset != SMALLER_PRESET and (root / "workflow/presets" / f"{SMALLER_PRESET}.yaml").is_file():
         small = load_params(root / "params.yaml", {"preset": SMALLER_PRESET}, presets_dir=root / "workflow/presets",
                             schema_path=root / "workflow/schemas/params.schema.yaml")
-        smaller = (f"a smaller preset (--config preset={SMALLER_PRESET}: "
+        smaller = (f"a smaller preset ({setting('preset', SMALLER_PRESET)}: "
                    f"{_days(_hours_here(small, plan_runs(small), plan_zoo(small), root)[0])} here), ")
+    slurm = (f"the Slurm profile (--profile {SLURM_PROFILE})" if front_end() == "snakemake" else
+             f"the Slurm profile (Snakemake with --profile {SLURM_PROFILE}: docs/usage.md)")
     return (f"refused: preset {params.preset} would keep this machine ({this_machine()[2]}) busy for "
             f"{_days(here)} by its estimated price, over the {PRICE_LIMIT_HOURS / 24:.0f}-day limit of a run here; "
-            f"ways out: {smaller}a GPU ({_days(gpu)} on one H100), the Slurm profile (--profile {SLURM_PROFILE}), "
-            f"or --config {CONFIRM_KEY}=true to run it here anyway")
+            f"ways out: {smaller}a GPU ({_days(gpu)} on one H100), {slurm}, "
+            f"or {setting(CONFIRM_KEY, 'true')} to run it here anyway")
+
+
+def front_end() -> str:
+    """Who runs Snakemake: "dvc" under `dvc repro` / `dvc exp run` (python -m study.stage says so), else
+    "snakemake"; a way out is written in the syntax of the command the user typed."""
+    return "dvc" if os.environ.get("STUDY_FRONT_END") == "dvc" else "snakemake"
+
+
+def setting(key: str, value: str) -> str:
+    """A value set on the command line, as the front end takes it: `-S key=value` for DVC (each key
+    is in params.yaml), `--config key=value` for Snakemake."""
+    return f"-S {key}={value}" if front_end() == "dvc" else f"--config {key}={value}"

@@ -36,6 +36,12 @@ def record_name(evaluation: str, checkpoint: str = "last") -> str:
     return str(evaluation) if checkpoint == "last" else f"{evaluation}{_CHECKPOINT_MARK}{checkpoint}"
 
 
+#: the study's finding in two numbers, beside the models' files (results/<preset>/metrics/headline.json,
+#: study.tables.classwise.headline_numbers): short names no model's file uses, so that `dvc exp show`
+#: prints them as they are, in an 80-column terminal
+HEADLINE_FILE = "headline.json"
+
+
 def metrics_stem(dataset: str, model: str, method: str, train_data: str = "original") -> str:
     """The name of a model's headline metrics file (results/<preset>/metrics/<stem>.json, study.tables):
     dataset__model__method, and __<train data> for a model trained on a constructed dataset;

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-from base64 import urlsafe_b64decode
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 from study.config.spec import ConfigSpec, construction_key
 from study.run_directory import CONFIG_FILE, expected_run_id
+from study.versions import output_of
 
 #: files rewritten as text where they name an old id (logs keep what happened, as it happened)
 TEXT_SUFFIXES = (".json", ".csv", ".tsv", ".yaml", ".md", ".txt")
@@ -311,13 +311,6 @@ def write_stand_ins(results: Path, missing: dict[str, tuple[list[str], str]]) ->
     return sum(len(names) for names, _ in missing.values())
 
 
-def _record_id(metadata: Path, path: Path) -> str:
-    """The output path a Snakemake metadata record is of: its file name (split into folders, each
-    but the last marked `@`, where the name is longer than the file system allows) in urlsafe base64."""
-    parts = path.relative_to(metadata).parts
-    return urlsafe_b64decode("".join(p.removeprefix("@") for p in parts)).decode()
-
-
 def rewrite_snakemake_records(metadata: Path, names: dict[str, str]) -> tuple[int, int]:
     """Snakemake's records of the jobs that made a results folder (`.snakemake/metadata`), read as
     the renames change them: a record of a renamed output is dropped (its new path has none, so no
@@ -332,7 +325,7 @@ def rewrite_snakemake_records(metadata: Path, names: dict[str, str]) -> tuple[in
     rewritten = dropped = 0
     for path in sorted(p for p in metadata.rglob("*") if p.is_file()):
         try:
-            output = _record_id(metadata, path)
+            output = output_of(metadata, path)
         except (ValueError, UnicodeDecodeError):
             continue  # not a record of Snakemake's (a file of another tool): left alone
         if any(old in output for old in names):

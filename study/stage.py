@@ -2,14 +2,18 @@
 
 * the profile that suits the machine: workflow/profiles/local (the GPU's) where torch sees a
   CUDA device, workflow/profiles/cpu otherwise (`--profile` names another);
-* the values of params.yaml set for this run (`dvc exp run -S`, or an edit not yet committed)
-  as `--config` overrides, which load_params merges after the preset (study.config.overrides),
-  so that the run trains what `dvc exp show` records.
+* the values params.yaml sets (where it differs from the published settings: `dvc exp run -S`,
+  an applied experiment, an edit) as `--config` overrides, which load_params merges after the
+  preset as it merges them for plain Snakemake (study.config.overrides), so that the run trains
+  what `dvc exp show` records;
+* `STUDY_FRONT_END=dvc`: the records of the finished jobs go into git's index (study.versions)
+  and a refusal names its ways out as `-S` options. `--report FILE` then writes Snakemake's
+  report of the targets and records it.
 
 It prints one line saying both, then Snakemake's output; a configuration it cannot run is one
-line on stderr and exit status 2. `--write-params FILE` (the `params` stage of dvc.yaml) writes
+line on stderr and exit status 2. `--write-params FILE` (the `resolve` stage of dvc.yaml) writes
 the configuration that runs, params.yaml with its preset and the values set for this run merged,
-so that the stages after it declare what ran as their params (`dvc exp show`).
+under `run:`, so that the stages after it declare what ran as their params (`dvc exp show`).
 """
 
 from __future__ import annotations
@@ -84,13 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--summary", type=Path, default=None,
                         help="the run summary's file (the stage's own declared out; "
                              "default: results/<preset>/run_summary.md)")
+    parser.add_argument("--report", type=Path, default=None, metavar="FILE",
+                        help="then Snakemake's report of the targets, written to FILE and recorded (study.versions)")
     parser.add_argument("--write-params", type=Path, default=None, metavar="FILE",
                         help="write the resolved configuration (params.yaml, preset, values set for this run) here")
     return parser
 
 
+#: the resolved file's one top-level key: its names (run.preset, run.train.batch_size) are not
+#: params.yaml's, which DVC always lists too, so `dvc exp show` prints them without a file's name
+RESOLVED_KEY = "run"
+
+
 def write_resolved(path: Path, params: Params) -> None:
-    """The configuration that runs, as YAML: the file that the stages after the first declare as params."""
+    """The configuration that runs, as YAML, under RESOLVED_KEY: the file that the stages after the
+    first declare as params."""
     import yaml
 
     from study.io import atomic_write_text
@@ -98,7 +110,7 @@ def write_resolved(path: Path, params: Params) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Written by `python -m study.stage --write-params` (dvc.yaml's params stage): params.yaml, its\n"
               "# preset and the values set for this run, merged. Edit params.yaml, not this file.\n")
-    atomic_write_text(path, header + yaml.safe_dump(params.set_fields(), sort_keys=False, width=120))
+    atomic_write_text(path, header + yaml.safe_dump({RESOLVED_KEY: params.set_fields()}, sort_keys=False, width=120))
 
 
 def restore_committed_params(params: Path) -> str | None:
@@ -144,6 +156,17 @@ def _snakemake(argv: list[str], env: dict) -> int:
         raise
 
 
+def _report(run: StageRun, path: Path, env: dict) -> int:
+    """Snakemake's report of the targets (the front page, every figure with its caption), then its
+    record: no job makes it, so no Snakemake run records it (study.versions)."""
+    rc = _snakemake([*run.argv()[:5], "--report", str(path), *run.argv()[5:]], env)
+    if rc == 0 and Path(".dvc").is_dir():
+        from study.versions import record
+
+        record(Path("."), stage=True, also=[str(path)])
+    return rc
+
+
 def _run(args: argparse.Namespace) -> int:
     overrides = None
     try:
@@ -166,8 +189,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(" ".join(run.argv()))
         return 0
-    env = {**os.environ, **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
+    # STUDY_FRONT_END: the records of what ran go into git's index (study.versions: the experiment's commit holds
+    # them), and a refusal names its ways out as -S options (study.preflight)
+    env = {**os.environ, "STUDY_FRONT_END": "dvc", **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
     rc = _snakemake(run.argv(), env)
+    if rc == 0 and args.report:
+        rc = _report(run, args.report, env)
     if rc == 0 and args.summary and not args.summary.exists():
         # Snakemake calls no onsuccess handler when it has nothing to do; the stage's summary (a
         # declared out, which DVC removed before the run) still says what the run found

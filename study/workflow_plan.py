@@ -25,7 +25,7 @@ from study.config.evaluations import AnyEvaluation
 from study.config.types import Checks, Corruptions, Robustness, RunConfig
 from study.figures.catalog import FIGURES, Study
 from study.figures.panels import Panels
-from study.record_names import metrics_stem, record_name
+from study.record_names import HEADLINE_FILE, metrics_stem, record_name
 from study.run_directory import training_setting
 
 T = TypeVar("T")
@@ -182,10 +182,12 @@ def evaluation_sets(runs: Iterable[RunSpec], evaluations: Mapping[str, AnyEvalua
 
 
 def metrics_files(preset_results: str, plan: Iterable[RunSpec]) -> list[str]:
-    """The headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file)."""
-    return sorted({f"{preset_results}/metrics/"
-                   f"{metrics_stem(r.dataset, r.run.model, r.run.method, training_setting(r.run)['train_data'])}.json"
-                   for r in plan})
+    """The headline metrics, a file per model of the plan (`dvc metrics show` prints a row per file),
+    and the study's headline in two numbers (study.tables.classwise.HEADLINE_FILE)."""
+    models = {f"{preset_results}/metrics/"
+              f"{metrics_stem(r.dataset, r.run.model, r.run.method, training_setting(r.run)['train_data'])}.json"
+              for r in plan}
+    return sorted(models | ({f"{preset_results}/metrics/{HEADLINE_FILE}"} if models else set()))
 
 
 # ---- robustness: the runs checked, and those evaluated on CIFAR-10-C

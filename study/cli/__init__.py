@@ -18,10 +18,24 @@ import threading
 from types import FrameType
 from typing import NoReturn
 
-from study.cli import bench, data, evaluate, features, figures, plan, rename, report, robustness, tables, train, zoo
+from study.cli import (
+    bench,
+    data,
+    evaluate,
+    features,
+    figures,
+    plan,
+    rename,
+    report,
+    robustness,
+    tables,
+    train,
+    versions,
+    zoo,
+)
 
 # In the order of the workflow, which is the order `study --help` lists them in.
-MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench, rename)
+MODULES = (plan, data, train, features, evaluate, robustness, tables, report, figures, zoo, bench, rename, versions)
 
 
 class _Parser(argparse.ArgumentParser):

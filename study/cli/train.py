@@ -23,7 +23,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from study.data.prepared import load_prepared
     from study.device import select_device, set_threads
     from study.train.engine import train
+    from study.versions import refuse_not_pulled
 
+    refuse_not_pulled(f"{args.run_dir}/model.pt")
     device = select_device(args.device)
     set_threads(args.threads)
     splits = load_prepared(args.data)

@@ -24,7 +24,7 @@ from study.io import atomic_path, atomic_write_json
 from study.labels import zoo_model_name
 from study.metrics.classwise import classwise_table, seed_aggregate, summary_table
 from study.metrics.trust import not_counted, read_checks, trust_of
-from study.record_names import checkpoint_of, metrics_stem
+from study.record_names import HEADLINE_FILE, checkpoint_of, metrics_stem
 from study.run_directory import CONFIG_FILE, SETTING_COLUMNS, identity, read_run_config
 
 #: the columns a seed aggregate is keyed by
@@ -130,13 +130,37 @@ def headline_metrics(summary: pd.DataFrame) -> dict[str, dict[str, dict]]:
     return out
 
 
+def headline_numbers(summary: pd.DataFrame) -> dict[str, float | None]:
+    """PGD-AT's seed-averaged mean (`robust`) and worst-class (`worst`) accuracy under the PGD attack
+    the report's front page quotes, of the model it states the finding with (study.front_page: CIFAR-10
+    where the study has it, the last checkpoint, trained on the original data); null without one."""
+    from study.front_page import ADVERSARIAL, headline_attack
+
+    rows = summary[(summary["method"] == ADVERSARIAL) & ~summary["eval"].str.contains("@")]
+    if "train_data" in rows:
+        rows = rows[rows["train_data"].fillna("original") == "original"]
+    attack = headline_attack(rows) if not rows.empty else None
+    if attack is None:
+        return {"robust": None, "worst": None}
+    datasets = list(dict.fromkeys(rows["dataset"]))
+    dataset = "cifar10" if "cifar10" in datasets else datasets[0]
+    model = sorted(rows[rows["dataset"] == dataset]["model"].unique())[0]
+    part = rows[(rows["dataset"] == dataset) & (rows["model"] == model) & (rows["eval"] == attack)]
+    part = part[~not_counted(part)]
+    if part.empty:
+        return {"robust": None, "worst": None}
+    return {"robust": round(float(np.mean(part["mean"])), 4), "worst": round(float(np.mean(part["worst"])), 4)}
+
+
 def write_headline_metrics(summary: pd.DataFrame, out_dir: str | Path) -> list[Path]:
-    """One JSON file of headline metrics per model in `out_dir` (headline_metrics); a file of
-    an earlier study that this one does not write again is removed, since DVC shows every file
-    of the folder and a stale model would read as a result of this one."""
+    """One JSON file of headline metrics per model in `out_dir` (headline_metrics), and the study's
+    headline in two numbers (HEADLINE_FILE); a file of an earlier study that this one does not write
+    again is removed, since DVC shows every file of the folder and a stale model would read as a
+    result of this one."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    atomic_write_json(out_dir / HEADLINE_FILE, headline_numbers(summary))
+    written = [out_dir / HEADLINE_FILE]
     for stem, evaluations in headline_metrics(summary).items():
         path = out_dir / f"{stem}.json"
         atomic_write_json(path, evaluations)

@@ -19,7 +19,8 @@ LAYERS = [
     {"data", "models", "attacks", "metrics"},
     {"run_directory", "config", "predict", "workload", "resources", "cost", "labels", "record_names"},
     {"evaluate", "train", "features"},
-    {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage", "workflow_plan", "rename"},
+    {"figures", "tables", "published", "reproduction", "front_page", "preflight", "stage", "workflow_plan", "rename",
+     "versions"},
     {"cli"},
 ]
 

@@ -47,12 +47,15 @@ CLASSES = [
     # renames a results folder made before (tests/integration/test_rename_runs.py runs it)
     (r"study rename-runs( --dry-run)?", "parse"),
     # minutes to hours, or a GPU machine: the target exists, its recipe expands
-    (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle|plots|report( PRESET=\w+)?)",
+    (r"make (demo|test|test-pipeline|test-compile|lint|setup|paper|gpu-check|gpu-bundle|plots|pull|pull-records"
+     r"|report( PRESET=\w+)?)",
      "make"),
     (r"dvc repro", "dvc"),  # the whole study: its stages exist and name Snakemake targets that exist
     (r"dvc exp run( -n \w+)?( -S \S+)*( \w+)?", "dvc"),
     # the comparison of two experiments: tests/pipeline/test_dvc_exp_run.py runs them on the ci preset
     (r"dvc (exp show|exp diff|metrics diff|metrics show)( .*)?", "dvc"),
+    # sharing results: tests/pipeline/test_dvc_share.py pushes and pulls through a real SSH server
+    (r"dvc (push|pull|status|remote add -d \w+ \S+|remote modify --local \w+ keyfile \S+)", "dvc"),
     (r"snakemake (?!.*preset=)(.* )?(results/figures/all|all)( .*)?", "snakemake as ci"),  # the paper DAG
     (r"snakemake .*", "snakemake"),  # the demo and ci presets, and the paper's small targets
 ]

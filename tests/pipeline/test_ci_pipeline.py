@@ -69,8 +69,12 @@ def test_ci_pipeline_end_to_end_with_report_and_dvc(project, record_property):
     assert all(f"Running stage '{stage}'" in repro for stage in ("data", "train", "evaluate", "figures"))
     lock = yaml.safe_load((project / "dvc.lock").read_text())
     assert set(lock["stages"]) == {"resolve", "data", "train", "evaluate", "figures"}
-    assert lock["stages"]["train"]["params"]["results/params.resolved.yaml"]["preset"] == "ci"  # what ran
-    assert "data/constructed" in {o["path"] for o in lock["stages"]["train"]["outs"]}
+    assert lock["stages"]["train"]["params"]["results/params.resolved.yaml"]["run.preset"] == "ci"  # what ran
+    # what the stages' jobs made, DVC holds job by job (versions/), the constructed datasets among them
+    from study.versions import record_outs, records
+
+    recorded = {out for path in records(project) for out in record_outs(project, path)[0]}
+    assert {f"data/constructed/{c.name}.pt" for c in cons} <= recorded
     assert "up to date" in run_command([dvc, "status"], project)
 
     # Every job that ran (the targets aside) has a log, left it and said something in it.

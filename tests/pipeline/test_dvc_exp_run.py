@@ -2,22 +2,29 @@
 experiments compare (their effective params and metrics in `dvc exp show`, `dvc metrics diff`)."""
 
 import json
+import subprocess
 import sys
 
 import yaml
-from helpers.dvc import dvc_project, run_process
+from helpers.dvc import dvc_env, dvc_project, run_process
 
 from study.config import load_params, plan_runs
 
 
 # ---------------------------------------------------------------- the real thing
-def _declared(stages: dict, preset: str) -> list[str]:
-    """Every out, metric and plot path of the stages, `${preset}` (dvc.yaml's templating) that of the run."""
+def _declared(dvcyaml: dict, preset: str, project) -> list[str]:
+    """Every path DVC knows, `${preset}` (dvc.yaml's templating) that of the run: the stages' outs,
+    the top-level metrics and plots, and every file of a job's record (versions/)."""
+    from study.versions import record_outs, records
+
     paths = []
-    for stage in stages.values():
-        for kind in ("outs", "metrics", "plots"):
-            paths += [next(iter(o)) if isinstance(o, dict) else o for o in stage.get(kind, [])]
-    return [p.replace("${preset}", preset) for p in paths]
+    for stage in dvcyaml["stages"].values():
+        paths += [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", [])]
+    paths += dvcyaml.get("metrics", [])
+    for plot in dvcyaml.get("plots", []):  # a path, or {title: {y: {path: column}}}
+        paths += [plot] if isinstance(plot, str) else [f for spec in plot.values() for f in spec.get("y", {})]
+    paths += [out for path in records(project) for out in record_outs(project, path)[0]]
+    return [p.replace("${preset}", preset) for p in paths if p]
 
 
 def _exp(shown: list, name: str) -> dict:
@@ -57,8 +64,9 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
         assert pd.read_csv(run_dir / "epochs.csv")["epoch"].nunique() == run.config["epochs"]
 
     # every file the stages wrote is declared (Snakemake's own .snakemake/ aside)
-    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    declared = _declared(stages, "ci")
+    dvcyaml = yaml.safe_load((project / "dvc.yaml").read_text())
+    stages = dvcyaml["stages"]
+    declared = _declared(dvcyaml, "ci", project)
     # (each stage's run summary is its own out: python -m study.stage --summary)
     written = [p for root in ("results", "data") for p in (project / root).rglob("*") if p.is_file()
                and p.name != ".gitignore"]
@@ -93,11 +101,20 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     # the second experiment: the stages up to the metrics, another batch size
     run_process([dvc, "exp", "run", "-n", "batch48", "-S", "preset=ci", "-S", "train.batch_size=48", "evaluate"],
                 project)
+    # each experiment's outputs are its own: batch48 stopped before the figures, so its commit holds
+    # no figure image and no figure job's record (batch32's are older than its tables), batch32's does
+    refs = run_process(["git", "for-each-ref", "--format=%(refname)", "refs/exps"], project).stdout.split()
+    for name, drawn in (("batch32", True), ("batch48", False)):
+        (ref,) = [r for r in refs if r.endswith(f"/{name}")]
+        tree = run_process(["git", "ls-tree", "-r", "--name-only", ref], project).stdout.split()
+        images = [f for f in tree if f.startswith("results/ci/figure_images/")]
+        figure_records = [f for f in tree if f.startswith("versions/results/ci/logs/figures/")]
+        assert bool(images) == bool(figure_records) == drawn, (name, images[:3], figure_records[:3])
     shown = json.loads(run_process([dvc, "exp", "show", "--json"], project).stdout)
     metrics = {}
     for name, batch in (("batch32", 32), ("batch48", 48)):
         data = _exp(shown, name)
-        resolved = data["params"]["results/params.resolved.yaml"]["data"]
+        resolved = data["params"]["results/params.resolved.yaml"]["data"]["run"]
         # what ran: the preset's values, with the one set by -S (params.yaml as committed has batch 128,
         # lr 0.1, the paper preset)
         assert resolved["preset"] == "ci" and resolved["train"]["batch_size"] == batch
@@ -114,15 +131,19 @@ def test_dvc_exp_run_trains_the_values_set_on_the_command_line_and_experiments_c
     changes = json.loads(diff.stdout)
     assert set(changes) <= set(metrics["batch32"]) and changes, diff.stdout[:2000]
     assert any(isinstance(v.get("diff"), (int, float)) for entry in changes.values() for v in _leaf_diffs(entry))
-    # the documented table: a readable number of columns (docs/usage.md)
-    table = run_process([dvc, "exp", "show", "--no-pager", "--csv", "--drop", ".*", "--keep", "Experiment",
-                         "--keep", r"results/params.resolved.yaml:(preset|train\.batch_size|train\.epochs)$",
-                         "--keep",
-                         r"results/ci/metrics/synthetic__small_cnn__(standard|pgd_at)\.json:pgd3\.(mean|worst)$"],
-                        project).stdout
-    header = table.splitlines()[0].split(",")
-    assert 4 <= len(header) <= 12, header
-    print("dvc exp show (selected columns):", table, file=sys.stderr)
+    # the documented table (docs/usage.md), as an 80-column terminal shows it: every column whole, each
+    # experiment's values set and its headline numbers
+    documented = ["exp", "show", "--no-pager", "--drop", ".*", "--keep", "Experiment",
+                  "--keep", r"run\.(preset|train\.batch_size)", "--keep", "robust|worst"]
+    env = {**dvc_env(), "COLUMNS": "80"}
+    table = subprocess.run([str(dvc), *documented], cwd=project, env=env, capture_output=True, text=True).stdout
+    print("dvc exp show at 80 columns:", table, sep="\n", file=sys.stderr)
+    lines = table.splitlines()
+    assert "…" not in table and max(len(line) for line in lines) <= 80, table
+    assert lines[1].split() == ["Experiment", "run.preset", "run.train.batch_size", "robust", "worst"], table
+    for name, batch in (("batch32", "32"), ("batch48", "48")):
+        (row,) = [line.split() for line in lines if f"[{name}]" in line]
+        assert row[-4:-2] == ["ci", batch] and all(float(v) >= 0 for v in row[-2:]), row
 
 
 def _numbers(values) -> list[float]:

@@ -59,7 +59,7 @@ def test_an_epochs_value_that_methods_override_is_refused_naming_the_runs_and_ke
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     proc = _stage(project, "--dry-run", "--write-params", tmp_path / "resolved.yaml", "train_all")
     assert proc.returncode == 0, proc.stderr
-    resolved = parse_params(yaml.safe_load((tmp_path / "resolved.yaml").read_text()), SCHEMA)
+    resolved = parse_params(yaml.safe_load((tmp_path / "resolved.yaml").read_text())["run"], SCHEMA)
     assert {r.config["epochs"] for r in plan_runs(resolved)} == {3}
     assert resolved.preset == "ci" and resolved.train.batch_size == 64  # the preset's, merged
 
@@ -85,7 +85,7 @@ def test_the_resolve_stage_writes_what_runs(tmp_path):
     proc = run_process([sys.executable if c == "python" else c for c in cmd] + ["--params", project / "params.yaml"],
                        project)
     assert "values set for this run: preset=ci, train.batch_size=32" in proc.stdout
-    resolved = yaml.safe_load(out.read_text())
+    resolved = yaml.safe_load(out.read_text())["run"]
     assert resolved == load_params(project / "params.yaml", {"preset": "ci", "train.batch_size": 32},
                                    presets_dir=project / "workflow/presets",
                                    schema_path=project / "workflow/schemas/params.schema.yaml").set_fields()
@@ -99,7 +99,7 @@ def test_the_resolve_stage_writes_what_runs(tmp_path):
 def test_the_committed_resolved_params_are_params_yaml_as_committed():
     """results/params.resolved.yaml is in git (a fresh clone's `dvc repro --dry` reads the params the
     stages declare from it): it holds params.yaml with its preset, as `dvc repro` writes it."""
-    committed = yaml.safe_load((ROOT / "results/params.resolved.yaml").read_text())
+    committed = yaml.safe_load((ROOT / "results/params.resolved.yaml").read_text())["run"]
     assert committed == load_params(ROOT / "params.yaml", presets_dir=ROOT / "workflow/presets",
                                     schema_path=ROOT / "workflow/schemas/params.schema.yaml").set_fields(), \
         "results/params.resolved.yaml is stale: python -m study.stage --write-params results/params.resolved.yaml"

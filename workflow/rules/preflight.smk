@@ -10,6 +10,7 @@
 # keeps independent jobs going past a failure.
 import os
 import sys
+from pathlib import Path
 
 from study.preflight import item_lines, left_out_lines, left_out_parts, preflight, price_line, render
 
@@ -51,9 +52,31 @@ onstart:
           file=sys.stderr)
 
 
+def record_versions():
+    """DVC's record of every finished job (study.versions: versions/*.dvc), whichever front end ran
+    Snakemake; none where the project is no DVC repository. Under `dvc exp run` / `dvc repro`
+    (python -m study.stage) the records are added to git's index, so that the experiment's commit
+    holds them; under plain Snakemake where DVC's core.autostage says so."""
+    if DRY_RUN or not os.path.isdir(".dvc"):
+        return
+    from study.versions import record
+
+    try:
+        done = record(Path("."), stage=True if os.environ.get("STUDY_FRONT_END") == "dvc" else None)
+    except Exception as err:  # the results are made; a record missing leaves them untouched by DVC
+        print(f"DVC's records (versions/) not written: {' '.join(str(err).split())}; the results are "
+              "complete: `study record` writes them", file=sys.stderr)
+        return
+    print(f"DVC's records: {len(done.records)} jobs, {done.files} files (versions/)"
+          + (f"; {len(done.dropped)} dropped (their inputs changed since)" if done.dropped else ""),
+          file=sys.stderr)
+
+
 onsuccess:
     run_summary(log, ok=True)
+    record_versions()
 
 
 onerror:
     run_summary(log, ok=False)
+    record_versions()

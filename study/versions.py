@@ -1,0 +1,286 @@
+"""DVC's record of what Snakemake made: one `.dvc` file per finished job, under versions/.
+
+Snakemake makes every artifact of the study (prepared and constructed datasets, trained runs,
+per-sample evaluation records, each preset's tables, figures and report) and DVC versions them.
+A DVC stage that owned a whole folder (results/runs) would hold one hash for it, so DVC would
+delete from that folder whatever it has no record of (a run Snakemake trained outside DVC, a
+log), or whatever a later experiment added, when it checks out an experiment. So DVC owns no
+folder: each finished Snakemake job gets its own record, `versions/<its log>.dvc`, listing the
+files the job made (its outputs, log and benchmark) with their hashes, their content in DVC's
+cache. DVC then manages exactly the files of finished jobs: a file it has no record of it never
+touches, and a file it has a record of it can always restore. The runs are keyed by their
+configuration, so two experiments that share a run share its record.
+
+`record` writes the records of every finished job that Snakemake's own job records
+(`.snakemake/metadata`) list, once a Snakemake run ends (the Snakefile's onsuccess and onerror,
+whichever front end started it). A job whose input is newer than its output (an upstream job ran
+again and this one did not, as in an experiment that stops before the figures) has no record:
+the files it left are another configuration's, and an experiment holds only its own.
+`restore_times` sets each pulled file's time to its job's end (the record's `meta`), so that
+after `dvc pull` Snakemake sees the same order of inputs and outputs as where the files were made.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import subprocess
+from base64 import urlsafe_b64decode
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+#: the folder of the records, under the project's root (kept in git: a commit says which files it made)
+VERSIONS = "versions"
+#: files a record never lists: git keeps them (each experiment's commit holds them, dvc.yaml's
+#: top-level metrics and plots and the stages' summaries), or they are a run's resolved params
+GIT_KEPT = ("results/*/metrics/*", "results/*/figure_images/*", "results/params.resolved.yaml",
+            "results/*/run_summary/*", "results/*/run_summary.md")
+#: what `pull --records-only` leaves on the remote: model weights and dataset tensors (the bulk),
+#: recorded apart from a job's other files, in `<record>.weights.dvc`
+HEAVY_SUFFIXES = (".pt",)
+WEIGHTS_SUFFIX = ".weights.dvc"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A finished Snakemake job, read from Snakemake's records of its outputs."""
+
+    rule: str
+    outputs: tuple[str, ...]
+    logs: tuple[str, ...]
+    inputs: tuple[str, ...]
+    endtime: float
+
+    @property
+    def record(self) -> str:
+        """Its record's path: versions/ and the path of its log (or first output), `.dvc` for the suffix."""
+        name = self.logs[0] if self.logs else self.outputs[0]
+        return f"{VERSIONS}/{Path(name).with_suffix('').as_posix()}.dvc"
+
+    @property
+    def heavy_record(self) -> str:
+        """The record of its heavy files (HEAVY_SUFFIXES: weights, dataset tensors) beside the other:
+        a records-only pull leaves them on the remote by leaving this file's outs alone."""
+        return self.record.removesuffix(".dvc") + WEIGHTS_SUFFIX
+
+    def files(self, root: Path) -> list[str]:
+        """What the job made: outputs, logs and the benchmark beside the log (each rule writes one
+        at the log's path under benchmarks/, .tsv), those that exist and git does not keep."""
+        benchmarks = [_benchmark_of(log) for log in self.logs]
+        paths = [*self.outputs, *self.logs, *benchmarks]
+        return sorted({p for p in paths if (root / p).is_file() and not git_kept(p)})
+
+
+def git_kept(path: str) -> bool:
+    return any(fnmatch.fnmatch(path, pattern) for pattern in GIT_KEPT)
+
+
+def _benchmark_of(log: str) -> str:
+    parts = Path(log).with_suffix(".tsv").parts
+    return Path(*["benchmarks" if p == "logs" else p for p in parts]).as_posix()
+
+
+def output_of(metadata: Path, path: Path) -> str:
+    """The output path a Snakemake metadata record is of: its file name (split into folders, each
+    but the last marked `@`, where the name is longer than the file system allows) in urlsafe base64."""
+    parts = path.relative_to(metadata).parts
+    return urlsafe_b64decode("".join(p.removeprefix("@") for p in parts)).decode()
+
+
+def finished_jobs(root: Path) -> list[Job]:
+    """Every job whose outputs Snakemake recorded as finished (not incomplete) and that are all
+    there, grouped by job (its rule and log; a job without a log by its hash)."""
+    metadata = root / ".snakemake" / "metadata"
+    incomplete_dir = root / ".snakemake" / "incomplete"
+    incomplete = set()
+    if incomplete_dir.is_dir():
+        incomplete = {output_of(incomplete_dir, p) for p in incomplete_dir.rglob("*") if p.is_file()}
+    groups: dict[tuple, dict] = {}
+    for path in sorted(p for p in metadata.rglob("*") if p.is_file()) if metadata.is_dir() else []:
+        try:
+            output = output_of(metadata, path)
+            meta = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue  # not a record of Snakemake's
+        logs = tuple(meta.get("log") or ())
+        key = (meta.get("rule"), logs or meta.get("job_hash"))
+        group = groups.setdefault(key, {"rule": meta.get("rule"), "logs": logs, "outputs": [], "inputs": set(),
+                                        "endtime": 0.0, "bad": False})
+        group["outputs"].append(output)
+        group["inputs"].update(meta.get("input") or ())
+        group["endtime"] = max(group["endtime"], float(meta.get("endtime") or 0.0))
+        group["bad"] |= bool(meta.get("incomplete")) or output in incomplete or not (root / output).is_file()
+    jobs = []
+    for group in groups.values():
+        if group["bad"]:
+            continue
+        outputs = tuple(sorted(group["outputs"]))
+        jobs.append(Job(group["rule"], outputs, group["logs"], tuple(sorted(group["inputs"])), group["endtime"]))
+    return jobs
+
+
+def _older_than_an_input(job: Job, root: Path) -> bool:
+    outputs = [(root / p).stat().st_mtime for p in job.outputs]
+    inputs = [(root / p).stat().st_mtime for p in job.inputs if (root / p).is_file()]
+    return bool(inputs and outputs) and max(inputs) > min(outputs)
+
+
+def stale_jobs(jobs: list[Job], root: Path) -> set[Job]:
+    """The jobs whose files are left from before their inputs changed: an input newer than the
+    job's oldest output (Snakemake's own test), or made by such a job (a figure's copy is as stale
+    as the figure, though the figure's file is older)."""
+    made_by = {out: job for job in jobs for out in job.outputs}
+    stale = {job for job in jobs if _older_than_an_input(job, root)}
+    grown = True
+    while grown:
+        more = {job for job in jobs if job not in stale and any(made_by.get(i) in stale for i in job.inputs)}
+        stale |= more
+        grown = bool(more)
+    return stale
+
+
+def _relative(record: str, path: str) -> str:
+    return os.path.relpath(path, Path(record).parent)
+
+
+def _write_record(root: Path, record: str, job: Job, files: list[str]) -> bool:
+    """The record's text (its outs' paths, the job it is of), written where it changed; whether it was."""
+    path = root / record
+    wanted = [_relative(record, f) for f in files]
+    meta: dict = {"rule": job.rule, "endtime": job.endtime}
+    if kept := [o for o in job.outputs if git_kept(o)]:
+        meta["git_kept"] = kept  # its outputs that git holds: their time is set on a pull as well
+    if path.is_file():
+        old = yaml.safe_load(path.read_text()) or {}
+        if [o.get("path") for o in old.get("outs") or []] == wanted and old.get("meta") == meta:
+            return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from study.io import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump({"outs": [{"path": p} for p in wanted], "meta": meta}, sort_keys=False))
+    return True
+
+
+@dataclass(frozen=True)
+class Recorded:
+    records: list[str]   # the records written or confirmed
+    dropped: list[str]   # the records of jobs whose inputs changed since, and the copies git keeps of their files
+    files: int           # the files they list
+
+
+def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> Recorded:
+    """A record of every finished job under versions/, its files hashed into DVC's cache (DVC's
+    commit: a file already there is not copied again); a stale job's record removed. With
+    `stage`, the records are added to git's index (an experiment's commit then holds them);
+    None: where DVC's core.autostage is set. `also`: files no job lists (the report, which
+    Snakemake's --report writes), each its own record, its time the file's."""
+    from dvc.repo import Repo
+
+    root = root.resolve()
+    jobs = finished_jobs(root)
+    stale = stale_jobs(jobs, root)
+    written, dropped, files = [], [], 0
+    with Repo(str(root), _wait_for_lock=True) as repo:
+        targets = []
+        for job in jobs:
+            if job in stale:
+                # neither its records nor the copies git keeps (a figure's image, a metrics file) may
+                # stand for this configuration's in an experiment's commit; Snakemake makes them again
+                for path in [job.record, job.heavy_record, *(o for o in job.outputs if git_kept(o))]:
+                    if (root / path).is_file():
+                        (root / path).unlink()
+                        dropped.append(path)
+                continue
+            paths = [p for p in job.files(root) if not repo.dvcignore.is_ignored(repo.fs, str(root / p))]
+            heavy = [p for p in paths if p.endswith(HEAVY_SUFFIXES)]
+            for record_path, part in ((job.record, [p for p in paths if p not in heavy]), (job.heavy_record, heavy)):
+                if part:
+                    _write_record(root, record_path, job, part)
+                    targets.append(record_path)
+                    files += len(part)
+        for path in also:
+            rel = (root / path).resolve().relative_to(root).as_posix()
+            job = Job("report", (rel,), (), (), (root / rel).stat().st_mtime)
+            _write_record(root, job.record, job, [rel])
+            targets.append(job.record)
+            files += 1
+        for target in targets:
+            repo.commit(str(root / target), force=True, relink=False)
+        written = targets
+        if stage is None:
+            stage = bool(repo.config["core"].get("autostage", False))
+    if stage and (root / ".git").exists():
+        _git_stage(root, [*written, *dropped])
+    return Recorded(written, dropped, files)
+
+
+def _git_stage(root: Path, paths: list[str]) -> None:
+    if paths:
+        subprocess.run(["git", "add", "-A", "--", *paths], cwd=root, check=True, capture_output=True)
+
+
+def records(root: Path) -> Iterable[Path]:
+    return sorted((root / VERSIONS).rglob("*.dvc")) if (root / VERSIONS).is_dir() else []
+
+
+def record_outs(root: Path, path: Path) -> tuple[list[str], dict]:
+    """A record's files (paths from the root) and its meta."""
+    data = yaml.safe_load(path.read_text()) or {}
+    base = path.parent.relative_to(root)
+    outs = [os.path.normpath(base / o["path"]) for o in data.get("outs") or []]
+    return outs, data.get("meta") or {}
+
+
+def restore_times(root: Path) -> int:
+    """Each file of a record, and each of its job's outputs that git holds, set to its job's end
+    time (pulled and checked-out files carry the time of the pull, in no order: Snakemake would
+    take them all for outdated); how many files."""
+    count = 0
+    for path in records(root):
+        outs, meta = record_outs(root, path)
+        when = meta.get("endtime")
+        if not when:
+            continue
+        for out in [*outs, *meta.get("git_kept", [])]:
+            if (root / out).is_file():
+                os.utime(root / out, (when, when))
+                count += 1
+    return count
+
+
+def pull_targets(root: Path, records_only: bool) -> list[str]:
+    """What a pull fetches: every record, or (records only) every record but those of heavy files."""
+    return [p.relative_to(root).as_posix() for p in records(root)
+            if not (records_only and p.name.endswith(WEIGHTS_SUFFIX))]
+
+
+#: the files `study pull --records-only` left on the remote, one a line (a full pull removes it)
+NOT_PULLED = Path("results/not-pulled.txt")
+
+
+def write_not_pulled(root: Path, targets: list[str]) -> int:
+    """The files of the records that a records-only pull left on the remote, listed."""
+    pulled = set(targets)
+    left = sorted({out for path in records(root) if path.relative_to(root).as_posix() not in pulled
+                   for out in record_outs(root, path)[0]})
+    from study.io import atomic_write_text
+
+    (root / NOT_PULLED).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(root / NOT_PULLED, "".join(f"{p}\n" for p in left))
+    return len(left)
+
+
+def refuse_not_pulled(path: str | Path) -> None:
+    """One line refusing a job that would make `path` again where a records-only pull left the
+    recorded one on the remote: pulling it is minutes, making it again can be GPU-days."""
+    listed = Path(NOT_PULLED)
+    if not listed.is_file():
+        return
+    if Path(path).as_posix() in set(listed.read_text().split("\n")):
+        raise FileNotFoundError(f"{path} was left on the DVC remote by `study pull --records-only` "
+                                f"({NOT_PULLED}): `study pull` fetches it; to make it here instead, remove "
+                                f"{NOT_PULLED}")
