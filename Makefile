@@ -43,8 +43,8 @@ report: setup
 
 # A result set that someone pushed (docs/usage.md, "Sharing results"): every file DVC recorded
 # (versions/*.dvc), fetched from the default remote, each set to its job's end time so that
-# Snakemake finds it up to date; `make pull-records` leaves the weights and dataset tensors (*.pt)
-# on the remote: every table, figure and report page rebuilds without them.
+# Snakemake finds it up to date; `make pull-records` leaves the model weights (the *.pt files under
+# results/) on the remote: every table, figure and report page rebuilds without them.
 pull: setup
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/study pull
 

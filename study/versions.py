@@ -39,10 +39,16 @@ VERSIONS = "versions"
 #: top-level metrics and plots and the stages' summaries), or they are a run's resolved params
 GIT_KEPT = ("results/*/metrics/*", "results/*/figure_images/*", "results/params.resolved.yaml",
             "results/*/run_summary/*", "results/*/run_summary.md")
-#: what `pull --records-only` leaves on the remote: model weights and dataset tensors (the bulk),
-#: recorded apart from a job's other files, in `<record>.weights.dvc`
-HEAVY_SUFFIXES = (".pt",)
+#: what `pull --records-only` leaves on the remote: the model weights (the bulk: 3.1 of the reproduce
+#: preset's 3.3 GB), recorded apart from a job's other files, in `<record>.weights.dvc`. The datasets'
+#: tensors (data/) travel with the records: a figure draws their images, and preparing a dataset
+#: again would make every training that read it look outdated to Snakemake
 WEIGHTS_SUFFIX = ".weights.dvc"
+
+
+def is_weights(path: str) -> bool:
+    """A model's weights: a `.pt` file under results/ (a run's checkpoints, a zoo model's)."""
+    return path.startswith("results/") and path.endswith(".pt")
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,8 @@ class Job:
 
     @property
     def heavy_record(self) -> str:
-        """The record of its heavy files (HEAVY_SUFFIXES: weights, dataset tensors) beside the other:
-        a records-only pull leaves them on the remote by leaving this file's outs alone."""
+        """The record of its model weights (is_weights) beside the other: a records-only pull leaves
+        them on the remote by leaving this file alone."""
         return self.record.removesuffix(".dvc") + WEIGHTS_SUFFIX
 
     def files(self, root: Path) -> list[str]:
@@ -196,7 +202,7 @@ def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> R
                         dropped.append(path)
                 continue
             paths = [p for p in job.files(root) if not repo.dvcignore.is_ignored(repo.fs, str(root / p))]
-            heavy = [p for p in paths if p.endswith(HEAVY_SUFFIXES)]
+            heavy = [p for p in paths if is_weights(p)]
             for record_path, part in ((job.record, [p for p in paths if p not in heavy]), (job.heavy_record, heavy)):
                 if part:
                     _write_record(root, record_path, job, part)
@@ -214,13 +220,22 @@ def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> R
         if stage is None:
             stage = bool(repo.config["core"].get("autostage", False))
     if stage and (root / ".git").exists():
-        _git_stage(root, [*written, *dropped])
+        _git_stage(root, written, dropped)
     return Recorded(written, dropped, files)
 
 
-def _git_stage(root: Path, paths: list[str]) -> None:
-    if paths:
-        subprocess.run(["git", "add", "-A", "--", *paths], cwd=root, check=True, capture_output=True)
+def _git_stage(root: Path, written: list[str], dropped: list[str]) -> None:
+    """The records written added to git's index, those dropped (and the copies removed) taken out
+    of it where git had them."""
+    def git(*args: str) -> None:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"git {args[0]} of the records failed: {proc.stderr.strip()}")
+
+    for start in range(0, len(written), 500):  # a command line's worth at a time
+        git("add", "--", *written[start:start + 500])
+    for start in range(0, len(dropped), 500):
+        git("rm", "--cached", "--ignore-unmatch", "-q", "--", *dropped[start:start + 500])
 
 
 def records(root: Path) -> Iterable[Path]:

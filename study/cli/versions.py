@@ -40,7 +40,7 @@ def add_pull(sub: SubParsers) -> None:
     p = sub.add_parser("pull", help="dvc pull every record (or the records without weights), "
                                     "then each file's time set to its job's end")
     p.add_argument("--records-only", action="store_true",
-                   help="leave the model weights and dataset tensors (*.pt) on the remote")
+                   help="leave the model weights (the *.pt files under results/) on the remote")
     p.add_argument("--remote", default=None, help="the DVC remote (default: the project's default remote)")
     p.add_argument("--root", type=Path, default=Path("."), help="the project's root (default: here)")
     p.set_defaults(func=cmd_pull)
@@ -66,7 +66,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
         write_not_pulled(args.root.resolve(), targets)
     elif (args.root / NOT_PULLED).is_file():
         (args.root / NOT_PULLED).unlink()
-    what = "records (no *.pt files)" if args.records_only else "records and weights"
+    what = "records, no model weights" if args.records_only else "records and weights"
     print(f"study pull: {len(targets)} targets pulled ({what}); {count} files set to their job's end time")
     return 0
 

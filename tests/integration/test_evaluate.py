@@ -97,7 +97,10 @@ def test_tables_from_records(tmp_path, trained_runs):
     assert len(epochs_table) == 2 * 3 * 10 and set(epochs_table["seed"]) == {0, 1}
 
     # one file per model, its evaluations inside: the rows and columns of `dvc metrics show`
-    assert [p.name for p in (tmp_path / "metrics").iterdir()] == ["synthetic__small_cnn__standard.json"]
+    # (and the study's headline in two numbers: null, the records hold no PGD-AT run)
+    assert sorted(p.name for p in (tmp_path / "metrics").iterdir()) == ["headline.json",
+                                                                        "synthetic__small_cnn__standard.json"]
+    assert json.loads((tmp_path / "metrics/headline.json").read_text()) == {"robust": None, "worst": None}
     metrics = json.loads((tmp_path / "metrics/synthetic__small_cnn__standard.json").read_text())
     assert set(metrics) == set(classwise["eval"])
     entry = metrics["clean"]

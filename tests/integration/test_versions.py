@@ -64,8 +64,9 @@ def project(tmp_path):
 
 def test_a_record_per_finished_job_lists_its_files_and_git_keeps_the_metrics(project):
     done = record(project)
-    assert sorted(done.records) == [f"{VERSIONS}/results/demo/logs/draw.dvc", f"{VERSIONS}/results/demo/logs/table.dvc",
-                                    f"{VERSIONS}/results/logs/train/r1.dvc", f"{VERSIONS}/results/logs/train/r1.weights.dvc"]
+    assert sorted(done.records) == [f"{VERSIONS}/{name}" for name in (
+        "results/demo/logs/draw.dvc", "results/demo/logs/table.dvc", "results/logs/train/r1.dvc",
+        "results/logs/train/r1.weights.dvc")]
     outs = {p.relative_to(project).as_posix(): record_outs(project, p) for p in records(project)}
     train, meta = outs[f"{VERSIONS}/results/logs/train/r1.dvc"]
     # the weights apart (a records-only pull leaves that record's files on the remote)
@@ -93,7 +94,10 @@ def test_a_job_older_than_its_input_or_incomplete_gets_no_record(project):
     record(project)
     later = (project / "results/runs/r1/epochs.csv").stat().st_mtime + 10
     os.utime(project / "results/runs/r1/epochs.csv", (later, later))  # the training ran again; the table did not
-    done = record(project)
+    done = record(project, stage=True)  # as under `dvc exp run`: into git's index, the experiment's commit
+    staged = _run(["git", "diff", "--cached", "--name-only"], project).split()
+    assert f"{VERSIONS}/results/logs/train/r1.dvc" in staged
+    assert not [p for p in staged if "demo/logs" in p]
     # the table is older than its input; the figure, drawn from that table, is as stale though newer
     assert {f"{VERSIONS}/results/demo/logs/table.dvc", f"{VERSIONS}/results/demo/logs/draw.dvc"} <= set(done.dropped)
     assert not (project / VERSIONS / "results/demo/logs/table.dvc").exists()
