@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "default: results/<preset>/run_summary.md)")
     parser.add_argument("--report", type=Path, default=None, metavar="FILE",
                         help="then Snakemake's report of the targets, written to FILE and recorded (study.versions)")
+    parser.add_argument("--outdates", nargs="+", default=[], metavar="PATH",
+                        help="files or folders a later stage makes from what this one changes: their DVC records "
+                             "(study.versions) are dropped before the run, so that an experiment that stops here "
+                             "holds none of another configuration's")
     parser.add_argument("--write-params", type=Path, default=None, metavar="FILE",
                         help="write the resolved configuration (params.yaml, preset, values set for this run) here")
     return parser
@@ -192,9 +196,22 @@ def _run(args: argparse.Namespace) -> int:
     # STUDY_FRONT_END: the records of what ran go into git's index (study.versions: the experiment's commit holds
     # them), and a refusal names its ways out as -S options (study.preflight)
     env = {**os.environ, "STUDY_FRONT_END": "dvc", **({"STUDY_RUN_SUMMARY": str(args.summary)} if args.summary else {})}
+    recording = Path(".dvc").is_dir()
+    if recording and args.outdates:
+        from study.versions import drop_under
+
+        drop_under(Path("."), args.outdates, stage=True)
+        # the records written when Snakemake ends leave them out too (preflight.smk)
+        env["STUDY_OUTDATES"] = os.pathsep.join(args.outdates)
     rc = _snakemake(run.argv(), env)
     if rc == 0 and args.report:
         rc = _report(run, args.report, env)
+    elif rc == 0 and recording:
+        # Snakemake records its jobs when it ends, but calls no handler when it had nothing to do:
+        # the records an earlier stage dropped of jobs still up to date come back here (--outdates)
+        from study.versions import record
+
+        record(Path("."), stage=True, skip=args.outdates)
     if rc == 0 and args.summary and not args.summary.exists():
         # Snakemake calls no onsuccess handler when it has nothing to do; the stage's summary (a
         # declared out, which DVC removed before the run) still says what the run found

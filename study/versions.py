@@ -73,11 +73,14 @@ class Job:
         them on the remote by leaving this file alone."""
         return self.record.removesuffix(".dvc") + WEIGHTS_SUFFIX
 
-    def files(self, root: Path) -> list[str]:
+    def files(self, root: Path, owned: Iterable[str] = ()) -> list[str]:
         """What the job made: outputs, logs and the benchmark beside the log (each rule writes one
-        at the log's path under benchmarks/, .tsv), those that exist and git does not keep."""
+        at the log's path under benchmarks/, .tsv), and the other files of the folders it `owned`
+        (a run's folder: the checkpoint to resume from, the selection's records), those that exist
+        and git does not keep."""
         benchmarks = [_benchmark_of(log) for log in self.logs]
-        paths = [*self.outputs, *self.logs, *benchmarks]
+        extra = [p.relative_to(root).as_posix() for folder in owned for p in (root / folder).iterdir() if p.is_file()]
+        paths = [*self.outputs, *self.logs, *benchmarks, *extra]
         return sorted({p for p in paths if (root / p).is_file() and not git_kept(p)})
 
 
@@ -135,6 +138,23 @@ def _older_than_an_input(job: Job, root: Path) -> bool:
     return bool(inputs and outputs) and max(inputs) > min(outputs)
 
 
+#: the folders a job owns whole: a run's (its training writes, beside the files Snakemake names, the
+#: checkpoint it resumes from and the records of its checkpoint selection)
+RUN_FOLDERS = ("results/runs/*", "results/zoo/runs/*")
+
+
+def owned_folders(jobs: list[Job]) -> dict[Job, list[str]]:
+    """The run folders each job owns: those holding its outputs and no other job's."""
+    holders: dict[str, set[Job]] = {}
+    for job in jobs:
+        for out in job.outputs:
+            folder = Path(out).parent.as_posix()
+            if any(fnmatch.fnmatch(folder, pattern) and "/" not in folder[len(pattern) - 1:]
+                   for pattern in RUN_FOLDERS):
+                holders.setdefault(folder, set()).add(job)
+    return {job: sorted(folder for folder, who in holders.items() if who == {job}) for job in jobs}
+
+
 def stale_jobs(jobs: list[Job], root: Path) -> set[Job]:
     """The jobs whose files are left from before their inputs changed: an input newer than the
     job's oldest output (Snakemake's own test), or made by such a job (a figure's copy is as stale
@@ -178,30 +198,33 @@ class Recorded:
     files: int           # the files they list
 
 
-def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> Recorded:
+def record(root: Path, stage: bool | None = None, also: Iterable[str] = (), skip: Iterable[str] = ()) -> Recorded:
     """A record of every finished job under versions/, its files hashed into DVC's cache (DVC's
     commit: a file already there is not copied again); a stale job's record removed. With
     `stage`, the records are added to git's index (an experiment's commit then holds them);
     None: where DVC's core.autostage is set. `also`: files no job lists (the report, which
-    Snakemake's --report writes), each its own record, its time the file's."""
+    Snakemake's --report writes), each its own record, its time the file's. `skip`: folders or
+    files whose jobs get no record here (what a later DVC stage makes: `drop_under`). A record of
+    another job that lists a file one of these jobs made now (the file's maker changed: a copy
+    for the preset last selected) is removed: two records never list one file."""
     from dvc.repo import Repo
 
     root = root.resolve()
     jobs = finished_jobs(root)
     stale = stale_jobs(jobs, root)
+    owned = owned_folders(jobs)
     written, dropped, files = [], [], 0
+    skipped = {Path(f).as_posix().rstrip("/") for f in skip}
+    skip_prefixes = tuple(f"{f}/" for f in skipped)
     with Repo(str(root), _wait_for_lock=True) as repo:
         targets = []
         for job in jobs:
-            if job in stale:
-                # neither its records nor the copies git keeps (a figure's image, a metrics file) may
-                # stand for this configuration's in an experiment's commit; Snakemake makes them again
-                for path in [job.record, job.heavy_record, *(o for o in job.outputs if git_kept(o))]:
-                    if (root / path).is_file():
-                        (root / path).unlink()
-                        dropped.append(path)
+            if any(f in skipped or f.startswith(skip_prefixes) for f in job.outputs):
                 continue
-            paths = [p for p in job.files(root) if not repo.dvcignore.is_ignored(repo.fs, str(root / p))]
+            if job in stale:
+                dropped += _remove(root, [job.record, job.heavy_record, *(o for o in job.outputs if git_kept(o))])
+                continue
+            paths = [p for p in job.files(root, owned[job]) if not repo.dvcignore.is_ignored(repo.fs, str(root / p))]
             heavy = [p for p in paths if is_weights(p)]
             for record_path, part in ((job.record, [p for p in paths if p not in heavy]), (job.heavy_record, heavy)):
                 if part:
@@ -214,6 +237,7 @@ def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> R
             _write_record(root, job.record, job, [rel])
             targets.append(job.record)
             files += 1
+        dropped += _remove(root, superseded(root, targets))
         for target in targets:
             repo.commit(str(root / target), force=True, relink=False)
         written = targets
@@ -222,6 +246,50 @@ def record(root: Path, stage: bool | None = None, also: Iterable[str] = ()) -> R
     if stage and (root / ".git").exists():
         _git_stage(root, written, dropped)
     return Recorded(written, dropped, files)
+
+
+def drop_under(root: Path, folders: Iterable[str], stage: bool = False) -> list[str]:
+    """Before a DVC stage runs: the records that list a file under `folders` (what a later stage makes
+    from what this one changes: the figures, from the tables) removed, and the copies git keeps
+    there; the other files stay, untouched by DVC until a run records them again. An experiment
+    that stops before that later stage then holds none of another configuration's files."""
+    root = root.resolve()
+    exact = {Path(f).as_posix().rstrip("/") for f in folders}
+    prefixes = tuple(f"{f}/" for f in exact)
+    dropped = []
+    for rec in records(root):
+        outs, _ = record_outs(root, rec)
+        if any(o in exact or o.startswith(prefixes) for o in outs):
+            rec.unlink()
+            dropped.append(rec.relative_to(root).as_posix())
+    for folder in sorted(exact):
+        for path in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else []:
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and git_kept(rel):
+                path.unlink()
+                dropped.append(rel)
+    if stage and dropped and (root / ".git").exists():
+        _git_stage(root, [], dropped)
+    return dropped
+
+
+def _remove(root: Path, paths: Iterable[str]) -> list[str]:
+    """Those of `paths` that were there, removed. A stale job's records and the copies git keeps of
+    its files (a figure's image, a metrics file) may not stand for this configuration's in an
+    experiment's commit; Snakemake makes them again."""
+    gone = [p for p in paths if (root / p).is_file()]
+    for path in gone:
+        (root / path).unlink()
+    return gone
+
+
+def superseded(root: Path, targets: list[str]) -> list[str]:
+    """The other records that list a file one of `targets` lists: its maker changed (a copy of the
+    preset last selected, results/figures/all), and two records never list one file."""
+    listed = {(root / t).resolve() for t in targets}
+    claimed = {out for t in targets for out in record_outs(root, root / t)[0]}
+    return [other.relative_to(root).as_posix() for other in records(root)
+            if other.resolve() not in listed and set(record_outs(root, other)[0]) & claimed]
 
 
 def _git_stage(root: Path, written: list[str], dropped: list[str]) -> None:

@@ -54,7 +54,7 @@ def cmd_front_page(args: argparse.Namespace) -> int:
                             args.reproduction or preset_dir / "reproduction.md",
                             args.out or preset_dir / "report_front.rst",
                             args.figures, args.categories, args.preset, args.reproduction_page)
-    print(f"wrote {path}")
+    print(f"wrote {path}", file=sys.stderr)  # the job's log (its rule keeps stderr), not its stdout
     return 0
 
 

@@ -15,6 +15,7 @@ import yaml
 from study.versions import (
     NOT_PULLED,
     VERSIONS,
+    drop_under,
     finished_jobs,
     pull_targets,
     record,
@@ -139,3 +140,26 @@ def test_a_pull_puts_back_each_job_end_time_and_a_records_only_pull_refuses_the_
         refuse_not_pulled("results/runs/r1/model.pt")
     refuse_not_pulled("results/runs/r1/epochs.csv")  # pulled: nothing to refuse
     assert (project / NOT_PULLED).read_text() == "results/runs/r1/model.pt\n"
+
+
+def test_a_stage_drops_the_records_of_what_a_later_stage_makes(project):
+    """`python -m study.stage --outdates`: the figures' records and image copies go before the
+    evaluations change, so an experiment stopping there holds no figure of another's; the files stay."""
+    record(project)
+    dropped = drop_under(project, ["results/demo/figures", "results/demo/figure_images"])
+    assert sorted(dropped) == ["results/demo/figure_images/f.png", f"{VERSIONS}/results/demo/logs/draw.dvc"]
+    assert (project / "results/demo/figures/f.png").exists()
+    assert (project / VERSIONS / "results/demo/logs/table.dvc").exists()  # its files lie elsewhere too
+    assert "up to date" in _run([BIN / "dvc", "status"], project)
+
+
+def test_two_records_never_list_one_file(project):
+    """A file another job makes now (a copy of the preset last selected): the older record that
+    listed it goes, or DVC would refuse every command on the overlap."""
+    record(project)
+    older = project / VERSIONS / "results/other/logs/table.dvc"
+    older.parent.mkdir(parents=True)
+    older.write_text(yaml.safe_dump({"outs": [{"path": "../../../../results/demo/tables/t.csv"}]}))
+    done = record(project)
+    assert f"{VERSIONS}/results/other/logs/table.dvc" in done.dropped and not older.exists()
+    assert "up to date" in _run([BIN / "dvc", "status"], project)

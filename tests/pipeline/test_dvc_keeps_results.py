@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from helpers.dvc import BIN, dvc_project, run_process
 
-from study.versions import VERSIONS, WEIGHTS_SUFFIX, finished_jobs, git_kept, record_outs, records
+from study.versions import VERSIONS, WEIGHTS_SUFFIX, finished_jobs, git_kept, owned_folders, record_outs, records
 
 PROTECTED = ("data", "results")
 
@@ -57,7 +57,9 @@ def test_no_dvc_command_loses_what_snakemake_made(tmp_path):
     recorded = {out for path in records(project) for out in record_outs(project, path)[0]}
     # (a job's weights and dataset tensors in a record of their own: records-only pulls leave it)
     assert len([p for p in records(project) if not p.name.endswith(WEIGHTS_SUFFIX)]) == len(jobs) > 0
-    made = {f for job in jobs for f in job.files(project)}
+    owned = owned_folders(jobs)  # (a run's folder: its checkpoint to resume from, its selection's records)
+    made = {f for job in jobs for f in job.files(project, owned[job])}
+    assert any(p.endswith("/checkpoint.pt") for p in made)
     assert made == recorded
     assert any(p.startswith("results/runs/") and p.endswith("model.pt") for p in recorded)
     # a file no job made (planted by hand) is no record's: DVC must leave it alone all the same

@@ -62,7 +62,9 @@ def record_versions():
     from study.versions import record
 
     try:
-        done = record(Path("."), stage=True if os.environ.get("STUDY_FRONT_END") == "dvc" else None)
+        # (STUDY_OUTDATES: what a later DVC stage makes, left out of this stage's records: study.stage)
+        done = record(Path("."), stage=True if os.environ.get("STUDY_FRONT_END") == "dvc" else None,
+                      skip=[p for p in os.environ.get("STUDY_OUTDATES", "").split(os.pathsep) if p])
     except Exception as err:  # the results are made; a record missing leaves them untouched by DVC
         print(f"DVC's records (versions/) not written: {' '.join(str(err).split())}; the results are "
               "complete: `study record` writes them", file=sys.stderr)
