@@ -173,8 +173,8 @@ def _relative(record: str, path: str) -> str:
     return os.path.relpath(path, Path(record).parent)
 
 
-def _write_record(root: Path, record: str, job: Job, files: list[str]) -> bool:
-    """The record's text (its outs' paths, the job it is of), written where it changed; whether it was."""
+def _write_record(root: Path, record: str, job: Job, files: list[str]) -> None:
+    """The record's text (its outs' paths, the job it is of), written where it changed."""
     path = root / record
     wanted = [_relative(record, f) for f in files]
     meta: dict = {"rule": job.rule, "endtime": job.endtime}
@@ -183,12 +183,11 @@ def _write_record(root: Path, record: str, job: Job, files: list[str]) -> bool:
     if path.is_file():
         old = yaml.safe_load(path.read_text()) or {}
         if [o.get("path") for o in old.get("outs") or []] == wanted and old.get("meta") == meta:
-            return False
+            return
     path.parent.mkdir(parents=True, exist_ok=True)
     from study.io import atomic_write_text
 
     atomic_write_text(path, yaml.safe_dump({"outs": [{"path": p} for p in wanted], "meta": meta}, sort_keys=False))
-    return True
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,7 @@ def add_prepare(sub: SubParsers) -> None:
 
 def cmd_prepare(args: argparse.Namespace) -> int:
     from study.data.prepared import prepare_dataset
-    from study.versions import refuse_not_pulled
 
-    refuse_not_pulled(args.out)
     splits = prepare_dataset(args.dataset, args.variant, Path(args.raw_dir), args.mirror, Path(args.out),
                              synthetic=args.synthetic, options=args.options, progress=not args.no_progress)
     print(f"prepared {args.dataset} ({args.variant}): {splits.train_x.shape[0]} train, "

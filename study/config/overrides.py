@@ -31,21 +31,15 @@ def _same(a: object, b: object) -> bool:
 
 
 def changed_values(current: Mapping, committed: Mapping) -> dict:
-    """The parts of `current` that differ from `committed`: mappings key by key, anything else
-    (a scalar, a list) whole. A key deleted from `current` cannot be an override and is refused."""
-    out: dict = {}
-    for key in committed:
+    """`differences`, where a key deleted from `current` (at any depth) is refused: it cannot be an
+    override, and a preset would put back a value that the run does not show."""
+    for key, before in committed.items():
         if key not in current:
             raise ConfigError(f"params.yaml: key {key!r} of the committed params.yaml was removed; set a value "
                               "for it instead (a preset would otherwise put back a value that the run does not show)")
-    for key, value in current.items():
-        before = committed.get(key)
-        if isinstance(value, Mapping) and isinstance(before, Mapping):
-            if inner := changed_values(value, before):
-                out[key] = inner
-        elif key not in committed or not _same(value, before):
-            out[key] = value
-    return out
+        if isinstance(before, Mapping) and isinstance(current[key], Mapping):
+            changed_values(current[key], before)
+    return differences(current, committed)
 
 
 #: the study's defaults, beside the presets (workflow/): params.yaml as committed, annotated
@@ -53,8 +47,8 @@ PUBLISHED_SETTINGS = Path("workflow/published-settings.yaml")
 
 
 def differences(current: Mapping, base: Mapping) -> dict:
-    """The parts of `current` that differ from `base` (as changed_values), a key `base` lacks
-    included and a key `current` lacks skipped."""
+    """The parts of `current` that differ from `base`: mappings key by key, anything else (a scalar,
+    a list) whole; a key `base` lacks included, a key `current` lacks skipped."""
     out: dict = {}
     for key, value in current.items():
         before = base.get(key)
@@ -66,14 +60,17 @@ def differences(current: Mapping, base: Mapping) -> dict:
     return out
 
 
+def _published_differences(params: Mapping, params_path: Path) -> dict:
+    """Where `params` differs from the published settings beside `params_path` (none where the
+    project has no published settings: a configuration written by hand)."""
+    published = Path(params_path).resolve().parent / PUBLISHED_SETTINGS
+    return differences(params, read_yaml(published)) if published.is_file() else {}
+
+
 def set_in_params(params: Mapping, params_path: Path) -> dict:
     """The values `params` (params.yaml as read from `params_path`) sets: where it differs from the
-    published settings beside it, the preset's selection aside (the preset it names is loaded as
-    such); none where the project has no published settings (a configuration written by hand)."""
-    published = Path(params_path).resolve().parent / PUBLISHED_SETTINGS
-    if not published.is_file():
-        return {}
-    values = differences(params, read_yaml(published))
+    published settings beside it, the preset's selection aside (the preset it names is loaded as such)."""
+    values = _published_differences(params, params_path)
     values.pop("preset", None)
     return values
 
@@ -81,11 +78,7 @@ def set_in_params(params: Mapping, params_path: Path) -> dict:
 def run_overrides(params_path: Path) -> dict:
     """The values of params.yaml set for this run (see the module's docstring), the preset it
     names among them where that is not the published one."""
-    params = read_yaml(Path(params_path))
-    published = Path(params_path).resolve().parent / PUBLISHED_SETTINGS
-    preset = {"preset": params["preset"]} if published.is_file() and params.get("preset") != read_yaml(
-        published).get("preset") else {}
-    return {**preset, **set_in_params(params, Path(params_path))}
+    return _published_differences(read_yaml(Path(params_path)), Path(params_path))
 
 
 def config_arguments(overrides: Mapping) -> list[str]:
