@@ -209,6 +209,12 @@ class Row:
         return verdicts.detectable(e.lo, e.hi)
 
 
+def test_fraction(p: Published, rows: pd.DataFrame) -> float:
+    """The share of the paper's test images per class that the runs were scored on (at most 1)."""
+    measured = rows.loc[rows["n"] > 0, "n"]
+    return min(float(measured.mean()) / p.recipe.test_per_class, 1.0) if len(measured) else 1.0
+
+
 def _value_row(params: Params, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],
                plan: Plan) -> Row:
     seeds = per_seed(rows)
@@ -228,11 +234,11 @@ def _value_row(params: Params, p: Published, rows: pd.DataFrame, differences: tu
         classes = tuple(ClassAccuracy(str(r.class_name), float(r.acc), float(r.ci_lo), float(r.ci_hi))
                         for r in by_class.itertuples())
         if p.statistic == "weakest":
-            estimate = weakest_probability(rows, p.named_class)
+            estimate = weakest_probability(rows, p.named_class, test_fraction=test_fraction(p, rows))
             if estimate is None:
                 differences = (*differences, f"no class {p.class_name} in these runs")
         else:
-            estimate = rank_correlation(rows, dict(p.order))
+            estimate = rank_correlation(rows, dict(p.order), test_fraction=test_fraction(p, rows))
             if estimate is None:
                 differences = (*differences, "none of the published classes in these runs")
     n_seeds = int(rows["seed"].nunique())
@@ -256,7 +262,7 @@ def _pair_row(table: pd.DataFrame, params: Params, p: Published, rows: pd.DataFr
     if base is None:
         return None
     if p.statistic == "spread":
-        estimate = spread_difference(rows, base)
+        estimate = spread_difference(rows, base, test_fraction=min(test_fraction(p, rows), test_fraction(p, base)))
     else:
         column, n = ("worst", "worst_n") if p.statistic == "worst" else ("mean", "n")
         ours, theirs = per_seed(rows), per_seed(base)

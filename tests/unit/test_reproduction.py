@@ -290,25 +290,32 @@ def test_the_permutation_p_value_is_the_share_of_class_orders_that_reach_rho():
     assert estimate.detectable == pytest.approx(np.quantile(every, 0.95), abs=0.11)
 
 
-def test_the_bootstrap_resamples_seeds_and_does_not_pool_them():
-    """Three seeds that agree say no more about the test set than one: pooled, their 3,000 counts
-    would look like one seed of three times the test images."""
+def test_the_bootstrap_counts_the_test_noise_once():
+    """Each seed's measurement carries its test images' noise: the draws resample the seeds and
+    draw the images again only for what the seeds cannot show (a subset's own sampling; one seed's
+    seed sd). Pooling the seeds' counts would treat three seeds as three times the test images."""
     from study.reproduction.statistics import class_draws
 
     one = runs("pgd_at", {"pgd20": AT_PGD}, seeds=(1,), per_class={"pgd20": 100})
-    three = pd.concat([one.assign(seed=s) for s in (0, 1, 2)], ignore_index=True)
-    # one seed's test sampling alone (without the seed sd that one seed cannot show, below)
-    spread_one = class_draws(one, unseen_sd=0.0).draws.std(axis=0)
-    spread_three = class_draws(three).draws.std(axis=0)
-    # the same spread within bootstrap noise (pooling would shrink it by sqrt(3), to 0.58 of it)
-    assert np.median(spread_three / spread_one) == pytest.approx(1.0, abs=0.1)
-    # one seed as the report reads it: the assumed seed sd of a class (2.4 points) added in squares
-    assumed = np.hypot(spread_one, 0.024)
+    acc = one.sort_values("class")["acc"].to_numpy()
+    sampling = np.sqrt(acc * (1 - acc) / 100)
+    # one seed without an assumed seed sd: its test sampling alone
+    assert np.median(class_draws(one, unseen_sd=0.0).draws.std(axis=0) / sampling) == pytest.approx(1.0, abs=0.05)
+    # one seed as the report reads it: the assumed seed sd of a class (2.4 points, a spread of measured
+    # values, the test noise in it), or the test sampling where that is larger (100 images)
+    assumed = np.maximum(sampling, 0.024)
     assert np.median(class_draws(one).draws.std(axis=0) / assumed) == pytest.approx(1.0, abs=0.05)
-    # seeds that disagree widen it: the seed-to-seed spread enters through the resampled seeds
+    three = pd.concat([one.assign(seed=s) for s in (0, 1, 2)], ignore_index=True)
+    # three seeds that agree on the whole test set: nothing left to draw (the t interval's zero width)
+    assert np.allclose(class_draws(three).draws.std(axis=0), 0.0)
+    # on a tenth of it: the subset's sampling against the whole set, once for all three seeds
+    subset = class_draws(three, test_fraction=0.1).draws.std(axis=0)
+    assert np.median(subset / (sampling * np.sqrt(0.9))) == pytest.approx(1.0, abs=0.05)
+    # seeds that disagree: the seed-to-seed spread enters through the resampled seeds, at the
+    # standard error of their mean (sd 0.1 over three seeds: 0.1 / sqrt(3))
     apart = pd.concat([one.assign(seed=s, acc=one["acc"] + shift) for s, shift in ((0, -0.1), (1, 0), (2, 0.1))],
                       ignore_index=True)
-    assert np.median(class_draws(apart).draws.std(axis=0) / spread_one) > 1.5
+    assert np.median(class_draws(apart).draws.std(axis=0)) == pytest.approx(0.1 / np.sqrt(3), rel=0.05)
 
 
 def test_a_named_weakest_class_is_the_probability_that_it_is_the_weakest(params):
