@@ -91,6 +91,8 @@ class Published:
     #: a claim read off another method than the one it is compared for (in words), e.g. a
     #: TRADES-based rerun standing for a PGD-AT-based method
     transferred: str = ""
+    #: a claim from published numbers: the ids of the method's and the control's published rows
+    claim_sources: tuple[str, str] | None = None
 
     @property
     def context(self) -> bool:
@@ -426,7 +428,7 @@ def _direction_rows() -> list[Published]:
                 row=f"{pair}: {'raises' if difference > 0 else 'lowers'} {_CLAIM_TEXT[kind, statistic]}",
                 recipe=_claim_recipe(kind, method), direction=1 if difference > 0 else -1, control=control,
                 note=f"the sign of {ours} minus {theirs} ({100 * difference:+.2f} pts, z = {z:.1f} in the source)",
-                source_z=z, transferred=transferred))
+                source_z=z, transferred=transferred, claim_sources=(ours, theirs)))
     for (kind, statistic), direction in _FAAL_DIRECTIONS.items():
         rows.append(Published(
             id=f"claim_faal_at_{kind}_{statistic}", method="faal_at", checkpoint="best", statistic=statistic,

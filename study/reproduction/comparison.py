@@ -24,6 +24,7 @@ from study.config.types import Params
 from study.published import BY_ID, PUBLISHED, Published
 from study.reproduction import verdicts
 from study.reproduction.matching import (
+    PUBLISHED_CHECKPOINT,
     Plan,
     annotate,
     candidate_difference,
@@ -46,6 +47,7 @@ from study.reproduction.matching import (
     setting,
     whole_test_set,
 )
+from study.reproduction.power import HOPELESS, Truth, needs_text, power, truth_of
 from study.reproduction.statistics import (
     ClassAccuracy,
     Estimate,
@@ -69,7 +71,14 @@ NO_VALUE = "no value: not measurable in these runs"
 #: a published difference its own source cannot tell from noise (study.published.CLAIM_Z): shown
 #: beside our runs as context, not judged as a claim
 CONTEXT = "context: within the source's noise, not judged"
+#: a claim that rests on no published number (a method's stated aim, the study's expectation)
+NO_NUMBER = "context: no published number, not judged"
+#: the direction of a difference read on checkpoints chosen on the test set (the paper's protocol):
+#: the choice favours each arm on the very images it is scored on, so the sign is not judged
+TEST_CHOSEN = "direction not judged (checkpoints chosen on the test set, the paper's protocol)"
 REDUCED = " at reduced scale"
+#: how the verdict of a row that needs more seeds than it has begins (power.needs_text)
+NEEDS = "needs "
 
 
 def difference_text(direction: str, size: str) -> str:
@@ -106,6 +115,10 @@ class Row:
     protocol: str = ""
     #: the declared comparison a difference or claim row comes from (matching.pair_text)
     pair: str = ""
+    #: the test images per class the runs were scored on (their mean), for the row's power
+    test_images: float = 0.0
+    #: whether the checkpoints were chosen on the test set (the `published` protocol)
+    test_chosen: bool = False
 
     @property
     def published_value(self) -> float | None:
@@ -142,14 +155,48 @@ class Row:
             return FLAGGED
         if self.published.context:
             return CONTEXT
+        if self.published.basis != "published":
+            return NO_NUMBER
         if self.published.direction:
             if any(d.endswith(f" data, not {self.published.recipe.dataset}") for d in self.differences):
                 return RECIPE_DIFFERS
             # a direction is what a smaller recipe can show: the differences are stated, not disqualifying
-            return self.direction
+            return self._powered(self.direction)
         if self.differences and not self._order_at_reduced_scale:
             return RECIPE_DIFFERS
-        return self._compare(estimate)
+        return self._powered(self._compare(estimate))
+
+    def _powered(self, word: str) -> str:
+        """`word`, or where it is inconclusive and the row could hardly ever agree at the published
+        truth with its seeds (study.reproduction.power), the seeds it needs."""
+        power = self.power
+        if word != verdicts.INCONCLUSIVE or power is None or power >= HOPELESS:
+            return word
+        truth = self._truth
+        assert truth is not None  # a power was computed from it
+        return needs_text(truth, self.test_images, self.published.recipe.test_per_class)
+
+    @property
+    def _truth(self) -> Truth | None:
+        return truth_of(self.published, bool(self.difference_of) and not self.published.direction)
+
+    @property
+    def _whole(self) -> bool:
+        return self.test_images >= self.published.recipe.test_per_class
+
+    @property
+    def power(self) -> float | None:
+        """The chance the row's verdict agrees at the published value or effect with its seeds;
+        None where no published number gives it one."""
+        truth = self._truth
+        if truth is None or self.seeds < 1 or self.test_images <= 0:
+            return None
+        return power(truth, self.seeds, min(self.test_images, self.published.recipe.test_per_class), self._whole)
+
+    @property
+    def needs_seeds(self) -> bool:
+        """Whether the row reads "needs >= N seeds" (counted apart from the compared rows)."""
+        return self.verdict_word.startswith(NEEDS)
 
     @property
     def _order_at_reduced_scale(self) -> bool:
@@ -161,9 +208,11 @@ class Row:
     def verdict(self) -> str:
         """The row's verdict as shown: a difference row's direction and size each (DIFFERENCE_VERDICTS)."""
         word = self.verdict_word
-        if word not in verdicts.VERDICTS:
+        if word not in verdicts.VERDICTS and not (self.needs_seeds and self.difference_of):
             return word
         if self.difference_of and not self.published.direction:
+            if self.test_chosen:
+                return f"size {word}; {TEST_CHOSEN}"
             return difference_text(self.direction, word)
         reduced = self.reduced_scale if self.published.direction else self._order_at_reduced_scale
         return word + (REDUCED if reduced else "")
@@ -209,6 +258,12 @@ class Row:
         return verdicts.detectable(e.lo, e.hi)
 
 
+def _images(rows: pd.DataFrame) -> float:
+    """The test images per class the runs were scored on (their mean over the measured classes)."""
+    measured = rows.loc[rows["n"] > 0, "n"]
+    return float(measured.mean()) if len(measured) else 0.0
+
+
 def test_fraction(p: Published, rows: pd.DataFrame) -> float:
     """The share of the paper's test images per class that the runs were scored on (at most 1)."""
     measured = rows.loc[rows["n"] > 0, "n"]
@@ -249,7 +304,7 @@ def _value_row(params: Params, p: Published, rows: pd.DataFrame, differences: tu
     return Row(p, setting(rows), estimate, classes, stated, notes(p, n_seeds), flagged(rows), n_seeds,
                reduced_scale=scale_reductions(p, first),
                cpu_recipe=(*cpu_recipe(p, first), *redefined.attack),
-               protocol=protocol_of(rows, plan))
+               protocol=protocol_of(rows, plan), test_images=_images(rows))
 
 
 def _pair_row(table: pd.DataFrame, params: Params, p: Published, rows: pd.DataFrame,
@@ -279,7 +334,8 @@ def _pair_row(table: pd.DataFrame, params: Params, p: Published, rows: pd.DataFr
     return Row(p, setting(rows, base), estimate, (), tuple(dict.fromkeys(stated)), notes(p, estimate.seeds),
                flags, estimate.seeds, difference_of=f"{method} minus {base_name}",
                reduced_scale=scale_reductions(p, rows.iloc[0]), cpu_recipe=cpu_recipe(p, rows.iloc[0]),
-               protocol=protocol_of(rows, plan), pair=pair_text(pair))
+               protocol=protocol_of(rows, plan), pair=pair_text(pair), test_images=min(_images(rows), _images(base)),
+               test_chosen=str(rows["checkpoint"].iloc[0]) == PUBLISHED_CHECKPOINT)
 
 
 def _paired_rows(table: pd.DataFrame, params: Params, p: Published, pairs: list[Comparison],

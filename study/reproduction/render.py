@@ -23,6 +23,14 @@ def _percent(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def _points(x: float) -> str:
+    """A difference in points, signed, with enough digits that a nonzero value never reads 0."""
+    digits = 1
+    while digits < 4 and x != 0 and round(100 * x, digits) == 0:
+        digits += 1
+    return f"{100 * x:+.{digits}f}"
+
+
 def _source(row: Row) -> str:
     p = row.published
     text = f"{PAPERS.get(p.paper, p.paper)}, {p.where}: {p.row}"
@@ -66,7 +74,7 @@ def _ours_text(row: Row) -> str:
     if statistic == "weakest":
         return f"P({row.published.class_name} weakest) = {e.value:.2f}; weakest: {listed(row.classes[:4])}"
     if row.difference_of:
-        return f"{100 * e.value:+.1f} pts [{100 * e.lo:+.1f}, {100 * e.hi:+.1f}]"
+        return f"{_points(e.value)} pts [{_points(e.lo)}, {_points(e.hi)}]"
     return f"{_percent(e.value)}% [{_percent(e.lo)}, {_percent(e.hi)}]"
 
 
@@ -132,7 +140,13 @@ _HOW_TO_READ = (
     "interval lies at or below 0; a claim of a direction (a method minus its control above or below 0) "
     "agrees when our interval excludes 0 on the claimed side and differs when it excludes 0 on the other, "
     "at any scale, its recipe differences stated; a named class agrees as the weakest at probability ≥ 0.95 and "
-    "differs at ≤ 0.05; anything else is inconclusive. A flagged evaluation is not counted "
+    "differs at ≤ 0.05; anything else is inconclusive. An inconclusive row that could hardly ever agree "
+    "at the published value or effect with the seeds it has (its power there under 5%) reads "
+    "\"needs ≥ N seeds\", N the seeds at which that power reaches 80%; such rows are counted apart. "
+    "The worst class is cross-fitted: chosen on one half of the test images and scored on the other, "
+    "both ways round, so that classes crowding at the bottom do not bias it low. A difference read on "
+    "checkpoints chosen on the test set (the paper's protocol) gets no direction verdict; a claim "
+    "that rests on no published number is context. A flagged evaluation is not counted "
     "(study.metrics.trust). A row without a verdict says why: not in this preset (no runs of its kind), "
     "recipe differs, flagged by checks, or no value (our runs give it nothing to measure, e.g. the "
     "claim's class is not among theirs)."
@@ -169,12 +183,19 @@ def table(rows: list[Row]) -> list[str]:
     return lines
 
 
+#: the summary's word for a published value whose rows need more seeds than they have
+NEEDS_SEEDS = "need more seeds than they have"
+
+
 def _claim_verdict(rows: list[Row]) -> str:
     """One published value's or claim's standing over its rows: the verdict its compared rows share
-    (a difference row's by its size; `mixed` where they differ), else why none is compared."""
+    (a difference row's by its size; `mixed` where they differ), else that they need more seeds,
+    else why none is compared."""
     compared = {row.verdict_word for row in rows if row.compared}
     if compared:
         return compared.pop() if len(compared) == 1 else "mixed"
+    if any(row.needs_seeds for row in rows):
+        return NEEDS_SEEDS
     return rows[0].verdict_word.split(":")[0]
 
 
@@ -197,6 +218,10 @@ def verdict_summary(rows: list[Row]) -> str:
     compared = sum(counts.values())
     text = (f"Claims: {len(by_claim)} published values and claims; {compared} compared: "
             + ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n or verdict != "mixed") + ".")
+    needs = others.pop(NEEDS_SEEDS, 0)
+    if needs:
+        text += (f" {needs} {NEEDS_SEEDS} (their power to agree at the published value or effect under 5%: "
+                 "each row says how many it needs).")
     if others:
         text += " Not compared: " + ", ".join(f"{n} {why}" for why, n in sorted(others.items())) + "."
     shown = [row for row in rows if row.compared]
@@ -206,8 +231,9 @@ def verdict_summary(rows: list[Row]) -> str:
         text += (f" {reduced} compared row{'s' if reduced != 1 else ''} from runs at a reduced (CPU) scale "
                  f"({REDUCED_MARK}).")
     directions = {verdict: 0 for verdict in VERDICTS}
-    for row in shown:
-        if row.difference_of and not row.published.direction:
+    for row in rows:
+        if (row.compared or row.needs_seeds) and row.difference_of and not row.published.direction \
+                and not row.test_chosen:
             directions[row.direction] += 1
     if any(directions.values()):
         text += (" Difference rows counted above by their size; in direction: "

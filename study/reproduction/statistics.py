@@ -111,7 +111,7 @@ def crossfit_worst(acc: np.ndarray, n: np.ndarray, splits: int = CROSSFIT_SPLITS
     if acc.shape[1] == 0:
         return np.full(acc.shape[0], np.nan), np.zeros(acc.shape[0])
     size = np.rint(n).astype(np.int64)
-    correct = np.rint(acc * size).astype(np.int64)
+    correct = np.clip(np.rint(acc * size).astype(np.int64), 0, size)
     shape = (splits, *acc.shape)
     half = size // 2
     rng = np.random.default_rng(seed)
