@@ -34,6 +34,7 @@ th, td { border: 1px solid #ddd; padding: 4px 6px; text-align: left; vertical-al
 th { background: #eee; }
 td.verdict { font-weight: 600; white-space: nowrap; }
 .agrees { color: #176c2b; } .differs { color: #a11; } .inconclusive { color: #8a6100; }
+.needs { color: #4b3f8f; }
 .note { color: #555; font-size: 0.9em; }
 """
 
@@ -41,7 +42,10 @@ _HEAD = ("published (source)", "published", "ours [95% interval]", "seeds", "det
 
 
 def _verdict_class(row: Row) -> str:
-    """The colour of the row's verdict: the one the summary counts (a difference row's size)."""
+    """The colour of the row's verdict: the one the summary counts (a difference row's size), or that
+    the row needs more seeds than it has."""
+    if row.needs_seeds:
+        return "needs"
     return row.verdict_word if row.verdict_word in VERDICTS else "other"
 
 

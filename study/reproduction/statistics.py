@@ -239,9 +239,10 @@ def bootstrap_classes(acc: np.ndarray, n: np.ndarray, seed: int = 0, draws: int 
 def spread_difference(rows: pd.DataFrame, base: pd.DataFrame, seed: int = 0, test_fraction: float = 1.0) -> Estimate:
     """The gap between classes (best minus worst class accuracy, over seeds) of `rows` minus that
     of `base`, with a seed-aware bootstrap 95% interval (each group drawn on its own, as in
-    `class_draws`). The basic bootstrap: the maximum minus the minimum of noisy class means is
-    larger than the true gap, and the draws, noisier still, more so; reflecting the draws' spread
-    about the observed value takes that bias back out."""
+    `class_draws`; `test_fraction` as there). The basic bootstrap: the maximum minus the minimum
+    of noisy class means is larger than the true gap, and the draws' (noisy about the observed
+    means as those are about the truth) larger again by about as much; reflecting the draws'
+    spread about the observed value takes that bias back out."""
     ours = class_draws(rows, seed, test_fraction=test_fraction)
     theirs = class_draws(base, seed + 1, test_fraction=test_fraction)
     observed = float(np.ptp(ours.observed) - np.ptp(theirs.observed))
