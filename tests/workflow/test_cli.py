@@ -13,6 +13,14 @@ def test_plan_lists_the_runs_of_a_preset(repo_root, ci_params):
     plan = json.loads(run_study("plan", "--preset", "ci", "--json", cwd=repo_root).stdout)
     assert out.startswith(f"preset ci: {len(plan)} runs")
     assert all(r["run_id"] in out for r in plan)
+    # and the seeds each claim family needs for 80% power, on the preset's test images
+    from study.reproduction.power import families
+
+    per_class = ci_params.evaluate.test_per_class or 1000
+    seeds = max(len(g.seeds) for g in ci_params.experiments)
+    assert f"({per_class:g} test images per class; preset ci runs {seeds}):" in out
+    assert all(f"  {f.paper}, {f.kind} rows, {f.statistic} ({len(f.needed)}): {f.text}" in out
+               for f in families(per_class))
     # what `study plan` prints is the library's plan, in its order, each run's config complete
     assert [(r["run_id"], r["config"], r["groups"]) for r in plan] == [
         (r.run_id, r.config, r.groups) for r in plan_runs(ci_params)]
