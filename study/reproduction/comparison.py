@@ -215,7 +215,8 @@ class Row:
                 return f"size {word}; {TEST_CHOSEN}"
             return difference_text(self.direction, word)
         reduced = self.reduced_scale if self.published.direction else self._order_at_reduced_scale
-        return word + (REDUCED if reduced else "")
+        # what a row needs is said whatever its scale (the runs column marks a reduced one)
+        return word + (REDUCED if reduced and not self.needs_seeds else "")
 
     @property
     def direction(self) -> str:
