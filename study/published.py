@@ -46,6 +46,8 @@ class Recipe:
     seeds: int = 1
     #: test images per class the paper scored (CIFAR-10's whole test set: 1,000)
     test_per_class: int = 1000
+    #: the classes of the dataset (a mean class accuracy rests on this many times test_per_class images)
+    classes: int = 10
     #: the training attack of the published method (steps, step size); None: no training attack
     train_attack: tuple[int, float] | None = (10, 2 / 255)
     #: parts of the recipe read from elsewhere than beside the value (inferred), in words
@@ -322,6 +324,12 @@ _TRIX_TABLE = {
 _CELLS = (("clean", "mean"), ("clean", "worst"), ("autoattack", "mean"), ("autoattack", "worst"))
 
 
+#: each dataset's whole test set: images per class, classes (CIFAR-100: 100 x 100; STL-10: 800 x 10)
+_WHOLE_TEST_SET = {"cifar10": {"test_per_class": 1000, "classes": 10},
+                   "cifar100": {"test_per_class": 100, "classes": 100},
+                   "stl10": {"test_per_class": 800, "classes": 10}}
+
+
 def _dafa_rows() -> list[Published]:
     out = []
     for (dataset_name, row), (dataset, method, cells) in _DAFA_TABLE.items():
@@ -333,7 +341,7 @@ def _dafa_rows() -> list[Published]:
                 id=f"dafa_{slug}", method=method, checkpoint="last", statistic=statistic, paper="lee2024",
                 where="figs/fig_result_main.png",
                 row=f"{dataset_name}, {row}, last checkpoint, {_KIND_TEXT[kind]}, {_STATISTIC_TEXT[statistic]}",
-                recipe=replace(recipe, dataset=dataset), value=value / 100,
+                recipe=replace(recipe, dataset=dataset, **_WHOLE_TEST_SET[dataset]), value=value / 100,
                 sd=None if sd is None else sd / 100,
                 baseline=f"dafa_{dataset}_trades_{kind}_{statistic}" if base else None,
                 note="" if dataset == "cifar10" else "the image gives CIFAR-100 and STL-10 without sd"))

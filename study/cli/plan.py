@@ -68,7 +68,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         seeds = max(len(g.seeds) for g in params.experiments)
         # the report's rows are read on the preset's test images (None: the whole test set)
         per_class = params.evaluate.test_per_class or WHOLE_TEST_SET
-        print(families_text(params.preset, seeds, per_class))
+        print(families_text(params.preset or "(none: params.yaml alone)", seeds, per_class))
     return 0
 
 

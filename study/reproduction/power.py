@@ -36,8 +36,6 @@ TARGET = 0.80
 #: the most seeds the report counts up to; a row needing more reads "needs > MAX_SEEDS seeds"
 MAX_SEEDS = 50
 _PHI = NormalDist().cdf
-#: the classes of the datasets the published rows are measured on (CIFAR-10's ten)
-CLASSES = 10
 
 
 class Truth(NamedTuple):
@@ -52,6 +50,8 @@ class Truth(NamedTuple):
     control_sd: float
     rule: str
     band_sd: float | None
+    #: the dataset's classes (a mean rests on per_class times this many images)
+    classes: int = 10
 
 
 def _sd(p: Published) -> float:
@@ -70,12 +70,13 @@ def truth_of(p: Published, difference: bool) -> Truth | None:
             return None
         ours, theirs = (BY_ID[i] for i in p.claim_sources)
         return Truth(p.statistic, theirs.number, ours.number - theirs.number, _sd(ours), _sd(theirs), "direction",
-                     None)
+                     None, p.recipe.classes)
     if difference:
         base = BY_ID[p.baseline_id]
         sd = math.hypot(p.sd, base.sd) if p.sd is not None and base.sd is not None else None
-        return Truth(p.statistic, base.number, p.number - base.number, _sd(p), _sd(base), "size", sd)
-    return Truth(p.statistic, p.number, 0.0, _sd(p), _sd(p), "value", p.sd)
+        return Truth(p.statistic, base.number, p.number - base.number, _sd(p), _sd(base), "size", sd,
+                     p.recipe.classes)
+    return Truth(p.statistic, p.number, 0.0, _sd(p), _sd(p), "value", p.sd, p.recipe.classes)
 
 
 def _values(centre: float, sd: float, seeds: int) -> np.ndarray:
@@ -104,7 +105,7 @@ def power(truth: Truth, seeds: int, per_class: float, whole_test_set: bool) -> f
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     statistic = "worst" if truth.statistic in ("worst", "class") else "mean"
-    n = per_class * (CLASSES if statistic == "mean" else 1)
+    n = per_class * (truth.classes if statistic == "mean" else 1)
     unseen = UNSEEN_SEED_SD[statistic]
     if truth.rule == "value":
         se = truth.sd / math.sqrt(seeds)
