@@ -6,6 +6,10 @@
     grid      the cells of an experiment group's grid
     methods   method (`base` chains) and evaluation resolution
     plan      the runs, constructions and feature runs of the configured study
+    requirements  what training needs of a method and of a run config beyond the types, checked
+              where they enter (parse_params, ConfigSpec.parse), and the accessors training reads
+    pairs     the compared pairs and their declared differences, checked by parse_params
+              (comparisons: what does differ between a pair's run configs)
     protocols the checkpoint selection protocols (validation; published: published_protocol)
     spec      a run config and an evaluation parsed where they enter, typed; the canonical form
               of the typed value is the identity, its hash the run key and the run id's tail

@@ -24,10 +24,11 @@ from typing import Any, get_args
 
 from study.config.core import ConfigError
 from study.config.grid import grid_combinations
-from study.config.methods import POLICIES, RUN_LEVEL, check_differs_in, method_entry, present_baseline
+from study.config.methods import POLICIES
+from study.config.pairs import compared_pairs, find_group, group_baseline
 from study.config.params import available_presets, load_params
 from study.config.plan import run_config
-from study.config.types import DeclaredPair, ExperimentGroup, Method, OptimizerSettings, Params, ScheduleSettings
+from study.config.types import ExperimentGroup, Method, OptimizerSettings, Params, ScheduleSettings
 from study.io import atomic_write_text, replace_marked
 
 #: run config key -> the declared path it is reported under
@@ -87,48 +88,12 @@ def covers(declared: str, path: str) -> bool:
     return path == declared or path.startswith(declared + ".")
 
 
-def declared_differences(params: Params, method: str) -> tuple[str, ...]:
-    """A compared method's `differs_in`; a one-line ConfigError where it has none."""
-    declared = method_entry(params, method).differs_in
-    if declared is None:
-        raise ConfigError(f"method {method!r} is compared with another method but declares no `differs_in`; "
-                          f"list what differs, e.g. differs_in: [epsilon, averaging] (heads: "
-                          f"{', '.join((*POLICIES, *RUN_LEVEL))})")
-    check_differs_in(method, declared)
-    return tuple(declared)
-
-
-def _group(params: Params, name: str) -> ExperimentGroup:
-    groups = params.experiments
-    for group in groups:
-        if group.group == name:
-            return group
-    raise ConfigError(f"unknown experiment group {name!r}; defined: {', '.join(g.group for g in groups)}")
-
-
-def _present(params: Params, group: ExperimentGroup) -> list[str]:
-    """The methods a group lists, then the runs planned for it that it does not list (the
-    parents its methods fine-tune)."""
-    present = list(group.methods)
-    for method in group.methods:
-        parent = method_entry(params, method).init_from
-        while parent is not None and parent not in present:
-            present.append(parent)
-            parent = method_entry(params, parent).init_from
-    return present
-
-
-def group_baseline(params: Params, group: ExperimentGroup, method: str) -> str | None:
-    """The method `method` is compared with in `group`, where that group runs one."""
-    return present_baseline(params, method, _present(params, group))
-
-
 def comparison_differences(params: Params, method: str, group: str | None = None,
                            baseline: str | None = None) -> set[str]:
     """The paths where the runs of `method` and of the method it is compared with differ, both
     built as the plan builds them for `group` (default: the first group that runs both), over
     the group's datasets and grid cells."""
-    candidates = [_group(params, group)] if group is not None else params.experiments
+    candidates = [find_group(params, group)] if group is not None else params.experiments
     for typed in candidates:
         if method not in typed.methods:
             continue
@@ -205,41 +170,13 @@ def _diff(a: Any, b: Any, path: str = "") -> set[str]:
 
 
 def comparisons(params: Params) -> list[Comparison]:
-    """Every compared pair of every experiment group: each method of a group whose comparison
-    baseline the group runs (lists it, or trains it for a fine-tune), then the pairs the group
-    declares (`compare`), each with its declared and actual differences."""
-    out = []
-    for group in params.experiments:
-        for method in group.methods:
-            baseline = group_baseline(params, group, method)
-            if baseline is None:
-                continue
-            declared = declared_differences(params, method)
-            actual = _differences(params, group, method, baseline)
-            out.append(Comparison(group.group, method, baseline, declared, frozenset(actual)))
-        out += [_declared_pair(params, group, pair) for pair in group.compare or []]
-    return out
-
-
-def _declared_pair(params: Params, group: ExperimentGroup, pair: DeclaredPair) -> Comparison:
-    """A pair a group declares, its method and control checked against the runs the groups plan."""
-    where = f"experiment group {group.group!r}: compare"
-    if pair.method not in _present(params, group):
-        raise ConfigError(f"{where}: method {pair.method!r} is not run by the group; "
-                          f"its methods: {', '.join(_present(params, group))}")
-    control_group = _group(params, pair.control_group) if pair.control_group is not None else group
-    if pair.control not in _present(params, control_group):
-        raise ConfigError(f"{where}: control {pair.control!r} is not run by group {control_group.group!r}; "
-                          f"its methods: {', '.join(_present(params, control_group))}")
-    if control_group is not group and (set(control_group.dataset_names) < set(group.dataset_names)
-                                       or group.models[0] not in control_group.models):
-        raise ConfigError(f"{where}: group {control_group.group!r} runs {pair.control!r} on "
-                          f"{', '.join(control_group.dataset_names)} with {', '.join(control_group.models)}; "
-                          f"a cross-group control needs the group's datasets and its model {group.models[0]!r}")
-    check_differs_in(pair.method, pair.differs_in)
-    actual = _differences(params, group, pair.method, pair.control, control_group)
-    return Comparison(group.group, pair.method, pair.control, tuple(pair.differs_in), frozenset(actual),
-                      control_group.group)
+    """Every compared pair of every experiment group (study.config.pairs.compared_pairs: the
+    methods whose comparison baseline the group runs, then the pairs it declares), each with its
+    declared and actual differences."""
+    return [Comparison(p.group.group, p.method, p.baseline, p.declared,
+                       frozenset(_differences(params, p.group, p.method, p.baseline, p.control_group)),
+                       p.control_group.group)
+            for p in compared_pairs(params)]
 
 
 def preset_params(preset: str | None, params_path: Path | str = "params.yaml",

@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from study.config.core import ConfigError, deep_merge, parse_fraction
+from study.config.requirements import method_problems
 from study.config.types import Method, MethodEntry, Params, TrainSettings, parse
 
 #: the heads of a `differs_in` path: a policy, or a run-level key (`train.<setting>`)
 POLICIES = tuple(Method.model_fields)
 RUN_LEVEL = ("init_from", "validation_attack", "train")
-
-# The policies that only make sense with an adversary, and their value that needs none.
-_ADVERSARIAL_POLICIES = {"targets": "untargeted", "epsilon": "fixed", "loss": "ce"}
 
 
 def method_definition(params: Params, name: str, _seen: tuple[str, ...] = ()) -> dict:
@@ -116,8 +114,9 @@ def present_baseline(params: Params, name: str, present: Iterable[str]) -> str |
 
 
 def check_method(params: Params, name: str) -> None:
-    """A method's `base` and `init_from` name methods that exist, and its policies are
-    consistent (the policy names themselves are checked by the types)."""
+    """A method's `base` and `init_from` name methods that exist, and its policies and training
+    attack are what training needs (study.config.requirements; the policy names themselves are
+    checked by the types)."""
     definition = method_entry(params, name)
     methods = params.methods
     for key in ("init_from", "compare_with"):
@@ -127,11 +126,9 @@ def check_method(params: Params, name: str) -> None:
                               f"defined: {', '.join(sorted(methods))}")
     if definition.differs_in is not None:
         check_differs_in(name, definition.differs_in)
-    method = resolved_method(params, name)
-    adaptive = [k for k, plain in _ADVERSARIAL_POLICIES.items()
-                if getattr(method, k) is not None and getattr(method, k).type != plain]
-    if method.adversary is None and adaptive:
-        raise ConfigError(f"method {name!r}: policies {adaptive} need an adversary; the method has adversary: null")
+    problems = method_problems(resolved_method(params, name))
+    if problems:
+        raise ConfigError(f"method {name!r}: " + "; ".join(problems))
 
 
 def check_differs_in(name: str, paths: Iterable[str]) -> None:

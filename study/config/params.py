@@ -23,6 +23,7 @@ from study.config.core import (
 )
 from study.config.grid import grid_combinations
 from study.config.methods import check_method
+from study.config.pairs import compared_pairs
 from study.config.types import ExperimentGroup, Params, parse
 from study.config.yamlfile import load_yaml, read_yaml
 
@@ -144,8 +145,10 @@ def load_params(
 def parse_params(params: Mapping, schema_path: Path | str = DEFAULT_SCHEMA) -> Params:
     """The study's params (params.yaml merged with a preset, or a mapping built by hand) as the
     frozen, typed `Params`, after every check (the types, the schema, each dataset's merged
-    settings, every name an experiment group uses): a ConfigError of one line otherwise. The one
-    place the params are parsed; below it the library takes `Params`."""
+    settings, every name an experiment group uses, what training needs of each method a group
+    runs, each compared pair's declared differences): a ConfigError of one line otherwise. The one
+    place the params are parsed; below it the library takes `Params`. (What a run needs of its
+    dataset, epochs and split is checked where the plan makes its config: study.config.spec.)"""
     check_no_method_selection(params)
     # The types first (their message names the valid keys and values), then the schema that the
     # workflow documents and that is generated from them (tools/params_schema.py), so the two agree.
@@ -161,6 +164,8 @@ def parse_params(params: Mapping, schema_path: Path | str = DEFAULT_SCHEMA) -> P
     _check_references(typed)
     _check_names_outside_groups(typed)
     _check_features(typed)
+    # the pairs the reproduction report and figure 13 compare: refused here, not by the report's job
+    compared_pairs(typed)
     return typed
 
 

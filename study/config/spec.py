@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from study.config.core import ConfigError
 from study.config.evaluations import EvaluationJob
+from study.config.requirements import run_problems
 from study.config.types import RunConfig, ZooRunConfig, parse
 
 # ---------------------------------------------------------------- identities
@@ -103,7 +104,9 @@ def _trained(cfg: Any, where: str) -> RunConfig:
     except ConfigError as err:
         raise ConfigError("; ".join([f"{where}: " + "; ".join(problems), str(err).removeprefix(f"{where}: ")])
                           if problems else str(err)) from None
-    problems += _names(run) + _protocols(run)
+    # and what training needs of it beyond the types: refused here, where the plan makes every run's
+    # config, rather than by the train job after the jobs before it ran
+    problems += _names(run) + _protocols(run) + run_problems(run)
     if problems:
         raise ConfigError(f"{where}: " + "; ".join(dict.fromkeys(problems)))
     return run
@@ -120,7 +123,8 @@ class ConfigSpec:
     def parse(cls, raw: Any, where: str = "run config") -> ConfigSpec:
         """The one place a run config (a plan's, `--run-config`, a config.json, a record's
         `run_config`) becomes typed: a zoo model's where it names one, else a trained run's
-        (checked against the model and dataset registries); ConfigError of one line otherwise."""
+        (checked against the model and dataset registries, and for what its training needs:
+        study.config.requirements.run_problems); ConfigError of one line otherwise."""
         if isinstance(raw, Mapping) and "zoo" in raw:
             config: RunConfig | ZooRunConfig = parse(ZooRunConfig, raw, f"zoo {where}")
         else:

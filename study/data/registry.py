@@ -36,7 +36,9 @@ class DatasetInfo:
     `label` is what figures and tables call it (study.labels; empty: the name, title-cased);
     `train_size` and `test_size` the images of its full splits and `zoo_gflops` the forward cost
     of a RobustBench model at its resolution, from which study.resources estimates a job's time
-    and memory (None: the estimates' defaults)."""
+    and memory (None: the estimates' defaults). `balanced`: every class holds as many images of
+    each split (`train_per_class`, `test_per_class`), so the plan can check a run's subsets of them
+    (study.config.requirements)."""
 
     name: str
     num_classes: int
@@ -49,6 +51,7 @@ class DatasetInfo:
     label: str = ""
     train_size: int | None = None
     test_size: int | None = None
+    balanced: bool = False
     # an upper bound (CIFAR: WideResNet-94-16 is ~55 GFLOPs; ImageNet: Swin-L ~35)
     zoo_gflops: float = 60.0
 
@@ -68,6 +71,16 @@ class DatasetInfo:
     @property
     def default_variant(self) -> str:
         return self.variants[0]
+
+    @property
+    def train_per_class(self) -> int | None:
+        """The training images of each class, where every class has as many (None: they differ, or unknown)."""
+        return self.train_size // self.num_classes if self.balanced and self.train_size is not None else None
+
+    @property
+    def test_per_class(self) -> int | None:
+        """The test images of each class, where every class has as many (None: they differ, or unknown)."""
+        return self.test_size // self.num_classes if self.balanced and self.test_size is not None else None
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,7 @@ DATASETS: dict[str, DatasetInfo] = {
         label="CIFAR-10",
         train_size=50_000,
         test_size=10_000,
+        balanced=True,
     ),
     "mnist": DatasetInfo(
         name="mnist",
@@ -128,6 +142,7 @@ DATASETS: dict[str, DatasetInfo] = {
         label="CIFAR-100",
         train_size=50_000,
         test_size=10_000,
+        balanced=True,
     ),
     "tinyimagenet": DatasetInfo(
         name="tinyimagenet",
@@ -138,7 +153,8 @@ DATASETS: dict[str, DatasetInfo] = {
         variants=("official",),
         label="Tiny ImageNet",
         train_size=100_000,
-        test_size=10_000,
+        test_size=10_000,  # the validation split, 50 per class (the test split has no labels)
+        balanced=True,
     ),
     # Evaluation only (validation set, placed by hand), for pretrained models.
     "imagenet": DatasetInfo(

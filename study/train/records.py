@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from study.attacks.pgd import pgd_attack
 from study.config.evaluations import AnyEvaluation
+from study.config.requirements import wat_costs
 from study.config.types import Adversary as AdversaryConfig
 from study.data.augment import to_float
 from study.io import atomic_write_text
@@ -21,7 +22,7 @@ from study.metrics.worst import weakest_class
 from study.predict import class_counts, predict
 from study.train.epoch import EpochPolicyState, EpochTotals
 from study.train.policies import EpochStats
-from study.train.policies.loss import TradesLoss, trades_kl
+from study.train.policies.loss import trades_kl
 from study.train.policies.weights import WATWeights
 from study.train.setup import RunState
 
@@ -60,10 +61,8 @@ def validate(state: RunState, model: torch.nn.Module, stats: EpochStats) -> Epoc
     cost = stats.val_cost
     # WAT's costs are the trained model's (not an averaged copy's): the policies update from them
     if isinstance(state.policies.weights, WATWeights) and model is state.model:
-        loss, adversary = state.policies.loss, state.adversary.cfg
-        if not isinstance(loss, TradesLoss) or adversary is None:
-            raise ValueError("validation losses (WAT) need the TRADES loss and a training attack")
-        cost = trades_validation_cost(model, x_val, y_val, adversary, float(loss.beta), state.num_classes, state.dev,
+        beta, adversary = wat_costs(state.run.method_config)
+        cost = trades_validation_cost(model, x_val, y_val, adversary, float(beta), state.num_classes, state.dev,
                                       state.run.seed)
     return dataclasses.replace(stats, val_n=val_n, val_clean_correct=clean_ok, val_robust_correct=robust_ok,
                                val_cost=cost)

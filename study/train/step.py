@@ -35,6 +35,8 @@ import torch.nn.functional as F
 
 from study.attacks.fat import early_stopped_run
 from study.attacks.pgd import pgd_run, project, start_draws, start_from_draws
+from study.config.requirements import bn_forwards as split_bn_stats
+from study.config.requirements import fat_tau, needs_clean
 from study.config.types import Adversary as AdversaryConfig
 from study.device import train_autocast
 from study.train.optim import PARAM_UPDATES
@@ -134,15 +136,12 @@ class TrainStep:
 
     def __init__(self, state: RunState, mode: str = "off", backend: str | None = None):
         adv = state.adversary.cfg
-        if adv is not None and adv.restarts != 1:
-            raise ValueError(f"a training adversary runs one restart, got restarts {adv.restarts}")
+        # (one restart, TRIX with PGD, bn_stats as the loss needs them: checked where the run config
+        # entered, study.config.requirements)
         opt_name = state.run.optimizer.name
         if len(state.optimizer.param_groups) != 1 or opt_name not in PARAM_UPDATES:
             raise ValueError(f"the training step updates one parameter group of {', '.join(PARAM_UPDATES)}; "
                              f"got optimizer {opt_name!r}")
-        if adv is not None and isinstance(state.policies.targets, TRIXTargets) and adv.type != "pgd":
-            raise ValueError(f"targets type 'trix' attacks each sample targeted or untargeted with PGD; "
-                             f"got adversary type {adv.type!r}")
         self.state, self.adv = state, adv
         self.requested, self.mode = mode, resolve_compile(mode, state.dev)
         # the module the step calls: the run's model, or (region `model`) its compiled wrapper
@@ -150,7 +149,8 @@ class TrainStep:
         prepare, self.update_params = PARAM_UPDATES[opt_name]
         prepare(state.optimizer)
         self.params = list(state.optimizer.param_groups[0]["params"])
-        self.before, self.after = bn_forwards(adv, state.policies.loss.needs_clean)
+        self.needs_clean = needs_clean(state.run.method_config)
+        self.before, self.after = bn_forwards(adv, self.needs_clean)
         backend = backend or os.environ.get(COMPILE_BACKEND_ENV)
         self.regions: CompiledRegions | None
         self.fn: StepFn
@@ -205,7 +205,7 @@ class TrainStep:
             for name in self.before:
                 if name == "adv" and logits is None:
                     logits = model(x_in)
-                elif name == "clean" and policies.loss.needs_clean and clean_logits is None:
+                elif name == "clean" and self.needs_clean and clean_logits is None:
                     clean_logits = model(x).float()
                 else:
                     with torch.no_grad():
@@ -256,10 +256,8 @@ class TrainStep:
         if adv.bn_mode == "eval":
             model.eval()
         if adv.type == "fat":
-            if adv.tau is None:
-                raise ValueError("adversary type fat needs tau (its steps after the first misclassification)")
             delta = early_stopped_run(model, x32, y, labels, delta, eps_t, alpha_t, steps=adv.steps,
-                                      tau=int(adv.tau), norm=norm, sign=sign, loss_fn=loss_fn,
+                                      tau=fat_tau(adv), norm=norm, sign=sign, loss_fn=loss_fn,
                                       step_noise=(lambda i: None) if noise is None else (lambda i: noise[i]))
         else:
             delta = pgd_run(model, x, labels, delta, eps_t, alpha_t, adv.steps, norm, sign, loss_fn)
@@ -307,28 +305,13 @@ class TrainStep:
         return kl
 
 
-#: The batches a step may forward in train mode, and the parameter update between them.
-BN_FORWARDS = ("adv", "clean", "step")
-
-
 def bn_forwards(adv: AdversaryConfig | None, needs_clean: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(forwards before the update, forwards after it) of one step, after the attack, from
     the adversary's `bn_stats`: the sequence of train-mode forwards of the method's reference
     loop, `adv` (the training inputs), `clean` (the clean batch) and `step` (the update), e.g.
-    [adv, step, clean] for CFA's AT loop. The first `adv` and, where the loss needs it, the
-    first `clean` before `step` are the loss's forwards; every other forward runs without
-    gradients and only updates BatchNorm's running statistics. Without `bn_stats`: the
-    loss's forwards, adversarial then clean."""
-    default = ["adv", "clean"] if needs_clean else ["adv"]
-    seq = list(adv.bn_stats or default) if adv is not None else default
-    bad = [name for name in seq if name not in BN_FORWARDS]
-    if bad or seq.count("step") > 1:
-        raise ValueError(f"bn_stats {seq}: names from {', '.join(BN_FORWARDS)}, `step` at most once")
-    cut = seq.index("step") if "step" in seq else len(seq)
-    before, after = tuple(seq[:cut]), tuple(seq[cut + 1:])
-    if "adv" not in before or (needs_clean and "clean" not in before):
-        raise ValueError(f"bn_stats {seq}: the loss's forwards ({', '.join(default)}) come before the update")
-    return before, after
+    [adv, step, clean] for CFA's AT loop (study.config.requirements.bn_forwards, where the plan
+    checks the sequence)."""
+    return split_bn_stats(adv.bn_stats if adv is not None else None, needs_clean)
 
 
 def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

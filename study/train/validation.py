@@ -8,23 +8,14 @@ samples the run would use. The indices are recorded in the run directory (valida
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import torch
 
+# the size of the split: the plan checks it against the images per class where the config tells them
+from study.config.requirements import held_per_class
 
-def held_per_class(setting: Mapping, n_class: int) -> int:
-    """How many of a class's `n_class` training samples the split `setting` holds out."""
-    if "per_class" in setting:
-        k = int(setting["per_class"])
-        if k < 1:
-            raise ValueError(f"validation per_class must be >= 1, got {k}")
-        return k
-    fraction = float(setting["fraction"])
-    if not 0 < fraction < 1:
-        raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
-    return max(1, math.ceil(fraction * n_class))
+__all__ = ["held_per_class", "validation_split"]
 
 
 def validation_split(

@@ -70,8 +70,9 @@ def step_state(method: dict, model: torch.nn.Module, num_classes: int, seed: int
     adversary = Adversary(typed.adversary)
     optimizer = OptimizerSettings(name="sgd", lr=0.5, weight_decay=0.0)
     return SimpleNamespace(
-        # the two settings of the run config that TrainStep reads (RunState.run)
-        run=SimpleNamespace(optimizer=optimizer, precision="fp32"), model=model, dev=torch.device("cpu"),
+        # the settings of the run config that TrainStep reads (RunState.run)
+        run=SimpleNamespace(optimizer=optimizer, precision="fp32", method_config=typed), model=model,
+        dev=torch.device("cpu"),
         optimizer=build_optimizer(model.parameters(), optimizer),
         policies=policies, adversary=adversary, dev_gen=torch.Generator().manual_seed(seed),
         inner_loss=policies.loss.inner if adversary.active else "ce")

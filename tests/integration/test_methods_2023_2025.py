@@ -91,10 +91,14 @@ def test_dafa_weights_are_computed_once_after_the_warm_up_epoch(repo_root):
 
 
 def test_dafa_epsilon_needs_dafa_weights(repo_root):
+    from study.config.requirements import method_problems
+
     method = paper_method(repo_root, "trades_dafa")
     method = {k: v for k, v in method.items() if k != "weights"}
-    with pytest.raises(ValueError, match="needs weights type 'dafa'"):
-        build_policies(_typed(method), C, 10, torch.full((C,), 10))
+    # refused where the method is checked (the plan, a run config's parse), before any policy is built
+    assert method_problems(_typed(method)) == [
+        "epsilon.type: 'dafa' scales the radius by DAFA's class weights; the method's weights type is 'none'; "
+        "valid: 'dafa'"]
 
 
 def _typed(method: dict):
@@ -313,8 +317,11 @@ def test_faal_step_weights_each_sample_by_c_times_its_class_dro_weight(repo_root
 def test_wat_hedge_weights_from_the_summed_validation_costs(repo_root):
     import math
 
-    policies = build_policies(_typed(paper_method(repo_root, "trades_wat")), C, 10, torch.full((C,), 10))
-    assert policies.needs_validation
+    from study.config.requirements import validation_readers
+
+    method = _typed(paper_method(repo_root, "trades_wat"))
+    policies = build_policies(method, C, 10, torch.full((C,), 10))
+    assert validation_readers(method) == ["weights type 'wat' (WAT's Hedge weights)"]
     # before the first update every entry is 1: each class trains on 1 + 1 = 2 x the TRADES loss
     assert torch.equal(policies.weights.weights()[0], torch.full((C,), 2.0, dtype=torch.float64))
     first = torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64)   # C classes, then the whole split

@@ -55,7 +55,10 @@ FIGURES_DIR = f"{PRESET_RESULTS}/figures"  # a folder per figure, and the manife
 REPRODUCTION = f"{PRESET_RESULTS}/reproduction"  # .md and .html
 # what the user's targets name: the preset selected's manifest and reproduction report (figures.smk)
 SELECTED_FIGURES, SELECTED_REPRODUCTION = f"{RESULTS}/figures/all", f"{RESULTS}/reproduction.md"
-PLAN = plan_runs(PARAMS)
+try:  # a run the plan refuses (what its training needs of its config: study.config.requirements) is one line
+    PLAN = plan_runs(PARAMS)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
 try:  # a --config value of the train section that a run's own settings override: refused, not skipped
     check_train_overrides(PARAMS, coerce_overrides(CONFIG_OVERRIDES))
 except ConfigError as err:

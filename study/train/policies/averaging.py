@@ -80,7 +80,8 @@ class EMA(NoAveraging):
 
 
 class FAWA(EMA):
-    needs_validation = True
+    """EMA of the epochs whose worst-class validation robust accuracy reaches `threshold` (it reads
+    the validation split: study.config.requirements.VALIDATION_READERS)."""
 
     def __init__(self, epochs: int, decay: float = 0.85, start: float = 0.25, threshold: float = 0.2):
         super().__init__(epochs, decay, start)

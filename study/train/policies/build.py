@@ -22,8 +22,6 @@ REGISTRIES: dict[str, Registry] = {
     registry.kind: registry for registry in (TARGETS, EPSILON, LOSS, WEIGHTS, AVERAGING, REGULARIZER)
 }
 POLICY_KEYS = tuple(REGISTRIES)
-# Policies that shape the training attack or its objective: meaningless without an adversary.
-ATTACK_POLICIES = ("targets", "epsilon", "loss")
 
 
 @dataclass
@@ -34,10 +32,6 @@ class Policies:
     weights: NoWeights
     averaging: NoAveraging
     regularizer: NoRegularizer
-
-    @property
-    def needs_validation(self) -> bool:
-        return any(getattr(getattr(self, key), "needs_validation", False) for key in POLICY_KEYS)
 
     @property
     def needs_soft_confusion(self) -> bool:
@@ -75,12 +69,12 @@ class Policies:
 
 
 def build_policies(method: Method, num_classes: int, epochs: int, class_counts: torch.Tensor) -> Policies:
-    """The policies of a resolved method (a run config's `method_config`, typed)."""
+    """The policies of a resolved method (a run config's `method_config`, typed). What training needs
+    of them (an adversary for an adaptive attack, DAFA's margins with DAFA's weights, class indices
+    and costs of the dataset's classes, ...) was checked where the config entered
+    (study.config.requirements)."""
     adversary = method.adversary
     eps = adversary.eps if adversary is not None else 0.0
-    adaptive = [k for k in ATTACK_POLICIES if REGISTRIES[k].type_name(getattr(method, k)) != REGISTRIES[k].default]
-    if adversary is None and adaptive:
-        raise ValueError(f"policies {adaptive} need an adversary; the method has adversary: null")
     ctx = PolicyContext(num_classes=num_classes, epochs=epochs, eps=eps,
                         class_counts=torch.as_tensor(class_counts))
     weights = WEIGHTS.build(method.weights, ctx)

@@ -63,9 +63,9 @@ class RemarginEpsilon(FixedEpsilon):
     remargin-alone utils_frl1.py): lambda_c += rate * gamma1_c with the validation
     boundary-error gap gamma1_c = bndy_err_c - bndy_err - tau (bndy_err over the whole
     split), neither clamped nor halved; eps_c = eps * clamp(exp(scale * lambda_c), low, high).
-    Updated at the start of each epoch in the reference, like FRLReweight."""
+    Updated at the start of each epoch in the reference, like FRLReweight (it reads the validation
+    split: study.config.requirements.VALIDATION_READERS)."""
 
-    needs_validation = True
     primes = True
 
     def __init__(self, eps: float, num_classes: int, rate: float = 0.1, tau: float = 0.05, scale: float = 2.0,
@@ -109,12 +109,9 @@ class DAFAEpsilon(FixedEpsilon):
         return cls(ctx.eps, ctx.num_classes)
 
     def bind(self, policies: Mapping) -> None:
-        """Read the class weights of the method's weights policy, which must be DAFA's."""
-        weights = policies["weights"]
-        if not hasattr(weights, "class_weights") or not getattr(weights, "needs_soft_confusion", False):
-            raise ValueError(f"epsilon type 'dafa' scales the radius by DAFA's class weights: it needs weights "
-                             f"type 'dafa', got {type(weights).__name__}")
-        self.source = weights
+        """Read the class weights of the method's weights policy (DAFA's: a method with these margins
+        and other weights is refused where its config enters, study.config.requirements)."""
+        self.source = policies["weights"]
 
     def class_eps(self) -> torch.Tensor:
         if self.source is None:

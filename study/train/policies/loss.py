@@ -29,7 +29,8 @@ class CELoss(StatelessPolicy):
     """Cross-entropy on the adversarial example (Madry et al. 2018)."""
 
     inner = "ce"            # the loss the training attack ascends
-    needs_clean = False     # whether the objective needs the clean logits
+    # (whether the objective reads the clean logits, and so the step forwards the clean batch, is the
+    # loss type's: study.config.requirements.CLEAN_LOSSES)
 
     def __init__(self, num_classes: int, weight_normalization: str = "mean"):
         if weight_normalization not in WEIGHT_NORMALIZATIONS:
@@ -83,16 +84,13 @@ class TradesLoss(CELoss):
     with train.py's class_beta = beta / (1 + beta)): the baseline `trades_cfa` is compared with."""
 
     inner = "kl"
-    needs_clean = True
 
     def __init__(self, num_classes: int, beta: float = 6.0, lambda2: float | None = None, epochs: int = 1,
                  warmup: float = CFA_WARMUP, weight_normalization: str = "mean", normalize: bool | None = None):
         super().__init__(num_classes, weight_normalization)
         self.beta = float(beta)
         self.lambda2 = None if lambda2 is None else float(lambda2)
-        if normalize is False and self.lambda2 is not None:
-            raise ValueError("loss.normalize: false with lambda2: CFA's class-wise beta is defined on the "
-                             "normalized objective only")
+        # (normalize: false with lambda2 is refused where the config enters: study.config.requirements)
         self.normalize = self.lambda2 is not None if normalize is None else bool(normalize)
         self.warmup_epochs = warmup_epochs(warmup, epochs)
         self.t: torch.Tensor | None = None
@@ -111,7 +109,7 @@ class TradesLoss(CELoss):
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
         # `beta`: the epoch's class_beta() already on the device (the training step passes it).
         beta = (self.class_beta() if beta is None else beta).to(adv_logits.device, adv_logits.dtype)[y]
-        if clean_logits is None:  # needs_clean: the step forwards the clean batch for this loss
+        if clean_logits is None:  # a clean loss (CLEAN_LOSSES): the step forwards the clean batch
             raise ValueError("the TRADES loss needs the clean batch's logits")
         natural = F.cross_entropy(clean_logits, y, reduction="none")
         boundary = trades_kl(adv_logits, clean_logits)
@@ -135,8 +133,6 @@ class TradesLoss(CELoss):
 class MixedLoss(CELoss):
     """(1 - adv_weight) * CE(clean) + adv_weight * CE(adversarial) (Goodfellow et al. 2015)."""
 
-    needs_clean = True
-
     def __init__(self, num_classes: int, adv_weight: float = 0.5, weight_normalization: str = "mean"):
         super().__init__(num_classes, weight_normalization)
         if not 0 <= adv_weight <= 1:
@@ -149,7 +145,7 @@ class MixedLoss(CELoss):
 
     def per_sample(self, clean_logits: torch.Tensor | None, adv_logits: torch.Tensor, y: torch.Tensor,
                    w_nat: torch.Tensor, w_bndy: torch.Tensor, beta: torch.Tensor | None = None) -> torch.Tensor:
-        if clean_logits is None:  # needs_clean: the step forwards the clean batch for this loss
+        if clean_logits is None:  # a clean loss (CLEAN_LOSSES): the step forwards the clean batch
             raise ValueError("the mixed loss needs the clean batch's logits")
         clean = F.cross_entropy(clean_logits, y, reduction="none")
         adv = F.cross_entropy(adv_logits, y, reduction="none")

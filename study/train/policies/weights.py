@@ -50,9 +50,8 @@ class StaticWeights(NoWeights):
 
     @classmethod
     def from_config(cls, cfg: WeightsPolicy, ctx: PolicyContext) -> StaticWeights:
-        if cfg.values is None:
-            raise ValueError(f"weights type 'static' needs values: a list of {ctx.num_classes} positive class costs")
-        return cls(ctx.num_classes, cfg.values)
+        # (a static method's config has its costs, one per class: study.config.requirements)
+        return cls(ctx.num_classes, cfg.values or ())
 
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.w, self.w
@@ -83,9 +82,7 @@ class BoostWeights(NoWeights):
 
     def __init__(self, num_classes: int, target_class: int | str = "weakest", factor: float = 2.0):
         super().__init__(num_classes)
-        if target_class != "weakest" and not (isinstance(target_class, int) and 0 <= target_class < num_classes):
-            raise ValueError(f"weights.class must be 'weakest' or a class index 0..{num_classes - 1}, "
-                             f"got {target_class!r}")
+        # (a class index beyond the dataset's classes is refused where the config enters)
         if factor <= 0:
             raise ValueError(f"weights.factor must be > 0, got {factor}")
         self.mode, self.factor = target_class, float(factor)
@@ -131,9 +128,9 @@ class FRLReweight(NoWeights):
     (`joint`, the remargin-alone script's utils_frl1.py:train_model); the factor C cancels.
 
     The reference updates at the start of each epoch from the model trained so far: the
-    update after epoch e sets epoch e + 1's multipliers, with the rate of epoch e + 1."""
+    update after epoch e sets epoch e + 1's multipliers, with the rate of epoch e + 1. It reads the
+    validation split (study.config.requirements.VALIDATION_READERS)."""
 
-    needs_validation = True
     primes = True   # takes a first step from the starting model (Policies.prime)
 
     def __init__(self, num_classes: int, rate: float = 0.05, halve_every: int = 40, tau: float = 0.05,
@@ -197,10 +194,8 @@ class DAFAWeights(NoWeights):
                  warmup_epoch: int | None = None):
         super().__init__(num_classes)
         self.lam = float(lam)
-        if warmup_epoch is not None and not 1 <= warmup_epoch < epochs:
-            # the weights would never be computed (or from no epoch): not the method
-            raise ValueError(f"dafa warmup_epoch must lie in [1, {epochs}) for a run of {epochs} epochs, "
-                             f"got {warmup_epoch}")
+        # (a warm-up epoch outside [1, epochs), whose weights would never be computed, is refused where
+        # the config enters: study.config.requirements)
         # a count (DAFA's --dafa_warmup) keeps the reference's epoch at any length; a share scales with it
         self.warmup_epochs = warmup_epoch if warmup_epoch is not None else warmup_epochs(warmup, epochs)
         self.w: torch.Tensor | None = None
@@ -265,9 +260,9 @@ class WATWeights(NoWeights):
     TRADES loss that the extra entry weights. Before the first update every entry is 1 (the
     reference's initial weights), so the first epoch trains on twice the TRADES loss.
 
-    The summed costs are in the policy's state_dict (the reference's resume loses them)."""
+    The summed costs are in the policy's state_dict (the reference's resume loses them). It reads the
+    validation split (study.config.requirements.VALIDATION_READERS)."""
 
-    needs_validation = True
     #: the engine computes EpochStats.val_cost on the validation split (study.train.records.validate)
     needs_validation_losses = True
 
