@@ -161,3 +161,15 @@ def test_checks_json_of_an_older_check_is_refused(run, synthetic_splits, tmp_pat
                                "checks": [{"name": "eval_mode", "status": "pass", "detail": ""}]}))
     with pytest.raises(ValueError, match="older `study check`"):
         robustness_tables([record], [old], tmp_path / "tables")
+
+
+def test_a_class_with_fewer_test_images_than_asked_is_checked_on_all_of_them(run, synthetic_splits):
+    """TinyImageNet has 50 labelled test images per class where the paper preset checks 100: the
+    check takes every image of the class rather than failing the job."""
+    run_dir, last, _ = run
+    records = [_evaluate(last, synthetic_splits, CLEAN, run_dir / "clean.json")]
+    fewest = int(torch.bincount(synthetic_splits.test_y.long()).min())
+    out = run_dir / "checks-many.json"
+    result = check_run(run_dir, synthetic_splits, records, EvaluationSpec.parse(PGD3), out, out.with_suffix(".csv"),
+                       per_class=fewest + 100, eps_factors=[1.0], checkpoint="last", thresholds=CHEAP)
+    assert result["per_class"] == fewest and json.loads(out.read_text())["per_class"] == fewest
