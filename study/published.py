@@ -324,10 +324,8 @@ _TRIX_TABLE = {
 _CELLS = (("clean", "mean"), ("clean", "worst"), ("autoattack", "mean"), ("autoattack", "worst"))
 
 
-#: each dataset's whole test set: images per class, classes (CIFAR-100: 100 x 100; STL-10: 800 x 10)
-_WHOLE_TEST_SET = {"cifar10": {"test_per_class": 1000, "classes": 10},
-                   "cifar100": {"test_per_class": 100, "classes": 100},
-                   "stl10": {"test_per_class": 800, "classes": 10}}
+#: each dataset's whole test set: (images per class, classes)
+_WHOLE_TEST_SET = {"cifar10": (1000, 10), "cifar100": (100, 100), "stl10": (800, 10)}
 
 
 def _dafa_rows() -> list[Published]:
@@ -341,7 +339,8 @@ def _dafa_rows() -> list[Published]:
                 id=f"dafa_{slug}", method=method, checkpoint="last", statistic=statistic, paper="lee2024",
                 where="figs/fig_result_main.png",
                 row=f"{dataset_name}, {row}, last checkpoint, {_KIND_TEXT[kind]}, {_STATISTIC_TEXT[statistic]}",
-                recipe=replace(recipe, dataset=dataset, **_WHOLE_TEST_SET[dataset]), value=value / 100,
+                recipe=replace(recipe, dataset=dataset, test_per_class=_WHOLE_TEST_SET[dataset][0],
+                               classes=_WHOLE_TEST_SET[dataset][1]), value=value / 100,
                 sd=None if sd is None else sd / 100,
                 baseline=f"dafa_{dataset}_trades_{kind}_{statistic}" if base else None,
                 note="" if dataset == "cifar10" else "the image gives CIFAR-100 and STL-10 without sd"))
