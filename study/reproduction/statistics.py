@@ -290,10 +290,15 @@ def rank_correlation(rows: pd.DataFrame, order: Mapping[str, float], seed: int =
 
 def rho_interval(observed: np.ndarray, draws: np.ndarray, published_ranks: np.ndarray) -> tuple[float, float, float]:
     """(rho, lo, hi): Spearman's rho of the class accuracies `observed` with `published_ranks` and
-    its basic bootstrap 95% interval from the class `draws` (draws x classes; `rank_correlation`)."""
+    its basic bootstrap 95% interval from the class `draws` (draws x classes; `rank_correlation`),
+    within the rho that class accuracies can reach against ranks with ties (below 1)."""
     rho = float(_rho(observed, published_ranks))
     q_lo, q_hi = np.nanpercentile(_rho(draws, published_ranks), [2.5, 97.5])
-    return rho, max(2 * rho - float(q_hi), -1.0), min(2 * rho - float(q_lo), 1.0)
+    # the most and least that accuracies without ties can reach against the published ranks: any
+    # strict order within the published ties gives the same (the published order itself, reversed)
+    strict = rankdata(published_ranks, method="ordinal")
+    top, bottom = float(_rho(strict, published_ranks)), float(_rho(-strict, published_ranks))
+    return rho, max(2 * rho - float(q_hi), bottom), min(2 * rho - float(q_lo), top)
 
 
 def weakest_probability(rows: pd.DataFrame, name: str, seed: int = 0, test_fraction: float = 1.0) -> Estimate | None:
