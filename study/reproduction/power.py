@@ -97,6 +97,7 @@ def _sd_factors(df: float) -> np.ndarray:
     return np.sqrt(chi2.ppf((np.arange(SD_QUANTILES) + 0.5) / SD_QUANTILES, df) / df)
 
 
+@functools.lru_cache(maxsize=16384)  # a row asks for its power with every verdict it is asked for
 def power(truth: Truth, seeds: int, per_class: float, whole_test_set: bool) -> float:
     """The chance that the row's verdict (`truth.rule`) agrees at the published truth with `seeds`
     seeds scored on `per_class` test images per class (`whole_test_set`: the paper's whole set):
