@@ -11,9 +11,6 @@ from pathlib import Path
 
 from study.cli.args import SubParsers, add_params_args, load_params_args
 
-#: CIFAR-10's test images per class, which the published rows were scored on
-WHOLE_TEST_SET = 1000
-
 
 def add_plan(sub: SubParsers) -> None:
     p = sub.add_parser("plan", help="list the runs of the configured study")
@@ -66,9 +63,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for r in runs:
             print(f"  {r.run_id}  groups={','.join(r.groups)}  evals={','.join(r.evaluations)}")
         seeds = max(len(g.seeds) for g in params.experiments)
-        # the report's rows are read on the preset's test images (None: the whole test set)
-        per_class = params.evaluate.test_per_class or WHOLE_TEST_SET
-        print(families_text(params.preset or "(none: params.yaml alone)", seeds, per_class))
+        # the report's rows are read on the preset's test images
+        print(families_text(params.preset or "(none: params.yaml alone)", seeds, params.evaluate.test_per_class))
     return 0
 
 

@@ -47,11 +47,10 @@ def declared_differences(params: Params, method: str, baseline: str = "", group:
 
 def find_group(params: Params, name: str) -> ExperimentGroup:
     """The experiment group `name`; a ConfigError naming the defined ones where there is none."""
-    groups = params.experiments
-    for group in groups:
-        if group.group == name:
-            return group
-    raise ConfigError(f"unknown experiment group {name!r}; defined: {', '.join(g.group for g in groups)}")
+    try:
+        return params.group(name)
+    except KeyError as e:
+        raise ConfigError(e.args[0]) from None
 
 
 def present_methods(params: Params, group: ExperimentGroup) -> list[str]:

@@ -47,7 +47,7 @@ from study.reproduction.matching import (
     setting,
     whole_test_set,
 )
-from study.reproduction.power import HOPELESS, Truth, needs_text, power, truth_of
+from study.reproduction.power import HOPELESS, Truth, needs_text, power, scored_on, truth_of
 from study.reproduction.statistics import (
     ClassAccuracy,
     Estimate,
@@ -181,17 +181,13 @@ class Row:
         return truth_of(self.published, bool(self.difference_of) and not self.published.direction)
 
     @property
-    def _whole(self) -> bool:
-        return self.test_images >= self.published.recipe.test_per_class
-
-    @property
     def power(self) -> float | None:
         """The chance the row's verdict agrees at the published value or effect with its seeds;
         None where no published number gives it one."""
         truth = self._truth
         if truth is None or self.seeds < 1 or self.test_images <= 0:
             return None
-        return power(truth, self.seeds, min(self.test_images, self.published.recipe.test_per_class), self._whole)
+        return power(truth, self.seeds, *scored_on(self.test_images, self.published.recipe.test_per_class))
 
     @property
     def needs_seeds(self) -> bool:
@@ -267,8 +263,8 @@ def _images(rows: pd.DataFrame) -> float:
 
 def test_fraction(p: Published, rows: pd.DataFrame) -> float:
     """The share of the paper's test images per class that the runs were scored on (at most 1)."""
-    measured = rows.loc[rows["n"] > 0, "n"]
-    return min(float(measured.mean()) / p.recipe.test_per_class, 1.0) if len(measured) else 1.0
+    images = _images(rows)
+    return min(images / p.recipe.test_per_class, 1.0) if images else 1.0
 
 
 def _value_row(params: Params, p: Published, rows: pd.DataFrame, differences: tuple[str, ...],

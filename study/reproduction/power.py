@@ -25,7 +25,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from study.metrics.seeds import difference_interval, whole_test_set_interval
-from study.published import BY_ID, PAPERS, PUBLISHED, Published
+from study.published import BY_ID, PAPERS, PUBLISHED, Published, Recipe
 from study.reproduction import verdicts
 from study.reproduction.statistics import UNSEEN_SEED_SD
 
@@ -161,11 +161,17 @@ def seeds_needed(truth: Truth, per_class: float, whole_test_set: bool, target: f
     return high
 
 
+def scored_on(per_class: float, test_per_class: int) -> tuple[float, bool]:
+    """(test images per class, whether they are the paper's whole test set) of runs scored on
+    `per_class` images per class where the paper scored `test_per_class`: more counts as the whole."""
+    return min(per_class, test_per_class), per_class >= test_per_class
+
+
 def needs_text(truth: Truth, per_class: float, test_per_class: int) -> str:
     """The verdict of a row that cannot agree with the seeds it has: the seeds it needs on its test
     images, or where no number of seeds is enough on a subset, on the paper's whole test set."""
-    whole = per_class >= test_per_class
-    seeds = seeds_needed(truth, min(per_class, test_per_class), whole)
+    images, whole = scored_on(per_class, test_per_class)
+    seeds = seeds_needed(truth, images, whole)
     if seeds is not None:
         return f"needs ≥ {seeds} seeds"
     if not whole:
@@ -201,33 +207,38 @@ class Family(NamedTuple):
         return text + (f" (on the whole test set: {self._text(self.needed_whole)})" if self.needed_whole else "")
 
 
-def families(per_class: float, rows: Iterable[Published] = PUBLISHED) -> list[Family]:
+def families(per_class: float | None, rows: Iterable[Published] = PUBLISHED) -> list[Family]:
     """The seeds every published value, difference and claim with a published number needs, by
-    family, its test images per class `per_class` (the whole test set where that is the paper's)."""
+    family, its test images per class `per_class` (None: each row's whole test set)."""
     grouped: dict[tuple[str, str, str], list[int | None]] = {}
     whole_grouped: dict[tuple[str, str, str], list[int | None]] = {}
     for p in rows:
-        kinds = [("claim", False)] if p.direction else [("value", False)] + ([("difference", True)] if p.baseline
-                                                                              else [])
+        if p.direction:
+            kinds = [("claim", False)]
+        else:
+            kinds = [("value", False), *([("difference", True)] if p.baseline else [])]
         for kind, difference in kinds:
             truth = truth_of(p, difference)
             if truth is None or p.context:
                 continue
-            statistic = {"worst": "worst class", "class": "one class"}.get(truth.statistic, truth.statistic)
-            whole = per_class >= p.recipe.test_per_class
-            grouped.setdefault((p.paper, kind, statistic), []).append(
-                seeds_needed(truth, min(per_class, p.recipe.test_per_class), whole))
+            key = (p.paper, kind, {"worst": "worst class", "class": "one class"}.get(truth.statistic, truth.statistic))
+            images, whole = scored_on(p.recipe.test_per_class if per_class is None else per_class,
+                                      p.recipe.test_per_class)
+            grouped.setdefault(key, []).append(seeds_needed(truth, images, whole))
             if not whole:
-                whole_grouped.setdefault((p.paper, kind, statistic), []).append(
-                    seeds_needed(truth, p.recipe.test_per_class, True))
-    return [Family(PAPERS.get(paper, paper), kind, statistic, tuple(needed), tuple(whole_grouped.get(key, ())))
-            for key, needed in grouped.items() for paper, kind, statistic in [key]]
+                whole_grouped.setdefault(key, []).append(seeds_needed(truth, p.recipe.test_per_class, True))
+    return [Family(PAPERS.get(paper, paper), kind, statistic, tuple(needed),
+                   tuple(whole_grouped.get((paper, kind, statistic), ())))
+            for (paper, kind, statistic), needed in grouped.items()]
 
 
-def families_text(preset: str, seeds: int, per_class: float) -> str:
+def families_text(preset: str, seeds: int, per_class: int | None) -> str:
     """`study plan`'s lines: the seeds each claim family needs for TARGET power at its published
-    effect, beside the preset's own seeds."""
-    lines = [f"seeds for {TARGET:.0%} power at the published value or effect ({per_class:g} test images per class; "
+    effect, beside the preset's own seeds; `per_class`: the preset's test images per class (None:
+    the whole test set)."""
+    # the whole test set named by CIFAR-10's, the dataset of nearly every published row
+    images = Recipe().test_per_class if per_class is None else per_class
+    lines = [f"seeds for {TARGET:.0%} power at the published value or effect ({images:g} test images per class; "
              f"preset {preset} runs {seeds}):"]
     for f in families(per_class):
         lines.append(f"  {f.paper}, {f.kind} rows, {f.statistic} ({len(f.needed)}): {f.text}")
